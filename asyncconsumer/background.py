@@ -1,0 +1,154 @@
+"""The background thread: its own anyio event loop running one loop over events, managers and the network.
+
+One iteration: drain application events → read ``now`` once → poll every manager in a fixed order → hand the
+requests to the delegate → sleep in ``delegate.poll`` until something happens → fail events past their deadline.
+The caller wakes the loop from any thread with ``wakeup()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Sequence
+
+import anyio
+
+from asyncconsumer.clock import Clock
+from asyncconsumer.errors import ClientClosedError
+from asyncconsumer.events.application import CloseEvent
+from asyncconsumer.events.background import ErrorEvent
+from asyncconsumer.events.processor import ApplicationEventProcessor
+from asyncconsumer.events.queues import ApplicationEventQueue, BackgroundEventQueue
+from asyncconsumer.logs import get_logger
+from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, RequestManager
+from asyncconsumer.network.delegate import NetworkClientDelegate
+
+log = get_logger("asyncconsumer.background")
+
+
+class ConsumerNetworkThread:
+    """Owns the delegate and the managers; nothing here runs user code."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        app_events: ApplicationEventQueue,
+        background_events: BackgroundEventQueue,
+        processor: ApplicationEventProcessor,
+        managers: Sequence[RequestManager],
+        delegate: NetworkClientDelegate,
+        name: str = "asyncconsumer-network",
+    ) -> None:
+        self._clock = clock
+        self._app_events = app_events
+        self._background_events = background_events
+        self._processor = processor
+        self._managers = list(managers)
+        self._delegate = delegate
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = threading.Event()
+        self._wake_pending = False
+        self._close_event: CloseEvent | None = None
+        self.failure: BaseException | None = None
+        self.iterations = 0
+        app_events.set_wakeup(self.wakeup)
+
+    # --- caller side ----------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+        self._started.wait()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def wakeup(self) -> None:
+        """Thread-safe; coalesces wake-ups so a burst of events costs one loop hop."""
+        loop = self._loop
+        if loop is None or self._wake_pending:
+            return
+        self._wake_pending = True
+        with contextlib.suppress(RuntimeError):  # the loop has already stopped
+            loop.call_soon_threadsafe(self._wake_in_loop)
+
+    def join(self, timeout_s: float) -> bool:
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    # --- background side ------------------------------------------------------------------------------------
+    def _wake_in_loop(self) -> None:
+        self._wake_pending = False
+        self._delegate.wakeup()
+
+    def request_close(self, event: CloseEvent) -> None:
+        self._close_event = event
+
+    def _run(self) -> None:
+        try:
+            anyio.run(self._main, backend="asyncio")
+        except BaseException as exc:  # the thread must not die silently
+            self.failure = exc
+            log.error("background.crashed", error=repr(exc))
+        finally:
+            self._started.set()
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._started.set()
+        async with anyio.create_task_group() as tg:
+            self._delegate.attach(tg)
+            try:
+                while self._close_event is None:
+                    await self.run_once()
+                await self._close(self._close_event)
+            except Exception as exc:
+                log.error("background.failed", error=repr(exc))
+                self.failure = exc
+                error = ClientClosedError(f"the consumer's background thread failed: {exc!r}")
+                self._background_events.put(ErrorEvent(error))
+                self._processor.fail_all(error)
+                for event in self._app_events.drain():
+                    event.fail(error)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._delegate.close()
+                tg.cancel_scope.cancel()
+
+    async def run_once(self) -> None:
+        self.iterations += 1
+        for event in self._app_events.drain():
+            self._processor.process(event)
+        now = self._clock.now_ms()
+        wait = MAX_POLL_WAIT_MS
+        for manager in self._managers:
+            result = manager.poll(now)
+            if result.unsent_requests:
+                self._delegate.add_all(result.unsent_requests, now)
+            wait = min(wait, result.time_until_next_poll_ms)
+        deadline = self._processor.next_deadline_ms()
+        if deadline is not None:
+            wait = min(wait, deadline - now)
+        if self._app_events:
+            wait = 0
+        await self._delegate.poll(max(wait, 0), now)
+        self._processor.reap(self._clock.now_ms())
+
+    async def _close(self, event: CloseEvent) -> None:
+        """Runs each manager's close work until it is done or the close deadline passes."""
+        now = self._clock.now_ms()
+        for manager in self._managers:
+            result = manager.poll_on_close(now)
+            if result.unsent_requests:
+                self._delegate.add_all(result.unsent_requests, now)
+        while self._delegate.has_pending():
+            now = self._clock.now_ms()
+            if now >= event.deadline_ms:
+                log.info("background.close_deadline", pending=self._delegate.in_flight_count)
+                break
+            await self._delegate.poll(min(event.deadline_ms - now, MAX_POLL_WAIT_MS), now)
+        self._processor.fail_all()
+        for pending in self._app_events.drain():
+            pending.fail(ClientClosedError("the consumer is closed"))
+        event.complete(None)

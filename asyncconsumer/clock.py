@@ -1,0 +1,35 @@
+"""Time as an injected clock in integer milliseconds, so managers and the loop can be driven by tests."""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...
+
+
+class SystemClock:
+    """Monotonic milliseconds."""
+
+    __slots__ = ()
+
+    def now_ms(self) -> int:
+        return time.monotonic_ns() // 1_000_000
+
+
+class ManualClock:
+    """A clock that moves only when told to."""
+
+    __slots__ = ("_now",)
+
+    def __init__(self, now_ms: int = 0) -> None:
+        self._now = now_ms
+
+    def now_ms(self) -> int:
+        return self._now
+
+    def advance(self, ms: int) -> int:
+        self._now += ms
+        return self._now

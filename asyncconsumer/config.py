@@ -1,0 +1,164 @@
+"""Typed, validated consumer configuration.
+
+Keys are Pythonic (``fetch_max_wait_ms``); the Java spelling (``fetch.max.wait.ms``) is accepted too. Each field's
+docstring names the Java property it corresponds to, when there is one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ssl
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from asyncconsumer.errors import ConfigError
+
+Deserializer = Callable[[bytes | None], Any]
+
+_RESET = ("earliest", "latest", "none")
+_ISOLATION = ("read_uncommitted", "read_committed")
+_SECURITY = ("PLAINTEXT",)
+
+
+def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(attribute.name, f"must be a positive integer, got {value!r}")
+
+
+def _non_negative(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(attribute.name, f"must be an integer >= 0, got {value!r}")
+
+
+def _one_of(*allowed: str) -> Callable[[object, attrs.Attribute[str], str], None]:
+    def check(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+        if value not in allowed:
+            raise ConfigError(attribute.name, f"must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+
+    return check
+
+
+def _servers(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(s.strip() for s in items if isinstance(s, str) and s.strip())
+
+
+def _check_servers(instance: object, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
+    if not value:
+        raise ConfigError(attribute.name, "at least one 'host:port' is required")
+    for server in value:
+        host, sep, port = server.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(attribute.name, f"{server!r} is not 'host:port'")
+
+
+def _callable_or_none(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value):
+        raise ConfigError(attribute.name, f"must be callable or None, got {type(value).__name__}")
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class ConsumerConfig:
+    """Every setting of a consumer; build it with ``ConsumerConfig.from_kwargs`` to accept Java spellings."""
+
+    bootstrap_servers: tuple[str, ...] = attrs.field(converter=_servers, validator=_check_servers)
+    """bootstrap.servers: 'host:port' list (or comma-separated string) used to discover the cluster."""
+    client_id: str = "asyncconsumer"
+    """client.id"""
+    client_rack: str = ""
+    """client.rack"""
+    auto_offset_reset: str = attrs.field(default="latest", validator=_one_of(*_RESET))
+    """auto.offset.reset: where to start when a partition has no position (or it is out of range)."""
+    isolation_level: str = attrs.field(default="read_uncommitted", validator=_one_of(*_ISOLATION))
+    """isolation.level"""
+    fetch_min_bytes: int = attrs.field(default=1, validator=_positive)
+    """fetch.min.bytes"""
+    fetch_max_wait_ms: int = attrs.field(default=500, validator=_non_negative)
+    """fetch.max.wait.ms"""
+    fetch_max_bytes: int = attrs.field(default=52_428_800, validator=_positive)
+    """fetch.max.bytes: the most a broker returns for one fetch (it still returns one batch larger than this)."""
+    max_partition_fetch_bytes: int = attrs.field(default=1_048_576, validator=_positive)
+    """max.partition.fetch.bytes"""
+    fetch_buffer_bytes: int = attrs.field(default=67_108_864, validator=_positive)
+    """No Java twin: fetched bytes buffered for the caller; no new fetch is sent while the buffer holds more."""
+    max_poll_records: int = attrs.field(default=500, validator=_positive)
+    """max.poll.records"""
+    check_crcs: bool = True
+    """check.crcs"""
+    request_timeout_ms: int = attrs.field(default=30_000, validator=_positive)
+    """request.timeout.ms"""
+    default_api_timeout_ms: int = attrs.field(default=60_000, validator=_positive)
+    """default.api.timeout.ms: the timeout of calls that take no timeout argument."""
+    metadata_max_age_ms: int = attrs.field(default=300_000, validator=_positive)
+    """metadata.max.age.ms"""
+    retry_backoff_ms: int = attrs.field(default=100, validator=_non_negative)
+    """retry.backoff.ms"""
+    retry_backoff_max_ms: int = attrs.field(default=1_000, validator=_non_negative)
+    """retry.backoff.max.ms"""
+    reconnect_backoff_ms: int = attrs.field(default=50, validator=_non_negative)
+    """reconnect.backoff.ms"""
+    reconnect_backoff_max_ms: int = attrs.field(default=1_000, validator=_non_negative)
+    """reconnect.backoff.max.ms"""
+    socket_connection_setup_timeout_ms: int = attrs.field(default=10_000, validator=_positive)
+    """socket.connection.setup.timeout.ms"""
+    max_in_flight_requests_per_connection: int = attrs.field(default=5, validator=_positive)
+    """max.in.flight.requests.per.connection"""
+    security_protocol: str = attrs.field(default="PLAINTEXT", validator=_one_of(*_SECURITY))
+    """security.protocol"""
+    ssl_context: ssl.SSLContext | None = None
+    """No Java twin: reserved for TLS (a later release)."""
+    key_deserializer: Deserializer | None = attrs.field(default=None, validator=_callable_or_none)
+    """key.deserializer: a callable taking the raw bytes (or None)."""
+    value_deserializer: Deserializer | None = attrs.field(default=None, validator=_callable_or_none)
+    """value.deserializer"""
+
+    @classmethod
+    def from_kwargs(cls, bootstrap_servers: Any = None, **kwargs: Any) -> ConsumerConfig:
+        """Builds a config from Pythonic or Java-style keys; an unknown key is a ``ConfigError`` naming it."""
+        names = {f.name for f in attrs.fields(cls)}
+        values: dict[str, Any] = {}
+        for raw_key, value in kwargs.items():
+            key = raw_key.replace(".", "_").replace("-", "_")
+            if key not in names:
+                close = difflib.get_close_matches(key, sorted(names), n=3)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise ConfigError(raw_key, f"unknown configuration key{hint}")
+            if key in values:
+                raise ConfigError(raw_key, "given twice (Pythonic and Java spelling)")
+            values[key] = value
+        if bootstrap_servers is not None:
+            if "bootstrap_servers" in values:
+                raise ConfigError("bootstrap_servers", "given twice")
+            values["bootstrap_servers"] = bootstrap_servers
+        if "bootstrap_servers" not in values:
+            raise ConfigError("bootstrap_servers", "is required")
+        for key in (
+            "fetch_min_bytes",
+            "fetch_max_wait_ms",
+            "fetch_max_bytes",
+            "max_partition_fetch_bytes",
+            "fetch_buffer_bytes",
+            "max_poll_records",
+            "request_timeout_ms",
+            "default_api_timeout_ms",
+            "metadata_max_age_ms",
+            "retry_backoff_ms",
+            "retry_backoff_max_ms",
+            "reconnect_backoff_ms",
+            "reconnect_backoff_max_ms",
+            "socket_connection_setup_timeout_ms",
+            "max_in_flight_requests_per_connection",
+        ):
+            if isinstance(values.get(key), str) and values[key].strip().isdigit():
+                values[key] = int(values[key])
+        if isinstance(values.get("check_crcs"), str):
+            values["check_crcs"] = values["check_crcs"].strip().lower() in ("true", "1", "yes")
+        return cls(**values)
+
+    def with_changes(self, **changes: Any) -> ConsumerConfig:
+        return attrs.evolve(self, **changes)
+
+    def as_dict(self) -> Mapping[str, Any]:
+        return attrs.asdict(self, recurse=False)

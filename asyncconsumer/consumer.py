@@ -1,0 +1,156 @@
+"""``AsyncConsumer``: the asyncio face of the consumer. It never touches a socket; the background thread does."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Mapping
+from concurrent.futures import Future
+from types import TracebackType
+from typing import Any, TypeVar
+
+from asyncconsumer.clock import Clock
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.core import ConsumerCore, to_partition
+from asyncconsumer.records import (
+    ConsumerRecord,
+    ConsumerRecords,
+    OffsetAndTimestamp,
+    PartitionInfo,
+    TopicPartition,
+)
+
+T = TypeVar("T")
+
+
+async def _wait(future: Future[T]) -> T:
+    return await asyncio.wrap_future(future)
+
+
+class AsyncConsumer:
+    """A Kafka consumer for asyncio code; heartbeats and fetches keep going while your loop is busy.
+
+    Config keys are Pythonic (``fetch_max_wait_ms``) or Java-style (``"fetch.max.wait.ms"``); see ``ConsumerConfig``.
+    """
+
+    def __init__(self, bootstrap_servers: Any = None, *, _clock: Clock | None = None, **config: Any) -> None:
+        self._core = ConsumerCore(ConsumerConfig.from_kwargs(bootstrap_servers, **config), _clock)
+        self._pending: list[ConsumerRecord] = []
+
+    @property
+    def config(self) -> ConsumerConfig:
+        return self._core.config
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._core.start()
+
+    async def close(self, timeout_ms: int | None = None) -> None:
+        """Stops the background thread; returns within ``timeout_ms`` (default 30 s) even if brokers are gone."""
+        timeout = 30_000 if timeout_ms is None else timeout_ms
+        deadline = self._core.clock.now_ms() + timeout
+        future = self._core.close(timeout)
+        if future is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.wrap_future(future), timeout / 1000 + 0.5)
+        remaining = (deadline - self._core.clock.now_ms()) / 1000 + 0.5
+        await asyncio.to_thread(self._core.finish_close, remaining)
+
+    async def __aenter__(self) -> AsyncConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # --- assignment ------------------------------------------------------------------------------------------
+    async def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
+        """Replaces the manual assignment; new partitions start per ``auto_offset_reset`` unless sought."""
+        await _wait(self._core.assign(partitions))
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._core.subscriptions.assigned()
+
+    # --- positions -------------------------------------------------------------------------------------------
+    async def seek(self, partition: TopicPartition | tuple[str, int], offset: int) -> None:
+        """The next ``poll`` returns ``partition`` from ``offset``."""
+        await _wait(self._core.seek(partition, offset))
+
+    async def seek_to_beginning(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        """Evaluated lazily, like Java: the position is looked up on the next ``poll`` or ``position``."""
+        await _wait(self._core.reset_positions(partitions, "earliest"))
+
+    async def seek_to_end(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        await _wait(self._core.reset_positions(partitions, "latest"))
+
+    async def position(self, partition: TopicPartition | tuple[str, int], timeout_ms: int | None = None) -> int:
+        """The offset of the next record ``poll`` will return for ``partition``."""
+        return await _wait(self._core.position(partition, timeout_ms))
+
+    async def pause(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        await _wait(self._core.set_paused(partitions, True))
+
+    async def resume(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        await _wait(self._core.set_paused(partitions, False))
+
+    def paused(self) -> set[TopicPartition]:
+        return self._core.subscriptions.paused()
+
+    def highwater(self, partition: TopicPartition | tuple[str, int]) -> int | None:
+        """The high watermark seen in the last fetch of ``partition`` (None before any)."""
+        return self._core.subscriptions.high_watermark(to_partition(partition))
+
+    # --- offsets and metadata --------------------------------------------------------------------------------
+    async def beginning_offsets(
+        self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        return await _wait(self._core.edge_offsets(partitions, latest=False, timeout_ms=timeout_ms))
+
+    async def end_offsets(
+        self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        return await _wait(self._core.edge_offsets(partitions, latest=True, timeout_ms=timeout_ms))
+
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition | tuple[str, int], int], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The earliest offset whose timestamp is >= the given one, per partition (None if there is none)."""
+        return await _wait(self._core.offsets_for_times(timestamps, timeout_ms))
+
+    async def topics(self, timeout_ms: int | None = None) -> dict[str, list[PartitionInfo]]:
+        """Every topic the cluster has, with its partitions."""
+        return await _wait(self._core.topic_metadata(None, timeout_ms))
+
+    async def partitions_for(self, topic: str, timeout_ms: int | None = None) -> list[PartitionInfo]:
+        """The partitions of ``topic``; empty when the topic does not exist."""
+        result = await _wait(self._core.topic_metadata(topic, timeout_ms))
+        return result.get(topic, [])
+
+    # --- consuming -------------------------------------------------------------------------------------------
+    async def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> ConsumerRecords:
+        """Records that have arrived, waiting up to ``timeout_ms`` for the first; raises what the background hit."""
+        core = self._core
+        deadline = core.clock.now_ms() + timeout_ms
+        while True:
+            seen = core.signal.seq
+            records = core.poll_once(max_records)
+            if records:
+                return records
+            remaining = deadline - core.clock.now_ms()
+            if remaining <= 0:
+                return records
+            await core.signal.wait_async(seen, remaining / 1000)
+
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
+        return self
+
+    async def __anext__(self) -> ConsumerRecord:
+        while not self._pending:
+            if self._core.closed:
+                raise StopAsyncIteration
+            batch = await self.poll(timeout_ms=1_000)
+            self._pending = list(batch.records())
+            self._pending.reverse()
+        return self._pending.pop()

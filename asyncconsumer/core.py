@@ -1,0 +1,276 @@
+"""What the async and the blocking consumer share: the wiring, argument checks, and one event per call.
+
+Every method that needs the background returns a ``concurrent.futures.Future``; ``AsyncConsumer`` awaits it with
+``asyncio.wrap_future`` and ``Consumer`` calls ``result()``. Nothing here touches a socket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from asyncconsumer.background import ConsumerNetworkThread
+from asyncconsumer.clock import Clock, SystemClock
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import (
+    ClientClosedError,
+    IllegalStateError,
+    InvalidOffsetError,
+    NoOffsetForPartitionError,
+)
+from asyncconsumer.events.application import (
+    ApplicationEvent,
+    AssignEvent,
+    CloseEvent,
+    ListOffsetsEvent,
+    PauseEvent,
+    ResetPositionsEvent,
+    SeekEvent,
+    TopicMetadataEvent,
+    UpdatePositionsEvent,
+)
+from asyncconsumer.events.processor import ApplicationEventProcessor
+from asyncconsumer.events.queues import ApplicationEventQueue, BackgroundEventQueue
+from asyncconsumer.fetch_buffer import FetchBuffer
+from asyncconsumer.fetch_collector import FetchCollector
+from asyncconsumer.logs import get_logger
+from asyncconsumer.managers.fetch import FetchManager
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.offsets import OffsetsManager
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.network.delegate import NetworkClientDelegate
+from asyncconsumer.protocol.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from asyncconsumer.records import (
+    ConsumerRecords,
+    OffsetAndTimestamp,
+    PartitionInfo,
+    TopicPartition,
+)
+from asyncconsumer.signal import CallerSignal
+from asyncconsumer.subscription import SubscriptionState
+
+log = get_logger("asyncconsumer.consumer")
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+def _chain(future: Future[T], fn: Callable[[T], U]) -> Future[U]:
+    out: Future[U] = Future()
+
+    def done(f: Future[T]) -> None:
+        error = f.exception()
+        if error is not None:
+            out.set_exception(error)
+            return
+        try:
+            out.set_result(fn(f.result()))
+        except BaseException as exc:
+            out.set_exception(exc)
+
+    future.add_done_callback(done)
+    return out
+
+
+def to_partition(value: Any) -> TopicPartition:
+    """Accepts a ``TopicPartition`` or a ``(topic, partition)`` pair; anything else is a ``TypeError``."""
+    if isinstance(value, TopicPartition):
+        return value
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], int):
+        return TopicPartition(value[0], value[1])
+    raise TypeError(f"expected a TopicPartition or (topic, partition), got {value!r}")
+
+
+class ConsumerCore:
+    """One consumer's state and background thread."""
+
+    def __init__(self, config: ConsumerConfig, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self.signal = CallerSignal()
+        self.subscriptions = SubscriptionState(config.auto_offset_reset)
+        self.buffer = FetchBuffer(config.fetch_buffer_bytes, self.signal)
+        self.app_events = ApplicationEventQueue()
+        self.background_events = BackgroundEventQueue(self.signal)
+        retry = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
+        self.metadata = MetadataManager(config.bootstrap_servers, config.metadata_max_age_ms, retry)
+        self.offsets = OffsetsManager(
+            self.subscriptions, self.metadata, config.isolation_level, retry, self.background_events.put
+        )
+        self.fetch = FetchManager(
+            config, self.subscriptions, self.metadata, self.buffer, retry, self.background_events.put
+        )
+        self.delegate = NetworkClientDelegate(
+            self.clock,
+            self.metadata,
+            client_id=config.client_id,
+            request_timeout_ms=config.request_timeout_ms,
+            connection_setup_timeout_ms=config.socket_connection_setup_timeout_ms,
+            max_in_flight=config.max_in_flight_requests_per_connection,
+            reconnect_backoff=ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms),
+        )
+        self.delegate.add_disconnect_listener(lambda node, error: self.metadata.request_update())
+        self.processor = ApplicationEventProcessor(
+            self.subscriptions,
+            self.metadata,
+            self.offsets,
+            on_close=lambda event: self.thread.request_close(event),
+            last_error=lambda: self.delegate.last_connection_error() or self.metadata.last_error,
+        )
+        self.thread = ConsumerNetworkThread(
+            self.clock,
+            self.app_events,
+            self.background_events,
+            self.processor,
+            [self.metadata, self.offsets, self.fetch],
+            self.delegate,
+        )
+        self.buffer.set_space_waiter(self.thread.wakeup)
+        self.collector = FetchCollector(config, self.subscriptions, self.buffer)
+        self.started = False
+        self.closed = False
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._check_open()
+        if not self.started:
+            self.started = True
+            self.thread.start()
+            log.info(
+                "consumer.started", client_id=self.config.client_id, bootstrap=",".join(self.config.bootstrap_servers)
+            )
+
+    def close(self, timeout_ms: int | None) -> Future[None] | None:
+        """Asks the background to stop; ``None`` if it never started or already stopped."""
+        if self.closed:
+            return None
+        self.closed = True
+        if not self.started or not self.thread.alive:
+            return None
+        event = CloseEvent(deadline_ms=self.deadline(timeout_ms if timeout_ms is not None else 30_000))
+        self.app_events.put(event)
+        return event.future
+
+    def finish_close(self, timeout_s: float) -> None:
+        if not self.thread.join(max(timeout_s, 0.0)):
+            log.warning("consumer.close_timeout", timeout_s=timeout_s)
+        log.info("consumer.closed", client_id=self.config.client_id)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClientClosedError("the consumer is closed")
+        if self.started and not self.thread.alive:
+            raise ClientClosedError(f"the consumer's background thread stopped: {self.thread.failure!r}")
+
+    def _check_started(self) -> None:
+        self._check_open()
+        if not self.started:
+            raise IllegalStateError("the consumer is not started: call start() or use it as a context manager")
+
+    def deadline(self, timeout_ms: int | None) -> int:
+        return self.clock.now_ms() + (self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms)
+
+    def submit(self, event: ApplicationEvent) -> Future[Any]:
+        self._check_started()
+        self.app_events.put(event)
+        return event.future
+
+    def timeout_s(self, timeout_ms: int | None) -> float:
+        """How long a blocking caller waits for an event's future: its deadline plus a little grace."""
+        return (self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms) / 1000 + 1.0
+
+    # --- assignment and positions ----------------------------------------------------------------------------
+    def assign(self, partitions: Iterable[Any]) -> Future[None]:
+        tps = frozenset(to_partition(p) for p in partitions)
+        for tp in tps:
+            if not tp.topic or tp.partition < 0:
+                raise IllegalStateError(f"invalid partition {tp!r}")
+        return self.submit(AssignEvent(partitions=tps, deadline_ms=self.deadline(None)))
+
+    def seek(self, partition: Any, offset: int) -> Future[None]:
+        tp = to_partition(partition)
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise InvalidOffsetError(f"seek offset for {tp} must be an integer >= 0, got {offset!r}")
+        self.subscriptions.require_assigned([tp])
+        return self.submit(SeekEvent(tp=tp, offset=offset, deadline_ms=self.deadline(None)))
+
+    def reset_positions(self, partitions: Iterable[Any], strategy: str) -> Future[None]:
+        tps = frozenset(to_partition(p) for p in partitions) or frozenset(self.subscriptions.assigned())
+        self.subscriptions.require_assigned(tps)
+        return self.submit(ResetPositionsEvent(partitions=tps, strategy=strategy, deadline_ms=self.deadline(None)))
+
+    def position(self, partition: Any, timeout_ms: int | None) -> Future[int]:
+        tp = to_partition(partition)
+        known = self.subscriptions.position(tp)
+        if known is not None:
+            done: Future[int] = Future()
+            done.set_result(known)
+            return done
+        event = UpdatePositionsEvent(partitions=frozenset([tp]), deadline_ms=self.deadline(timeout_ms))
+        return _chain(self.submit(event), lambda _: self._known_position(tp))
+
+    def _known_position(self, tp: TopicPartition) -> int:
+        position = self.subscriptions.position(tp)
+        if position is None:
+            raise NoOffsetForPartitionError([tp])
+        return position
+
+    def set_paused(self, partitions: Iterable[Any], paused: bool) -> Future[None]:
+        tps = frozenset(to_partition(p) for p in partitions)
+        self.subscriptions.require_assigned(tps)
+        return self.submit(PauseEvent(partitions=tps, paused=paused, deadline_ms=self.deadline(None)))
+
+    # --- offsets and metadata --------------------------------------------------------------------------------
+    def list_offsets(
+        self, timestamps: Mapping[Any, int], timeout_ms: int | None
+    ) -> Future[dict[TopicPartition, OffsetAndTimestamp | None]]:
+        checked: dict[TopicPartition, int] = {}
+        for key, ts in timestamps.items():
+            tp = to_partition(key)
+            if not isinstance(ts, int) or isinstance(ts, bool) or ts < -2:
+                raise InvalidOffsetError(f"timestamp for {tp} must be an integer >= 0, got {ts!r}")
+            checked[tp] = ts
+        return self.submit(ListOffsetsEvent(timestamps=checked, deadline_ms=self.deadline(timeout_ms)))
+
+    def edge_offsets(
+        self, partitions: Iterable[Any], latest: bool, timeout_ms: int | None
+    ) -> Future[dict[TopicPartition, int]]:
+        ts = LATEST_TIMESTAMP if latest else EARLIEST_TIMESTAMP
+        future = self.list_offsets({to_partition(p): ts for p in partitions}, timeout_ms)
+        return _chain(future, lambda result: {tp: (o.offset if o is not None else -1) for tp, o in result.items()})
+
+    def offsets_for_times(
+        self, timestamps: Mapping[Any, int], timeout_ms: int | None
+    ) -> Future[dict[TopicPartition, OffsetAndTimestamp | None]]:
+        for key, ts in timestamps.items():
+            if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+                raise InvalidOffsetError(f"timestamp for {to_partition(key)} must be an integer >= 0, got {ts!r}")
+        return self.list_offsets(timestamps, timeout_ms)
+
+    def topic_metadata(self, topic: str | None, timeout_ms: int | None) -> Future[dict[str, list[PartitionInfo]]]:
+        if topic is not None and (not isinstance(topic, str) or not topic):
+            raise TypeError(f"topic must be a non-empty string, got {topic!r}")
+        return self.submit(TopicMetadataEvent(topic=topic, deadline_ms=self.deadline(timeout_ms)))
+
+    # --- polling ---------------------------------------------------------------------------------------------
+    def raise_background_errors(self) -> None:
+        events = self.background_events.drain()
+        if not events:
+            return
+        first, rest = events[0], events[1:]
+        for event in rest:  # keep the others for the next calls, in order
+            self.background_events.put(event)
+        raise first.error
+
+    def poll_once(self, max_records: int | None) -> ConsumerRecords:
+        """Raises what the background reported, then returns whatever is buffered (possibly nothing)."""
+        self._check_started()
+        self.raise_background_errors()
+        missing = self.subscriptions.without_position_and_no_reset()
+        if missing:
+            raise NoOffsetForPartitionError(sorted(missing))
+        limit = self.config.max_poll_records if max_records is None else max_records
+        if limit <= 0:
+            raise ValueError(f"max_records must be positive, got {limit}")
+        return ConsumerRecords(self.collector.collect(limit))

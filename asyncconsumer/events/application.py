@@ -1,0 +1,99 @@
+"""Application events: what the caller asks of the background thread.
+
+Each carries a ``concurrent.futures.Future`` that the background completes and an absolute ``deadline_ms`` (on the
+consumer's clock) after which it is failed with ``KafkaTimeoutError``.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+import attrs
+
+from asyncconsumer.records import OffsetAndTimestamp, PartitionInfo, TopicPartition
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class ApplicationEvent:
+    """Base: a request from the caller with the future it waits on."""
+
+    deadline_ms: int
+    future: Future[Any] = attrs.field(factory=Future, eq=False, repr=False)
+
+    def complete(self, value: Any) -> None:
+        if not self.future.done():
+            self.future.set_result(value)
+
+    def fail(self, error: BaseException) -> None:
+        if not self.future.done():
+            self.future.set_exception(error)
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class AssignEvent(ApplicationEvent):
+    """Replace the manual assignment. Completes with ``None``."""
+
+    partitions: frozenset[TopicPartition]
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class SeekEvent(ApplicationEvent):
+    """Set the position of one partition. Completes with ``None``."""
+
+    tp: TopicPartition
+    offset: int
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class ResetPositionsEvent(ApplicationEvent):
+    """Seek to the beginning or the end (lazily, like Java). Completes with ``None``."""
+
+    partitions: frozenset[TopicPartition]
+    strategy: str
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class PauseEvent(ApplicationEvent):
+    """Pause (or resume) fetching. Completes with ``None``."""
+
+    partitions: frozenset[TopicPartition]
+    paused: bool
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class UpdatePositionsEvent(ApplicationEvent):
+    """Make sure these partitions have positions (resetting them as configured). Completes with ``None``."""
+
+    partitions: frozenset[TopicPartition]
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class ListOffsetsEvent(ApplicationEvent):
+    """ListOffsets for each partition at a timestamp (-2 earliest, -1 latest).
+
+    Completes with ``dict[TopicPartition, OffsetAndTimestamp | None]``.
+    """
+
+    timestamps: dict[TopicPartition, int] = attrs.field(eq=False)
+
+    def complete_offsets(self, result: dict[TopicPartition, OffsetAndTimestamp | None]) -> None:
+        self.complete(result)
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class TopicMetadataEvent(ApplicationEvent):
+    """Partitions of one topic, or of every topic when ``topic`` is None.
+
+    Completes with ``dict[str, list[PartitionInfo]]``; an unknown topic is absent from the answer.
+    """
+
+    topic: str | None
+
+    def complete_topics(self, result: dict[str, list[PartitionInfo]]) -> None:
+        self.complete(result)
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class CloseEvent(ApplicationEvent):
+    """Stop the background thread after the managers' close work, by ``deadline_ms`` at the latest."""

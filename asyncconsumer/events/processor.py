@@ -1,0 +1,122 @@
+"""Turns each application event into work for the managers or the subscription state (background thread)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from asyncconsumer.cluster import Cluster
+from asyncconsumer.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from asyncconsumer.events.application import (
+    ApplicationEvent,
+    AssignEvent,
+    CloseEvent,
+    ListOffsetsEvent,
+    PauseEvent,
+    ResetPositionsEvent,
+    SeekEvent,
+    TopicMetadataEvent,
+    UpdatePositionsEvent,
+)
+from asyncconsumer.logs import get_logger
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.offsets import OffsetsManager
+from asyncconsumer.records import PartitionInfo
+from asyncconsumer.subscription import SubscriptionState
+
+log = get_logger("asyncconsumer.events")
+
+
+class ApplicationEventProcessor:
+    """Processes events and fails the ones still pending at their deadline."""
+
+    def __init__(
+        self,
+        subscriptions: SubscriptionState,
+        metadata: MetadataManager,
+        offsets: OffsetsManager,
+        on_close: Callable[[CloseEvent], None],
+        last_error: Callable[[], KafkaError | None],
+    ) -> None:
+        self._subs = subscriptions
+        self._metadata = metadata
+        self._offsets = offsets
+        self._on_close = on_close
+        self._last_error = last_error
+        self._pending: list[ApplicationEvent] = []
+
+    def process(self, event: ApplicationEvent) -> None:
+        try:
+            self._dispatch(event)
+        except KafkaError as exc:
+            event.fail(exc)
+
+    def _dispatch(self, event: ApplicationEvent) -> None:
+        match event:
+            case AssignEvent(partitions=partitions):
+                self._subs.assign(partitions)
+                self._metadata.set_topics(self._subs.topics())
+                event.complete(None)
+            case SeekEvent(tp=tp, offset=offset):
+                self._subs.seek(tp, offset)
+                event.complete(None)
+            case ResetPositionsEvent(partitions=partitions, strategy=strategy):
+                self._subs.request_reset(partitions, strategy)
+                event.complete(None)
+            case PauseEvent(partitions=partitions, paused=paused):
+                self._subs.set_paused(partitions, paused)
+                if paused:
+                    # Drop what was fetched ahead so a paused partition never holds buffer space.
+                    for tp in partitions:
+                        position = self._subs.position(tp)
+                        if position is not None:
+                            self._subs.seek(tp, position)
+                event.complete(None)
+            case UpdatePositionsEvent(partitions=partitions):
+                self._subs.require_assigned(partitions)
+                self._track(event)
+                self._offsets.await_positions(partitions, lambda: event.complete(None), event.fail)
+            case ListOffsetsEvent(timestamps=timestamps):
+                self._track(event)
+                self._offsets.list_offsets(timestamps, event.complete, event.fail)
+            case TopicMetadataEvent(topic=topic):
+                self._track(event)
+                self._metadata.await_topic(
+                    topic, lambda cluster: event.complete(_partitions(cluster, topic)), event.fail
+                )
+            case CloseEvent():
+                self._on_close(event)
+            case _:
+                event.fail(TypeError(f"unknown application event {type(event).__name__}"))
+
+    def _track(self, event: ApplicationEvent) -> None:
+        self._pending.append(event)
+
+    def reap(self, now_ms: int) -> None:
+        """Fails events past their deadline, naming the last connection error if there was one."""
+        keep: list[ApplicationEvent] = []
+        for event in self._pending:
+            if event.future.done():
+                continue
+            if now_ms >= event.deadline_ms:
+                last = self._last_error()
+                detail = f"; last error: {last}" if last is not None else ""
+                event.fail(KafkaTimeoutError(f"{type(event).__name__} did not complete in time{detail}"))
+                log.info("event.expired", kind=type(event).__name__)
+            else:
+                keep.append(event)
+        self._pending = keep
+
+    def next_deadline_ms(self) -> int | None:
+        live = [e.deadline_ms for e in self._pending if not e.future.done()]
+        return min(live) if live else None
+
+    def fail_all(self, error: KafkaError | None = None) -> None:
+        error = error or ClientClosedError("the consumer is closed")
+        for event in self._pending:
+            event.fail(error)
+        self._pending.clear()
+
+
+def _partitions(cluster: Cluster, topic: str | None) -> dict[str, list[PartitionInfo]]:
+    topics = cluster.topics if topic is None else {k: v for k, v in cluster.topics.items() if k == topic}
+    return {name: sorted(info.partitions.values(), key=lambda p: p.partition) for name, info in topics.items()}

@@ -1,0 +1,55 @@
+"""The two queues between the threads. Putting on either wakes the side that reads it."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+
+from asyncconsumer.events.application import ApplicationEvent
+from asyncconsumer.events.background import BackgroundEvent
+from asyncconsumer.signal import CallerSignal
+
+
+class ApplicationEventQueue:
+    """Caller → background. ``deque.append``/``popleft`` are atomic, so no lock is needed."""
+
+    def __init__(self) -> None:
+        self._events: collections.deque[ApplicationEvent] = collections.deque()
+        self._wake: Callable[[], None] = lambda: None
+
+    def set_wakeup(self, wake: Callable[[], None]) -> None:
+        self._wake = wake
+
+    def put(self, event: ApplicationEvent) -> None:
+        self._events.append(event)
+        self._wake()
+
+    def __bool__(self) -> bool:
+        return bool(self._events)
+
+    def drain(self) -> list[ApplicationEvent]:
+        events = []
+        while self._events:
+            events.append(self._events.popleft())
+        return events
+
+
+class BackgroundEventQueue:
+    """Background → caller."""
+
+    def __init__(self, signal: CallerSignal) -> None:
+        self._events: collections.deque[BackgroundEvent] = collections.deque()
+        self._signal = signal
+
+    def put(self, event: BackgroundEvent) -> None:
+        self._events.append(event)
+        self._signal.notify()
+
+    def drain(self) -> list[BackgroundEvent]:
+        events = []
+        while self._events:
+            events.append(self._events.popleft())
+        return events
+
+    def __bool__(self) -> bool:
+        return bool(self._events)

@@ -1,0 +1,53 @@
+"""The request-manager contract: build requests for ``now``, do no I/O, say when to be polled again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import attrs
+
+from asyncconsumer.errors import KafkaError
+from asyncconsumer.protocol.base import Request
+
+MAX_POLL_WAIT_MS = 5_000
+"""The loop never sleeps longer than this, whatever the managers say."""
+
+ResponseCallback = Callable[[Any, int], None]
+"""Called on the background thread with (response or ``KafkaError``, now_ms)."""
+
+
+@attrs.define(frozen=True, slots=True)
+class UnsentRequest:
+    """A request a manager wants sent; ``node_id`` None means the least-loaded node."""
+
+    request: Request
+    node_id: int | None
+    on_response: ResponseCallback = attrs.field(eq=False, repr=False)
+    timeout_ms: int | None = None
+    """Overrides ``request_timeout_ms`` (e.g. fetches add ``fetch_max_wait_ms``)."""
+
+
+@attrs.define(frozen=True, slots=True)
+class PollResult:
+    """What one ``poll`` produced."""
+
+    time_until_next_poll_ms: int = MAX_POLL_WAIT_MS
+    unsent_requests: tuple[UnsentRequest, ...] = ()
+
+
+EMPTY = PollResult()
+
+
+class RequestManager(Protocol):
+    """A sans-I/O manager: never awaits, never reads a clock, never touches a socket."""
+
+    def poll(self, now_ms: int) -> PollResult: ...
+
+    def poll_on_close(self, now_ms: int) -> PollResult: ...
+
+    def maximum_time_to_wait(self, now_ms: int) -> int: ...
+
+
+def is_error(result: object) -> bool:
+    return isinstance(result, KafkaError)

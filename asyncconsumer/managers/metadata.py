@@ -1,0 +1,196 @@
+"""Metadata: bootstrap, periodic refresh, refresh on demand, and waiters for topics.
+
+It also answers the delegate's question "where is node N?", with bootstrap servers as nodes -1, -2, ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import attrs
+
+from asyncconsumer.cluster import Broker, Cluster, TopicInfo
+from asyncconsumer.errors import KafkaError, for_code
+from asyncconsumer.logs import get_logger
+from asyncconsumer.managers.base import PollResult, UnsentRequest
+from asyncconsumer.managers.request_state import ExponentialBackoff, RequestState
+from asyncconsumer.protocol.metadata import MetadataRequest, MetadataResponse
+from asyncconsumer.records import PartitionInfo
+
+log = get_logger("asyncconsumer.metadata")
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+MetadataListener = Callable[[Cluster, frozenset[str]], None]
+"""Called after each metadata response with the new cluster and the topics the response named."""
+
+
+@attrs.define(slots=True)
+class _TopicWaiter:
+    topic: str | None
+    on_done: Callable[[Cluster], None]
+    on_error: Callable[[KafkaError], None]
+
+
+class MetadataManager:
+    """Keeps ``cluster`` fresh for the topics anyone is interested in."""
+
+    def __init__(
+        self,
+        bootstrap_servers: Iterable[str],
+        metadata_max_age_ms: int,
+        backoff: ExponentialBackoff,
+    ) -> None:
+        self.bootstrap: dict[int, tuple[str, int]] = {}
+        for i, server in enumerate(bootstrap_servers):
+            host, _, port = server.rpartition(":")
+            self.bootstrap[-(i + 1)] = (host.strip("[]"), int(port))
+        self.cluster = Cluster()
+        self._max_age_ms = metadata_max_age_ms
+        self._state = RequestState(backoff)
+        self._last_refresh_ms: int | None = None
+        self._update_requested = True
+        self._interest: set[str] = set()
+        self._want_all_topics = False
+        self._waiters: list[_TopicWaiter] = []
+        self._listeners: list[MetadataListener] = []
+        self.last_error: KafkaError | None = None
+
+    # --- the delegate's node directory ----------------------------------------------------------------------
+    def address(self, node_id: int) -> tuple[str, int] | None:
+        broker = self.cluster.brokers.get(node_id)
+        if broker is not None:
+            return broker.host, broker.port
+        return self.bootstrap.get(node_id)
+
+    def candidate_nodes(self) -> list[int]:
+        """Nodes a request for 'any node' may go to: known brokers, else the bootstrap servers."""
+        return list(self.cluster.brokers) or list(self.bootstrap)
+
+    # --- interest ------------------------------------------------------------------------------------------
+    def add_listener(self, listener: MetadataListener) -> None:
+        self._listeners.append(listener)
+
+    def set_topics(self, topics: Iterable[str]) -> None:
+        """The topics the consumer needs (its assignment); new ones trigger a refresh."""
+        wanted = set(topics)
+        if not wanted <= self._interest or not wanted:
+            self._update_requested = True
+        self._interest = wanted
+
+    def request_update(self) -> None:
+        self._update_requested = True
+
+    def await_topic(
+        self, topic: str | None, on_done: Callable[[Cluster], None], on_error: Callable[[KafkaError], None]
+    ) -> None:
+        """Calls ``on_done`` after the next metadata response that covers ``topic`` (None = every topic)."""
+        if topic is None:
+            self._want_all_topics = True
+        self._waiters.append(_TopicWaiter(topic, on_done, on_error))
+        self._update_requested = True
+
+    # --- the manager contract -------------------------------------------------------------------------------
+    def poll(self, now_ms: int) -> PollResult:
+        due = (
+            self._update_requested
+            or self._last_refresh_ms is None
+            or (now_ms - self._last_refresh_ms >= self._max_age_ms)
+        )
+        if not due:
+            assert self._last_refresh_ms is not None
+            return PollResult(self._last_refresh_ms + self._max_age_ms - now_ms)
+        if not self._state.can_send_request(now_ms):
+            wait = self._state.remaining_backoff_ms(now_ms)
+            return PollResult(wait if wait > 0 else self._max_age_ms)
+        self._state.on_send_attempt(now_ms)
+        self._update_requested = False
+        extra = {w.topic for w in self._waiters if w.topic is not None}
+        all_topics = self._want_all_topics
+        topics = None if all_topics else tuple(sorted(self._interest | extra))
+        request = MetadataRequest(topics=topics, allow_auto_topic_creation=False)
+
+        def on_response(result: object, now: int) -> None:
+            self._on_response(result, now, all_topics)
+
+        log.debug("metadata.request", topics=topics)
+        return PollResult(self._max_age_ms, (UnsentRequest(request, None, on_response),))
+
+    def poll_on_close(self, now_ms: int) -> PollResult:
+        return PollResult()
+
+    def maximum_time_to_wait(self, now_ms: int) -> int:
+        if self._update_requested or self._last_refresh_ms is None:
+            return self._state.remaining_backoff_ms(now_ms)
+        return max(0, self._last_refresh_ms + self._max_age_ms - now_ms)
+
+    # --- responses -----------------------------------------------------------------------------------------
+    def _on_response(self, result: object, now_ms: int, all_topics: bool) -> None:
+        if isinstance(result, KafkaError):
+            self._state.on_failed_attempt(now_ms)
+            self._update_requested = True
+            self.last_error = result
+            log.info("metadata.failed", error=str(result))
+            return
+        assert isinstance(result, MetadataResponse)
+        self._state.on_successful_attempt(now_ms)
+        self._last_refresh_ms = now_ms
+        self.last_error = None
+        brokers = {b.node_id: Broker(b.node_id, b.host, b.port, b.rack) for b in result.brokers}
+        topics = dict(self.cluster.topics) if not all_topics else {}
+        named: set[str] = set()
+        unknown = set(self.cluster.unknown_topics) if not all_topics else set()
+        retry = False
+        for t in result.topics:
+            if t.name is None:
+                continue
+            named.add(t.name)
+            if t.error_code == UNKNOWN_TOPIC_OR_PARTITION:
+                topics.pop(t.name, None)
+                unknown.add(t.name)
+                continue
+            unknown.discard(t.name)
+            parts = {
+                p.partition_index: PartitionInfo(
+                    topic=t.name,
+                    partition=p.partition_index,
+                    leader=p.leader_id,
+                    replicas=tuple(p.replica_nodes),
+                    in_sync_replicas=tuple(p.isr_nodes),
+                    offline_replicas=tuple(p.offline_replicas),
+                    leader_epoch=None if p.leader_epoch < 0 else p.leader_epoch,
+                )
+                for p in t.partitions
+            }
+            if t.error_code != 0 or any(p.leader_id < 0 for p in t.partitions):
+                retry = True  # e.g. LEADER_NOT_AVAILABLE while a topic is being created
+            topics[t.name] = TopicInfo(t.name, t.error_code, parts, t.topic_id, t.is_internal)
+        if retry:
+            self._update_requested = True
+        self.cluster = Cluster(brokers, topics, result.cluster_id, result.controller_id, frozenset(unknown))
+        if all_topics:
+            self._want_all_topics = False
+        log.debug("metadata.updated", brokers=len(brokers), topics=len(named))
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if waiter.topic is None and not all_topics:
+                self._waiters.append(waiter)  # asked for all topics after this request left
+                self._want_all_topics = self._update_requested = True
+                continue
+            if waiter.topic is not None and waiter.topic not in named and not all_topics:
+                self._waiters.append(waiter)
+                self._update_requested = True
+                continue
+            info = topics.get(waiter.topic) if waiter.topic is not None else None
+            if waiter.topic is not None and waiter.topic in unknown:
+                waiter.on_done(self.cluster)
+            elif info is not None and info.error_code not in (0, 5):  # 5: LEADER_NOT_AVAILABLE, retriable
+                waiter.on_error(for_code(info.error_code, f"topic {waiter.topic!r}"))
+            else:
+                waiter.on_done(self.cluster)
+        for listener in self._listeners:
+            listener(self.cluster, frozenset(named))
+
+    def fail_waiters(self, error: KafkaError) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.on_error(error)

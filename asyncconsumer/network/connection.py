@@ -1,0 +1,223 @@
+"""One broker connection: TCP over anyio, ApiVersions negotiation, framing and correlation ids.
+
+Socket and decoding failures are translated into our errors here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+
+import anyio
+import anyio.abc
+import attrs
+
+from asyncconsumer.errors import (
+    CorruptResponseError,
+    KafkaConnectionError,
+    KafkaError,
+    UnsupportedVersionError,
+)
+from asyncconsumer.logs import get_logger
+from asyncconsumer.managers.base import UnsentRequest
+from asyncconsumer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from asyncconsumer.protocol.base import (
+    Request,
+    decode_response,
+    encode_request,
+    peek_correlation_id,
+)
+
+log = get_logger("asyncconsumer.network")
+
+_SIZE = struct.Struct(">i")
+_UNSUPPORTED_VERSION = 35
+MAX_FRAME_BYTES = 1 << 30
+
+
+class ConnectionState(enum.Enum):
+    CONNECTING = "connecting"
+    READY = "ready"
+    CLOSED = "closed"
+
+
+@attrs.define(slots=True)
+class InFlight:
+    unsent: UnsentRequest
+    request_type: type[Request]
+    version: int
+    deadline_ms: int
+
+
+Completion = Callable[[UnsentRequest, object], None]
+"""Receives a finished request and its decoded response or ``KafkaError``."""
+
+
+@contextmanager
+def map_exceptions(node_id: int, host: str, port: int) -> Iterator[None]:
+    """Turns socket and stream failures into ``KafkaConnectionError`` naming the broker."""
+    try:
+        yield
+    except KafkaError:
+        raise
+    except (
+        OSError,
+        anyio.EndOfStream,
+        anyio.BrokenResourceError,
+        anyio.ClosedResourceError,
+        anyio.IncompleteRead,
+    ) as exc:
+        raise KafkaConnectionError(
+            f"connection to node {node_id} at {host}:{port} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+class BrokerConnection:
+    """A connection to one node; the delegate owns it and runs its reader in the delegate's task group."""
+
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        client_id: str,
+        complete: Completion,
+        on_closed: Callable[[BrokerConnection, KafkaError], None],
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.state = ConnectionState.CONNECTING
+        self.versions: dict[int, tuple[int, int]] = {}
+        self.in_flight: dict[int, InFlight] = {}
+        self._client_id = client_id
+        self._complete = complete
+        self._on_closed = on_closed
+        self._stream: anyio.abc.ByteStream | None = None
+        self._next_correlation_id = 1
+        self._send_lock = anyio.Lock()
+        self.close_reason: KafkaError | None = None
+
+    def __repr__(self) -> str:
+        return f"<BrokerConnection node={self.node_id} {self.host}:{self.port} {self.state.value}>"
+
+    async def connect(self, timeout_s: float) -> None:
+        """Opens the socket and negotiates API versions; raises ``KafkaConnectionError`` on failure."""
+        with map_exceptions(self.node_id, self.host, self.port):
+            with anyio.fail_after(timeout_s):
+                stream = await anyio.connect_tcp(self.host, self.port)
+                self._stream = stream
+                self.versions = await self._negotiate(stream)
+        self.state = ConnectionState.READY
+        log.debug("connection.ready", node=self.node_id, host=self.host, port=self.port)
+
+    async def _negotiate(self, stream: anyio.abc.ByteStream) -> dict[int, tuple[int, int]]:
+        version = ApiVersionsRequest.MAX_VERSION
+        for _ in range(2):
+            frame = encode_request(ApiVersionsRequest(), version, 0, self._client_id)
+            await stream.send(frame)
+            payload = await self._read_frame(stream)
+            response = decode_response(payload, ApiVersionsRequest, version)
+            assert isinstance(response, ApiVersionsResponse)
+            ranges = {r.api_key: (r.min_version, r.max_version) for r in response.api_keys}
+            if response.error_code == 0:
+                return ranges
+            if response.error_code == _UNSUPPORTED_VERSION and ranges.get(18):
+                version = min(ranges[18][1], ApiVersionsRequest.MAX_VERSION)
+                continue
+            raise KafkaConnectionError(f"ApiVersions to node {self.node_id} failed with code {response.error_code}")
+        raise KafkaConnectionError(f"ApiVersions to node {self.node_id} could not agree on a version")
+
+    @staticmethod
+    async def _read_exactly(stream: anyio.abc.ByteStream, n: int) -> bytes:
+        chunks: list[bytes] = []
+        remaining = n
+        while remaining:
+            chunk = await stream.receive(min(remaining, 4 << 20))
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def _read_frame(self, stream: anyio.abc.ByteStream) -> bytes:
+        size = int(_SIZE.unpack(await self._read_exactly(stream, 4))[0])
+        if size < 4 or size > MAX_FRAME_BYTES:
+            raise CorruptResponseError(f"node {self.node_id} sent a frame of {size} bytes")
+        return await self._read_exactly(stream, size)
+
+    def version_for(self, request_type: type[Request]) -> int:
+        """The highest version both sides implement; ``UnsupportedVersionError`` if none."""
+        broker = self.versions.get(int(request_type.API_KEY))
+        if broker is None:
+            raise UnsupportedVersionError(
+                f"node {self.node_id} does not support {request_type.API_KEY.name} (API {int(request_type.API_KEY)})"
+            )
+        low = max(broker[0], request_type.MIN_VERSION)
+        high = min(broker[1], request_type.MAX_VERSION)
+        if low > high:
+            raise UnsupportedVersionError(
+                f"{request_type.API_KEY.name}: node {self.node_id} speaks v{broker[0]}-{broker[1]}, "
+                f"this client v{request_type.MIN_VERSION}-{request_type.MAX_VERSION}"
+            )
+        return high
+
+    async def send(self, unsent: UnsentRequest, version: int, deadline_ms: int) -> None:
+        """Writes one request; its response arrives through ``complete``."""
+        stream = self._stream
+        if stream is None or self.state is not ConnectionState.READY:
+            raise KafkaConnectionError(f"node {self.node_id} is not connected")
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+        frame = encode_request(unsent.request, version, correlation_id, self._client_id)
+        self.in_flight[correlation_id] = InFlight(unsent, type(unsent.request), version, deadline_ms)
+        with map_exceptions(self.node_id, self.host, self.port):
+            async with self._send_lock:
+                await stream.send(frame)
+
+    async def read_loop(self) -> None:
+        """Reads responses until the connection closes; then fails whatever is still in flight."""
+        stream = self._stream
+        assert stream is not None
+        try:
+            with map_exceptions(self.node_id, self.host, self.port):
+                while True:
+                    payload = await self._read_frame(stream)
+                    correlation_id = peek_correlation_id(payload)
+                    entry = self.in_flight.pop(correlation_id, None)
+                    if entry is None:
+                        raise CorruptResponseError(
+                            f"node {self.node_id} answered unknown correlation id {correlation_id}"
+                        )
+                    try:
+                        response: object = decode_response(payload, entry.request_type, entry.version)
+                    except CorruptResponseError:
+                        self._complete(
+                            entry.unsent,
+                            CorruptResponseError(
+                                f"undecodable {entry.request_type.API_KEY.name} response from node {self.node_id}"
+                            ),
+                        )
+                        raise
+                    self._complete(entry.unsent, response)
+        except KafkaError as exc:
+            await self.close(exc)
+        except anyio.get_cancelled_exc_class():
+            await self.close(KafkaConnectionError(f"connection to node {self.node_id} closed by the client"))
+            raise
+
+    async def close(self, reason: KafkaError) -> None:
+        if self.state is ConnectionState.CLOSED:
+            return
+        self.state = ConnectionState.CLOSED
+        self.close_reason = reason
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            with anyio.CancelScope(shield=True):
+                with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await stream.aclose()
+        pending, self.in_flight = self.in_flight, {}
+        for entry in pending.values():
+            self._complete(entry.unsent, reason)
+        log.info("connection.closed", node=self.node_id, host=self.host, port=self.port, reason=str(reason))
+        self._on_closed(self, reason)

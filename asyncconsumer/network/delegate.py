@@ -1,0 +1,268 @@
+"""The NetworkClientDelegate: sends the managers' requests, matches responses, completes callbacks.
+
+It owns every connection (opened on demand, reconnected with backoff and jitter), picks the least-loaded node
+for requests that name none, times requests out, and sleeps in ``poll`` until a response, a connection change,
+a wake-up from the caller, or the timeout.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+import anyio
+import anyio.abc
+import attrs
+
+from asyncconsumer.clock import Clock
+from asyncconsumer.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    RequestTimedOutError,
+    UnsupportedVersionError,
+)
+from asyncconsumer.logs import get_logger
+from asyncconsumer.managers.base import UnsentRequest
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.network.connection import BrokerConnection, ConnectionState
+
+log = get_logger("asyncconsumer.network")
+
+
+class NodeDirectory(Protocol):
+    """Where nodes are: the metadata manager implements it."""
+
+    def address(self, node_id: int) -> tuple[str, int] | None: ...
+
+    def candidate_nodes(self) -> list[int]: ...
+
+
+@attrs.define(slots=True)
+class _Pending:
+    unsent: UnsentRequest
+    enqueued_ms: int
+
+
+@attrs.define(slots=True)
+class _NodeBackoff:
+    failures: int = 0
+    retry_at_ms: int = 0
+    last_error: KafkaError | None = None
+
+
+class NetworkClientDelegate:
+    """All network I/O of one consumer; used only from the background thread."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        nodes: NodeDirectory,
+        *,
+        client_id: str,
+        request_timeout_ms: int,
+        connection_setup_timeout_ms: int,
+        max_in_flight: int,
+        reconnect_backoff: ExponentialBackoff,
+    ) -> None:
+        self._clock = clock
+        self._nodes = nodes
+        self._client_id = client_id
+        self._request_timeout_ms = request_timeout_ms
+        self._setup_timeout_ms = connection_setup_timeout_ms
+        self._max_in_flight = max_in_flight
+        self._reconnect_backoff = reconnect_backoff
+        self._connections: dict[int, BrokerConnection] = {}
+        self._backoff: dict[int, _NodeBackoff] = {}
+        self._unsent: collections.deque[_Pending] = collections.deque()
+        self._completed: collections.deque[tuple[UnsentRequest, object]] = collections.deque()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._wake = anyio.Event()
+        self._disconnect_listeners: list[Callable[[int, KafkaError], None]] = []
+        self.requests_sent = 0
+
+    # --- wiring ----------------------------------------------------------------------------------------------
+    def attach(self, task_group: anyio.abc.TaskGroup) -> None:
+        self._tg = task_group
+
+    def add_disconnect_listener(self, listener: Callable[[int, KafkaError], None]) -> None:
+        self._disconnect_listeners.append(listener)
+
+    def wakeup(self) -> None:
+        """Cuts the current ``poll`` sleep short (background thread only)."""
+        self._wake.set()
+
+    @property
+    def connection_count(self) -> int:
+        return sum(1 for c in self._connections.values() if c.state is ConnectionState.READY)
+
+    @property
+    def in_flight_count(self) -> int:
+        return sum(len(c.in_flight) for c in self._connections.values())
+
+    def has_pending(self) -> bool:
+        return bool(self._unsent) or self.in_flight_count > 0 or bool(self._completed)
+
+    def last_connection_error(self) -> KafkaError | None:
+        errors = [b.last_error for b in self._backoff.values() if b.last_error is not None]
+        return errors[-1] if errors else None
+
+    # --- requests --------------------------------------------------------------------------------------------
+    def add_all(self, requests: Iterable[UnsentRequest], now_ms: int) -> None:
+        for unsent in requests:
+            self._unsent.append(_Pending(unsent, now_ms))
+
+    async def poll(self, timeout_ms: int, now_ms: int) -> None:
+        """Sends what can go, waits up to ``timeout_ms`` for something to happen, runs completed callbacks."""
+        await self._send_ready(now_ms)
+        if not self._completed:
+            wait_ms = min(timeout_ms, self._next_deadline_ms(now_ms) - now_ms)
+            if wait_ms > 0:
+                with anyio.move_on_after(wait_ms / 1000):
+                    await self._wake.wait()
+        self._wake = anyio.Event()
+        now_ms = self._clock.now_ms()
+        self._expire(now_ms)
+        self._run_callbacks(now_ms)
+
+    def _run_callbacks(self, now_ms: int) -> None:
+        while self._completed:
+            unsent, result = self._completed.popleft()
+            unsent.on_response(result, now_ms)
+
+    def _complete(self, unsent: UnsentRequest, result: object) -> None:
+        self._completed.append((unsent, result))
+        self._wake.set()
+
+    async def _send_ready(self, now_ms: int) -> None:
+        if not self._unsent:
+            return
+        waiting: collections.deque[_Pending] = collections.deque()
+        while self._unsent:
+            pending = self._unsent.popleft()
+            timeout = pending.unsent.timeout_ms or self._request_timeout_ms
+            if now_ms - pending.enqueued_ms >= timeout:
+                self._complete(pending.unsent, self._unsendable_error(pending, timeout))
+                continue
+            node = pending.unsent.node_id
+            if node is None:
+                node = self._least_loaded_node(now_ms)
+                if node is None:
+                    waiting.append(pending)
+                    continue
+            conn = self._connection(node, now_ms)
+            if conn is None:
+                if self._nodes.address(node) is None:
+                    self._complete(pending.unsent, KafkaConnectionError(f"node {node} is not in the metadata"))
+                else:
+                    waiting.append(pending)
+                continue
+            if conn.state is not ConnectionState.READY or len(conn.in_flight) >= self._max_in_flight:
+                waiting.append(pending)
+                continue
+            try:
+                version = conn.version_for(type(pending.unsent.request))
+            except UnsupportedVersionError as exc:
+                self._complete(pending.unsent, exc)
+                continue
+            try:
+                await conn.send(pending.unsent, version, now_ms + timeout)
+                self.requests_sent += 1
+            except KafkaError as exc:
+                await conn.close(exc)
+        self._unsent = waiting
+
+    def _unsendable_error(self, pending: _Pending, timeout: int) -> KafkaError:
+        last = self.last_connection_error()
+        detail = f"; last connection error: {last}" if last is not None else ""
+        return KafkaConnectionError(
+            f"{pending.unsent.request.API_KEY.name} request could not be sent within {timeout} ms{detail}"
+        )
+
+    def _least_loaded_node(self, now_ms: int) -> int | None:
+        """A ready node with the fewest requests in flight, else a node to connect to (None: all backing off)."""
+        best: BrokerConnection | None = None
+        candidates = self._nodes.candidate_nodes()
+        for node in candidates:
+            conn = self._connections.get(node)
+            if conn is None or conn.state is not ConnectionState.READY or len(conn.in_flight) >= self._max_in_flight:
+                continue
+            if best is None or len(conn.in_flight) < len(best.in_flight):
+                best = conn
+        if best is not None:
+            return best.node_id
+        for node in candidates:
+            conn = self._connections.get(node)
+            if conn is not None and conn.state is ConnectionState.CONNECTING:
+                return node
+        ready = [n for n in candidates if now_ms >= self._backoff.get(n, _NodeBackoff()).retry_at_ms]
+        if not ready:
+            return None
+        return min(ready, key=lambda n: self._backoff.get(n, _NodeBackoff()).failures)
+
+    def _connection(self, node: int, now_ms: int) -> BrokerConnection | None:
+        conn = self._connections.get(node)
+        if conn is not None and conn.state is not ConnectionState.CLOSED:
+            return conn
+        backoff = self._backoff.get(node)
+        if backoff is not None and now_ms < backoff.retry_at_ms:
+            return None
+        address = self._nodes.address(node)
+        if address is None or self._tg is None:
+            return None
+        conn = BrokerConnection(node, address[0], address[1], self._client_id, self._complete, self._closed)
+        self._connections[node] = conn
+        self._tg.start_soon(self._connect, conn)
+        return conn
+
+    async def _connect(self, conn: BrokerConnection) -> None:
+        try:
+            await conn.connect(self._setup_timeout_ms / 1000)
+        except KafkaError as exc:
+            log.info("connection.failed", node=conn.node_id, host=conn.host, port=conn.port, error=str(exc))
+            await conn.close(exc)
+            self._wake.set()
+            return
+        self._backoff.pop(conn.node_id, None)
+        self._wake.set()
+        await conn.read_loop()
+
+    def _closed(self, conn: BrokerConnection, reason: KafkaError) -> None:
+        if self._connections.get(conn.node_id) is conn:
+            del self._connections[conn.node_id]
+        backoff = self._backoff.setdefault(conn.node_id, _NodeBackoff())
+        backoff.failures += 1
+        backoff.last_error = reason
+        backoff.retry_at_ms = self._clock.now_ms() + self._reconnect_backoff.backoff_ms(backoff.failures)
+        for listener in self._disconnect_listeners:
+            listener(conn.node_id, reason)
+        self._wake.set()
+
+    def _next_deadline_ms(self, now_ms: int) -> int:
+        deadline = now_ms + 3_600_000
+        for conn in self._connections.values():
+            for entry in conn.in_flight.values():
+                deadline = min(deadline, entry.deadline_ms)
+        for pending in self._unsent:
+            deadline = min(deadline, pending.enqueued_ms + (pending.unsent.timeout_ms or self._request_timeout_ms))
+        if self._unsent:
+            # Waiting requests are re-checked when a reconnect backoff ends, and at least every 100 ms.
+            retry = [b.retry_at_ms for b in self._backoff.values() if b.retry_at_ms > now_ms]
+            deadline = min(deadline, min(retry, default=now_ms + 100), now_ms + 100)
+        return deadline
+
+    def _expire(self, now_ms: int) -> None:
+        for conn in list(self._connections.values()):
+            expired = [cid for cid, e in conn.in_flight.items() if e.deadline_ms <= now_ms]
+            if expired and self._tg is not None:
+                error = RequestTimedOutError(f"request to node {conn.node_id} timed out; closing the connection")
+                self._tg.start_soon(conn.close, error)
+
+    async def close(self) -> None:
+        """Closes every connection and fails whatever was pending."""
+        error = KafkaConnectionError("the consumer is closing")
+        for conn in list(self._connections.values()):
+            await conn.close(error)
+        while self._unsent:
+            self._complete(self._unsent.popleft().unsent, error)
+        self._run_callbacks(self._clock.now_ms())

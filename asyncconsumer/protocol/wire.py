@@ -1,0 +1,246 @@
+"""Kafka wire primitives: a zero-copy reader over one response buffer and an appending writer.
+
+Responses are decoded from a single ``bytes`` object through ``memoryview`` slices, so record sets are never
+copied on the background thread. Requests are encoded with aiokafka's primitive encoders where they exist.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Callable
+from typing import TypeVar
+
+from aiokafka.protocol.types import UnsignedVarInt32, VarInt32
+
+from asyncconsumer.errors import CorruptResponseError
+
+T = TypeVar("T")
+
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_I64 = struct.Struct(">q")
+_F64 = struct.Struct(">d")
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+class Reader:
+    """Reads Kafka primitives from a buffer; every overrun raises ``CorruptResponseError``."""
+
+    __slots__ = ("_buf", "_end", "pos")
+
+    def __init__(self, buf: bytes | memoryview, pos: int = 0) -> None:
+        self._buf = memoryview(buf) if not isinstance(buf, memoryview) else buf
+        self._end = len(self._buf)
+        self.pos = pos
+
+    @property
+    def remaining(self) -> int:
+        return self._end - self.pos
+
+    def _need(self, n: int) -> int:
+        pos = self.pos
+        if n < 0 or pos + n > self._end:
+            raise CorruptResponseError(f"truncated response: need {n} bytes at {pos}, have {self._end - pos}")
+        self.pos = pos + n
+        return pos
+
+    def int8(self) -> int:
+        return int(_I8.unpack_from(self._buf, self._need(1))[0])
+
+    def boolean(self) -> bool:
+        return self.int8() != 0
+
+    def int16(self) -> int:
+        return int(_I16.unpack_from(self._buf, self._need(2))[0])
+
+    def int32(self) -> int:
+        return int(_I32.unpack_from(self._buf, self._need(4))[0])
+
+    def uint32(self) -> int:
+        return int(_U32.unpack_from(self._buf, self._need(4))[0])
+
+    def int64(self) -> int:
+        return int(_I64.unpack_from(self._buf, self._need(8))[0])
+
+    def float64(self) -> float:
+        return float(_F64.unpack_from(self._buf, self._need(8))[0])
+
+    def uuid(self) -> uuid.UUID:
+        start = self._need(16)
+        return uuid.UUID(bytes=bytes(self._buf[start : start + 16]))
+
+    def uvarint(self) -> int:
+        value = 0
+        shift = 0
+        while True:
+            byte = self._buf[self._need(1)]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise CorruptResponseError("unsigned varint longer than 5 bytes")
+
+    def varint(self) -> int:
+        raw = self.uvarint()
+        return (raw >> 1) ^ -(raw & 1)
+
+    def raw(self, n: int) -> memoryview:
+        start = self._need(n)
+        return self._buf[start : start + n]
+
+    # Strings and bytes: classic (int16/int32 length) and compact (uvarint length + 1).
+    def string(self) -> str:
+        value = self.nullable_string()
+        if value is None:
+            raise CorruptResponseError("null where a non-nullable string was expected")
+        return value
+
+    def nullable_string(self) -> str | None:
+        n = self.int16()
+        return None if n < 0 else str(self.raw(n), "utf-8")
+
+    def compact_string(self) -> str:
+        value = self.compact_nullable_string()
+        if value is None:
+            raise CorruptResponseError("null where a non-nullable compact string was expected")
+        return value
+
+    def compact_nullable_string(self) -> str | None:
+        n = self.uvarint() - 1
+        return None if n < 0 else str(self.raw(n), "utf-8")
+
+    def nullable_bytes(self) -> memoryview | None:
+        n = self.int32()
+        return None if n < 0 else self.raw(n)
+
+    def compact_nullable_bytes(self) -> memoryview | None:
+        n = self.uvarint() - 1
+        return None if n < 0 else self.raw(n)
+
+    def str_(self, flexible: bool) -> str:
+        return self.compact_string() if flexible else self.string()
+
+    def nstr(self, flexible: bool) -> str | None:
+        return self.compact_nullable_string() if flexible else self.nullable_string()
+
+    def nbytes(self, flexible: bool) -> memoryview | None:
+        return self.compact_nullable_bytes() if flexible else self.nullable_bytes()
+
+    def array(self, flexible: bool, item: Callable[[Reader], T]) -> list[T]:
+        items = self.nullable_array(flexible, item)
+        return [] if items is None else items
+
+    def nullable_array(self, flexible: bool, item: Callable[[Reader], T]) -> list[T] | None:
+        n = self.uvarint() - 1 if flexible else self.int32()
+        if n < 0:
+            return None
+        if n > self.remaining:
+            raise CorruptResponseError(f"array of {n} items cannot fit in {self.remaining} bytes")
+        return [item(self) for _ in range(n)]
+
+    def tagged_fields(self) -> dict[int, memoryview]:
+        """Reads a tagged-field section; unknown tags are kept raw so callers may decode the ones they know."""
+        count = self.uvarint()
+        fields: dict[int, memoryview] = {}
+        for _ in range(count):
+            tag = self.uvarint()
+            size = self.uvarint()
+            fields[tag] = self.raw(size)
+        return fields
+
+
+class Writer:
+    """Appends Kafka primitives to one ``bytearray``."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def getvalue(self) -> bytes:
+        return bytes(self.buf)
+
+    def int8(self, v: int) -> None:
+        self.buf += _I8.pack(v)
+
+    def boolean(self, v: bool) -> None:
+        self.buf += b"\x01" if v else b"\x00"
+
+    def int16(self, v: int) -> None:
+        self.buf += _I16.pack(v)
+
+    def int32(self, v: int) -> None:
+        self.buf += _I32.pack(v)
+
+    def uint32(self, v: int) -> None:
+        self.buf += _U32.pack(v)
+
+    def int64(self, v: int) -> None:
+        self.buf += _I64.pack(v)
+
+    def float64(self, v: float) -> None:
+        self.buf += _F64.pack(v)
+
+    def uuid(self, v: uuid.UUID) -> None:
+        self.buf += v.bytes
+
+    def uvarint(self, v: int) -> None:
+        self.buf += UnsignedVarInt32.encode(v)
+
+    def varint(self, v: int) -> None:
+        self.buf += VarInt32.encode(v)
+
+    def raw(self, data: bytes | bytearray | memoryview) -> None:
+        self.buf += data
+
+    def nstr(self, v: str | None, flexible: bool) -> None:
+        if v is None:
+            if flexible:
+                self.uvarint(0)
+            else:
+                self.int16(-1)
+            return
+        data = v.encode("utf-8")
+        if flexible:
+            self.uvarint(len(data) + 1)
+        else:
+            self.int16(len(data))
+        self.buf += data
+
+    def str_(self, v: str, flexible: bool) -> None:
+        self.nstr(v, flexible)
+
+    def nbytes(self, v: bytes | bytearray | memoryview | None, flexible: bool) -> None:
+        if v is None:
+            if flexible:
+                self.uvarint(0)
+            else:
+                self.int32(-1)
+            return
+        if flexible:
+            self.uvarint(len(v) + 1)
+        else:
+            self.int32(len(v))
+        self.buf += v
+
+    def array_len(self, n: int | None, flexible: bool) -> None:
+        """Writes an array's length prefix (``None`` = null array); the caller writes the items."""
+        if flexible:
+            self.uvarint(0 if n is None else n + 1)
+        else:
+            self.int32(-1 if n is None else n)
+
+    def tagged_fields(self, fields: dict[int, bytes] | None = None) -> None:
+        if not fields:
+            self.uvarint(0)
+            return
+        self.uvarint(len(fields))
+        for tag in sorted(fields):
+            self.uvarint(tag)
+            self.uvarint(len(fields[tag]))
+            self.buf += fields[tag]

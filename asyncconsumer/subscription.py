@@ -1,0 +1,215 @@
+"""The state both threads share: assignment, positions, pauses and pending resets, behind one lock.
+
+Two positions are kept per partition: ``position`` (the next record the caller will get; only the caller's
+``poll`` advances it) and ``fetch_position`` (where the next fetch starts; only the fetch manager advances it).
+``epoch`` changes on every seek or reset, so fetched data and fetches in flight from before it are recognised as
+stale and dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+import attrs
+
+from asyncconsumer.errors import IllegalStateError
+from asyncconsumer.records import TopicPartition
+
+
+@attrs.define(slots=True)
+class PartitionState:
+    """Mutable per-partition state; only touched under ``SubscriptionState``'s lock."""
+
+    epoch: int = 0
+    position: int | None = None
+    fetch_position: int | None = None
+    reset_strategy: str | None = None
+    paused: bool = False
+    high_watermark: int | None = None
+    last_stable_offset: int | None = None
+    log_start_offset: int | None = None
+    fetch_size_override: int | None = None
+    """Set when a batch larger than ``max_partition_fetch_bytes`` must still be fetched whole."""
+
+
+class SubscriptionState:
+    """Assignment and positions, shared by the caller and the background thread."""
+
+    def __init__(self, default_reset_strategy: str) -> None:
+        self._lock = threading.Lock()
+        self._default_reset = default_reset_strategy
+        self._partitions: dict[TopicPartition, PartitionState] = {}
+        self._epoch_counter = 0
+        self.assignment_version = 0
+        """Bumped whenever the assignment changes, so managers can drop per-assignment bookkeeping."""
+
+    def _next_epoch(self) -> int:
+        self._epoch_counter += 1
+        return self._epoch_counter
+
+    # --- assignment -----------------------------------------------------------------------------------------
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Replaces the assignment; kept partitions keep their positions, new ones await a reset."""
+        wanted = set(partitions)
+        with self._lock:
+            kept = {tp: st for tp, st in self._partitions.items() if tp in wanted}
+            for tp in wanted - kept.keys():
+                kept[tp] = PartitionState(epoch=self._next_epoch(), reset_strategy=self._default_reset)
+            self._partitions = kept
+            self.assignment_version += 1
+
+    def assigned(self) -> set[TopicPartition]:
+        with self._lock:
+            return set(self._partitions)
+
+    def is_assigned(self, tp: TopicPartition) -> bool:
+        return tp in self._partitions
+
+    def topics(self) -> set[str]:
+        with self._lock:
+            return {tp.topic for tp in self._partitions}
+
+    def _state(self, tp: TopicPartition) -> PartitionState:
+        state = self._partitions.get(tp)
+        if state is None:
+            raise IllegalStateError(f"partition {tp} is not assigned to this consumer")
+        return state
+
+    def require_assigned(self, partitions: Iterable[TopicPartition]) -> None:
+        with self._lock:
+            for tp in partitions:
+                self._state(tp)
+
+    # --- positions -----------------------------------------------------------------------------------------
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        with self._lock:
+            state = self._state(tp)
+            state.epoch = self._next_epoch()
+            state.position = state.fetch_position = offset
+            state.reset_strategy = None
+
+    def request_reset(self, partitions: Iterable[TopicPartition], strategy: str) -> None:
+        """Forgets the positions of ``partitions``; the offsets manager looks them up with ``strategy``."""
+        with self._lock:
+            for tp in partitions:
+                state = self._state(tp)
+                state.epoch = self._next_epoch()
+                state.position = state.fetch_position = None
+                state.reset_strategy = strategy
+
+    def reset_if_unchanged(self, tp: TopicPartition, epoch: int, strategy: str) -> bool:
+        """Requests a reset unless the partition was sought or reset since ``epoch`` (e.g. out of range)."""
+        with self._lock:
+            state = self._partitions.get(tp)
+            if state is None or state.epoch != epoch:
+                return False
+            state.epoch = self._next_epoch()
+            state.position = state.fetch_position = None
+            state.reset_strategy = strategy
+            return True
+
+    def partitions_awaiting_reset(self) -> dict[TopicPartition, tuple[str, int]]:
+        """{tp: (strategy, epoch)} for partitions without a position."""
+        with self._lock:
+            return {
+                tp: (st.reset_strategy, st.epoch)
+                for tp, st in self._partitions.items()
+                if st.position is None and st.reset_strategy is not None
+            }
+
+    def complete_reset(self, tp: TopicPartition, epoch: int, offset: int) -> bool:
+        """Sets the position found by a reset, unless something changed the partition meanwhile."""
+        with self._lock:
+            state = self._partitions.get(tp)
+            if state is None or state.epoch != epoch or state.position is not None:
+                return False
+            state.position = state.fetch_position = offset
+            state.reset_strategy = None
+            return True
+
+    def position(self, tp: TopicPartition) -> int | None:
+        with self._lock:
+            return self._state(tp).position
+
+    def epoch(self, tp: TopicPartition) -> int | None:
+        state = self._partitions.get(tp)
+        return None if state is None else state.epoch
+
+    def advance(self, tp: TopicPartition, epoch: int, position: int) -> bool:
+        """The caller consumed up to ``position``; ignored if the partition was sought since ``epoch``."""
+        with self._lock:
+            state = self._partitions.get(tp)
+            if state is None or state.epoch != epoch:
+                return False
+            state.position = position
+            return True
+
+    def missing_positions(self, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
+        with self._lock:
+            return [tp for tp in partitions if self._state(tp).position is None]
+
+    def without_position_and_no_reset(self) -> list[TopicPartition]:
+        """Partitions that have no position and whose reset strategy is 'none' (the caller must seek)."""
+        with self._lock:
+            return [tp for tp, st in self._partitions.items() if st.position is None and st.reset_strategy == "none"]
+
+    # --- fetching ------------------------------------------------------------------------------------------
+    def fetchable(self) -> list[tuple[TopicPartition, int, int, int | None]]:
+        """(tp, fetch position, epoch, fetch size override) for every partition that may be fetched now."""
+        with self._lock:
+            return [
+                (tp, st.fetch_position, st.epoch, st.fetch_size_override)
+                for tp, st in self._partitions.items()
+                if st.fetch_position is not None and not st.paused
+            ]
+
+    def fetched(
+        self,
+        tp: TopicPartition,
+        epoch: int,
+        fetch_offset: int,
+        next_fetch_offset: int | None,
+        high_watermark: int,
+        last_stable_offset: int,
+        log_start_offset: int,
+    ) -> bool:
+        """Records a fetch response; False (and nothing changed) if it is stale."""
+        with self._lock:
+            state = self._partitions.get(tp)
+            if state is None or state.epoch != epoch or state.fetch_position != fetch_offset:
+                return False
+            if next_fetch_offset is not None:
+                state.fetch_position = next_fetch_offset
+                state.fetch_size_override = None
+            state.high_watermark = high_watermark
+            if last_stable_offset >= 0:
+                state.last_stable_offset = last_stable_offset
+            if log_start_offset >= 0:
+                state.log_start_offset = log_start_offset
+            return True
+
+    def grow_fetch_size(self, tp: TopicPartition, epoch: int, size: int) -> None:
+        with self._lock:
+            state = self._partitions.get(tp)
+            if state is not None and state.epoch == epoch:
+                state.fetch_size_override = size
+
+    def high_watermark(self, tp: TopicPartition) -> int | None:
+        with self._lock:
+            return self._state(tp).high_watermark
+
+    # --- pausing ------------------------------------------------------------------------------------------
+    def set_paused(self, partitions: Iterable[TopicPartition], paused: bool) -> None:
+        with self._lock:
+            states = [self._state(tp) for tp in partitions]
+            for state in states:
+                state.paused = paused
+
+    def is_paused(self, tp: TopicPartition) -> bool:
+        state = self._partitions.get(tp)
+        return state is not None and state.paused
+
+    def paused(self) -> set[TopicPartition]:
+        with self._lock:
+            return {tp for tp, st in self._partitions.items() if st.paused}
