@@ -87,6 +87,9 @@ class ConsumerConfig:
     """max.poll.records"""
     check_crcs: bool = True
     """check.crcs"""
+    pause_gc_during_poll: bool = True
+    """No Java twin: pause Python's cyclic GC while ``poll`` builds records. Each record is a new tracked object,
+    and collections triggered every few hundred of them cost more than decoding (measured 3.7 vs 1.5 us/record)."""
     request_timeout_ms: int = attrs.field(default=30_000, validator=_positive)
     """request.timeout.ms"""
     default_api_timeout_ms: int = attrs.field(default=60_000, validator=_positive)

@@ -8,6 +8,7 @@ position stays on the bad record so ``seek`` can skip it.
 
 from __future__ import annotations
 
+import gc
 import heapq
 from collections.abc import Iterator
 from typing import Any
@@ -68,14 +69,32 @@ class FetchCollector:
         self._key_deserializer = config.key_deserializer
         self._value_deserializer = config.value_deserializer
         self._current: _Drain | None = None
+        self._pause_gc = config.pause_gc_during_poll
         self.records_returned = 0
         self.bytes_returned = 0
 
     def collect(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Up to ``max_records`` records, with the cyclic GC paused meanwhile (see ``pause_gc_during_poll``)."""
+        if not self._pause_gc or not gc.isenabled():
+            return self._collect(max_records)
+        gc.disable()
+        try:
+            return self._collect(max_records)
+        finally:
+            gc.enable()
+
+    def _collect(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
         remaining = max_records
         while remaining > 0:
-            drain = self._current or self._next_drain()
+            drain = self._current
+            if drain is not None and (
+                self._subs.epoch(drain.fetch.tp) != drain.fetch.epoch or self._subs.is_paused(drain.fetch.tp)
+            ):
+                self._finish(drain)  # sought, reset, paused or unassigned since it was taken: stale
+                drain = None
+            if drain is None:
+                drain = self._next_drain()
             if drain is None:
                 break
             tp = drain.fetch.tp
@@ -161,9 +180,7 @@ class FetchCollector:
                         drain.records, out, wanted, topic, partition, batch.leader_epoch, drain.position
                     )
                 else:
-                    drain.position = self._fill_deserialized(
-                        drain.records, out, wanted, topic, partition, batch.leader_epoch, drain.position
-                    )
+                    self._fill_deserialized(drain, out, wanted, topic, partition, batch.leader_epoch)
             except RecordDeserializationError:
                 drain.records = None  # decode the batch again next time, so the bad record is met again
                 raise
@@ -180,19 +197,20 @@ class FetchCollector:
 
     def _fill_deserialized(
         self,
-        records: Iterator[Any],
+        drain: _Drain,
         out: list[ConsumerRecord],
         wanted: int,
         topic: str,
         partition: int,
         leader_epoch: int | None,
-        position: int,
-    ) -> int:
+    ) -> None:
+        """Like ``_fill_raw`` with deserializers; the position moves record by record so an error keeps it exact."""
         kd = self._key_deserializer
         vd = self._value_deserializer
-        for rec in records:
+        assert drain.records is not None
+        for rec in drain.records:
             offset = rec.offset
-            if offset < position:
+            if offset < drain.position:
                 continue
             raw_key = rec.key
             raw_value = rec.value
@@ -222,10 +240,9 @@ class FetchCollector:
                     ),
                 )
             )
-            position = offset + 1
+            drain.position = offset + 1
             if len(out) >= wanted:
                 break
-        return position
 
 
 def _fill_raw(

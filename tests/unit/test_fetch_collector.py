@@ -1,0 +1,152 @@
+"""The caller's side of the record path: decoding, positions, corruption, deserializers, transactions."""
+
+from __future__ import annotations
+
+import pytest
+
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import CorruptRecordError, RecordDeserializationError
+from asyncconsumer.fetch_buffer import CompletedFetch, FetchBuffer
+from asyncconsumer.fetch_collector import FetchCollector
+from asyncconsumer.protocol.fetch import AbortedTransaction
+from asyncconsumer.records import TopicPartition
+from asyncconsumer.signal import CallerSignal
+from asyncconsumer.subscription import SubscriptionState
+from tests.batches import build_batch, build_control_batch
+
+TP = TopicPartition("t", 0)
+
+
+def setup(
+    records: bytes, position: int = 0, fetch_offset: int | None = None, **config: object
+) -> tuple[FetchCollector, SubscriptionState, FetchBuffer]:
+    cfg = ConsumerConfig.from_kwargs("h:1", **config)
+    subs = SubscriptionState("earliest")
+    subs.assign([TP])
+    subs.seek(TP, position)
+    buffer = FetchBuffer(1 << 20, CallerSignal())
+    add(buffer, subs, records, fetch_offset if fetch_offset is not None else position)
+    return FetchCollector(cfg, subs, buffer), subs, buffer
+
+
+def add(
+    buffer: FetchBuffer,
+    subs: SubscriptionState,
+    records: bytes,
+    fetch_offset: int,
+    aborted: tuple[AbortedTransaction, ...] | None = None,
+) -> None:
+    from asyncconsumer.protocol.records import complete_prefix
+
+    view = memoryview(records)
+    _, next_offset = complete_prefix(view)
+    assert next_offset is not None
+    epoch = subs.epoch(TP)
+    assert epoch is not None
+    buffer.add_all([CompletedFetch(TP, epoch, fetch_offset, next_offset, view, 100, aborted)])
+
+
+def test_records_come_back_in_order_and_positions_advance_per_poll() -> None:
+    batch = build_batch(0, [b"v0", b"v1", b"v2"], keys=[b"k0", None, b"k2"], headers=[("h", b"x")]) + build_batch(
+        3, [b"v3", b"v4"]
+    )
+    collector, subs, buffer = setup(batch)
+    first = collector.collect(2)[TP]
+    assert [(r.offset, r.key, r.value) for r in first] == [(0, b"k0", b"v0"), (1, None, b"v1")]
+    assert first[0].headers == [("h", b"x")]
+    assert first[0].serialized_key_size == 2 and first[1].serialized_key_size == -1
+    assert subs.position(TP) == 2
+    rest = collector.collect(10)[TP]
+    assert [r.offset for r in rest] == [2, 3, 4]
+    assert subs.position(TP) == 5
+    assert collector.collect(10) == {}
+    assert buffer.buffered_bytes == 0
+
+
+def test_records_before_the_position_inside_a_batch_are_skipped() -> None:
+    collector, _subs, _ = setup(build_batch(10, [b"a", b"b", b"c", b"d"]), position=12, fetch_offset=12)
+    assert [r.offset for r in collector.collect(10)[TP]] == [12, 13]
+
+
+def test_a_seek_drops_buffered_data_of_the_old_position() -> None:
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b", b"c"]))
+    assert [r.offset for r in collector.collect(1)[TP]] == [0]
+    subs.seek(TP, 40)
+    assert collector.collect(10) == {}
+    assert subs.position(TP) == 40
+    assert buffer.buffered_bytes == 0
+
+
+def test_bad_crc_raises_naming_partition_and_offset_and_keeps_the_position() -> None:
+    data = bytearray(build_batch(7, [b"hello", b"world"]))
+    data[-3] ^= 0xFF
+    collector, subs, _ = setup(bytes(data), position=7)
+    with pytest.raises(CorruptRecordError) as info:
+        collector.collect(10)
+    assert (info.value.topic, info.value.partition, info.value.offset) == ("t", 0, 7)
+    assert subs.position(TP) == 7
+    with pytest.raises(CorruptRecordError):  # still there on the next poll: nothing is skipped silently
+        collector.collect(10)
+
+
+def test_records_before_a_corrupt_batch_are_returned_first() -> None:
+    bad = bytearray(build_batch(2, [b"x"]))
+    bad[-2] ^= 0xFF
+    collector, _subs, _ = setup(build_batch(0, [b"a", b"b"]) + bytes(bad))
+    assert [r.offset for r in collector.collect(10)[TP]] == [0, 1]
+    with pytest.raises(CorruptRecordError) as info:
+        collector.collect(10)
+    assert info.value.offset == 2
+
+
+def test_crc_check_can_be_disabled() -> None:
+    data = bytearray(build_batch(0, [b"hello"]))
+    data[18] ^= 0xFF  # inside the CRC field itself
+    collector, _, _ = setup(bytes(data), check_crcs=False)
+    assert [r.value for r in collector.collect(10)[TP]] == [b"hello"]
+
+
+def test_a_failing_deserializer_stops_at_the_record_and_seek_skips_it() -> None:
+    def value_deserializer(raw: bytes | None) -> str:
+        assert raw is not None
+        if raw == b"bad":
+            raise ValueError("not text")
+        return raw.decode()
+
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"bad", b"c"]), value_deserializer=value_deserializer)
+    assert [r.value for r in collector.collect(10)[TP]] == ["a"]
+    with pytest.raises(RecordDeserializationError) as info:
+        collector.collect(10)
+    assert (info.value.offset, info.value.part) == (1, "value")
+    with pytest.raises(RecordDeserializationError):
+        collector.collect(10)
+    subs.seek(TP, 2)
+    add(buffer, subs, build_batch(0, [b"a", b"bad", b"c"]), 2)
+    assert [r.value for r in collector.collect(10)[TP]] == ["c"]
+
+
+def test_read_committed_drops_aborted_transactions_and_control_records() -> None:
+    pid_aborted, pid_committed = 5, 6
+    data = (
+        build_batch(0, [b"a1", b"a2"], transactional=True, producer_id=pid_aborted)
+        + build_batch(2, [b"c1"], transactional=True, producer_id=pid_committed)
+        + build_control_batch(3, pid_aborted, commit=False)
+        + build_control_batch(4, pid_committed, commit=True)
+        + build_batch(5, [b"plain"])
+    )
+    cfg = {"isolation_level": "read_committed"}
+    subs = SubscriptionState("earliest")
+    subs.assign([TP])
+    subs.seek(TP, 0)
+    buffer = FetchBuffer(1 << 20, CallerSignal())
+    add(buffer, subs, data, 0, aborted=(AbortedTransaction(pid_aborted, 0),))
+    collector = FetchCollector(ConsumerConfig.from_kwargs("h:1", **cfg), subs, buffer)
+    assert [r.value for r in collector.collect(100)[TP]] == [b"c1", b"plain"]
+    assert subs.position(TP) == 6
+
+
+def test_read_uncommitted_returns_aborted_data_but_never_control_records() -> None:
+    data = build_batch(0, [b"a1"], transactional=True, producer_id=5) + build_control_batch(1, 5, commit=False)
+    collector, subs, _ = setup(data)
+    assert [r.value for r in collector.collect(100)[TP]] == [b"a1"]
+    assert subs.position(TP) == 2

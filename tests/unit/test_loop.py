@@ -1,0 +1,117 @@
+"""The background loop, one iteration at a time, with a manual clock and a recording delegate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from asyncconsumer.background import ConsumerNetworkThread
+from asyncconsumer.clock import ManualClock
+from asyncconsumer.errors import KafkaTimeoutError
+from asyncconsumer.events.application import SeekEvent, TopicMetadataEvent
+from asyncconsumer.events.processor import ApplicationEventProcessor
+from asyncconsumer.events.queues import ApplicationEventQueue, BackgroundEventQueue
+from asyncconsumer.managers.base import PollResult, UnsentRequest
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.offsets import OffsetsManager
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.protocol.metadata import MetadataRequest
+from asyncconsumer.records import TopicPartition
+from asyncconsumer.signal import CallerSignal
+from asyncconsumer.subscription import SubscriptionState
+
+
+class RecordingDelegate:
+    def __init__(self) -> None:
+        self.added: list[tuple[UnsentRequest, int]] = []
+        self.polls: list[tuple[int, int]] = []
+
+    def add_all(self, requests: Any, now_ms: int) -> None:
+        self.added.extend((r, now_ms) for r in requests)
+
+    async def poll(self, timeout_ms: int, now_ms: int) -> None:
+        self.polls.append((timeout_ms, now_ms))
+
+    def wakeup(self) -> None:
+        pass
+
+
+class FixedManager:
+    def __init__(self, name: str, wait: int, log: list[tuple[str, int]]) -> None:
+        self.name, self.wait, self.log = name, wait, log
+
+    def poll(self, now_ms: int) -> PollResult:
+        self.log.append((self.name, now_ms))
+        return PollResult(self.wait)
+
+    def poll_on_close(self, now_ms: int) -> PollResult:
+        return PollResult()
+
+    def maximum_time_to_wait(self, now_ms: int) -> int:
+        return self.wait
+
+
+def build(
+    clock: ManualClock, managers: list[Any]
+) -> tuple[ConsumerNetworkThread, ApplicationEventQueue, RecordingDelegate, SubscriptionState, MetadataManager]:
+    subs = SubscriptionState("earliest")
+    metadata = MetadataManager(["h:1"], 60_000, ExponentialBackoff(100, 1000, jitter=0))
+    background = BackgroundEventQueue(CallerSignal())
+    offsets = OffsetsManager(subs, metadata, "read_uncommitted", ExponentialBackoff(100, 1000), background.put)
+    app = ApplicationEventQueue()
+    delegate = RecordingDelegate()
+    processor = ApplicationEventProcessor(subs, metadata, offsets, on_close=lambda e: None, last_error=lambda: None)
+    thread = ConsumerNetworkThread(clock, app, background, processor, [metadata, *managers], delegate)  # type: ignore[arg-type]
+    return thread, app, delegate, subs, metadata
+
+
+def test_one_iteration_drains_events_then_polls_managers_in_order_with_one_now() -> None:
+    clock = ManualClock(1_000)
+    log: list[tuple[str, int]] = []
+    thread, app, delegate, subs, _ = build(clock, [FixedManager("a", 700, log), FixedManager("b", 300, log)])
+    subs.assign([TopicPartition("t", 0)])
+    event = SeekEvent(tp=TopicPartition("t", 0), offset=42, deadline_ms=5_000)
+    app.put(event)
+    anyio.run(thread.run_once)
+    assert event.future.result(0) is None
+    assert subs.position(TopicPartition("t", 0)) == 42
+    assert log == [("a", 1_000), ("b", 1_000)]
+    assert delegate.polls == [(300, 1_000)]  # the nearest manager wait; the metadata request is already sent
+    assert isinstance(delegate.added[0][0].request, MetadataRequest)
+
+
+def test_the_loop_sleeps_until_the_nearest_manager_wants_it_capped_at_five_seconds() -> None:
+    clock = ManualClock(0)
+    log: list[tuple[str, int]] = []
+    thread, _, delegate, _, _metadata = build(clock, [FixedManager("a", 700, log), FixedManager("b", 9_000, log)])
+    anyio.run(thread.run_once)  # sends the bootstrap metadata request
+    delegate.added[0][0].on_response(_empty_metadata(), 0)
+    anyio.run(thread.run_once)
+    assert delegate.polls[-1] == (700, 0)
+    log.clear()
+    thread2, _, delegate2, _, _ = build(clock, [FixedManager("b", 9_000, log)])
+    anyio.run(thread2.run_once)
+    delegate2.added[0][0].on_response(_empty_metadata(), 0)
+    anyio.run(thread2.run_once)
+    assert delegate2.polls[-1] == (5_000, 0)
+
+
+def test_events_past_their_deadline_fail_with_a_timeout() -> None:
+    clock = ManualClock(0)
+    thread, app, _, _, _ = build(clock, [])
+    event = TopicMetadataEvent(topic="t", deadline_ms=100)
+    app.put(event)
+    anyio.run(thread.run_once)
+    assert not event.future.done()
+    clock.advance(100)
+    anyio.run(thread.run_once)
+    error = event.future.exception(0)
+    assert isinstance(error, KafkaTimeoutError)
+    assert "TopicMetadataEvent" in str(error)
+
+
+def _empty_metadata() -> Any:
+    from asyncconsumer.protocol.metadata import MetadataBroker, MetadataResponse
+
+    return MetadataResponse(brokers=(MetadataBroker(1, "h", 1),), topics=())

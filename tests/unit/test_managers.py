@@ -1,0 +1,377 @@
+"""Request managers driven with literal timestamps and hand-built responses: no sockets, no clock."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import KafkaConnectionError, KafkaError, UnknownTopicOrPartitionError
+from asyncconsumer.events.background import ErrorEvent
+from asyncconsumer.fetch_buffer import FetchBuffer
+from asyncconsumer.managers.base import UnsentRequest
+from asyncconsumer.managers.fetch import FetchManager
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.offsets import OffsetsManager
+from asyncconsumer.managers.request_state import ExponentialBackoff, RequestState
+from asyncconsumer.protocol.fetch import FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse
+from asyncconsumer.protocol.list_offsets import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+from asyncconsumer.protocol.metadata import (
+    MetadataBroker,
+    MetadataPartition,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataTopic,
+)
+from asyncconsumer.records import OffsetAndTimestamp, TopicPartition
+from asyncconsumer.signal import CallerSignal
+from asyncconsumer.subscription import SubscriptionState
+from tests.batches import build_batch
+
+TP0 = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+
+
+def no_jitter(initial: int = 100, maximum: int = 1000) -> ExponentialBackoff:
+    return ExponentialBackoff(initial, maximum, jitter=0.0)
+
+
+def metadata_response(topic: str = "t", partitions: int = 2, leader: int = 1, error_code: int = 0) -> MetadataResponse:
+    return MetadataResponse(
+        brokers=(MetadataBroker(1, "127.0.0.1", 9092), MetadataBroker(2, "127.0.0.1", 9093)),
+        topics=(
+            MetadataTopic(
+                error_code,
+                topic,
+                tuple(MetadataPartition(0, p, leader, 0, (leader,), (leader,)) for p in range(partitions))
+                if error_code == 0
+                else (),
+                uuid.uuid4(),
+            ),
+        ),
+        cluster_id="c",
+        controller_id=1,
+    )
+
+
+def only(requests: tuple[UnsentRequest, ...]) -> UnsentRequest:
+    assert len(requests) == 1, requests
+    return requests[0]
+
+
+# --- backoff ---------------------------------------------------------------------------------------------------
+
+
+def test_request_state_backs_off_exponentially_after_failures() -> None:
+    state = RequestState(no_jitter(100, 1000))
+    assert state.can_send_request(0)
+    state.on_send_attempt(0)
+    assert not state.can_send_request(0)
+    state.on_failed_attempt(35)
+    assert not state.can_send_request(134)
+    assert state.can_send_request(135)
+    state.on_send_attempt(135)
+    state.on_failed_attempt(200)
+    assert state.remaining_backoff_ms(200) == 200
+    state.on_send_attempt(400)
+    state.on_successful_attempt(410)
+    assert state.can_send_request(410)
+
+
+def test_backoff_is_capped_and_jittered_within_bounds() -> None:
+    backoff = ExponentialBackoff(50, 1000, jitter=0.2, rng=random.Random(1))
+    values = [backoff.backoff_ms(n) for n in range(1, 20)]
+    assert values[0] in range(40, 61)
+    assert max(values) <= 1200
+    assert min(values[6:]) >= 800
+
+
+# --- metadata --------------------------------------------------------------------------------------------------
+
+
+def test_metadata_bootstraps_then_refreshes_after_max_age() -> None:
+    manager = MetadataManager(["127.0.0.1:9092", "[::1]:9093"], metadata_max_age_ms=10_000, backoff=no_jitter())
+    assert manager.address(-1) == ("127.0.0.1", 9092)
+    assert manager.address(-2) == ("::1", 9093)
+    assert manager.candidate_nodes() == [-1, -2]
+    first = only(manager.poll(0).unsent_requests)
+    assert isinstance(first.request, MetadataRequest)
+    assert first.node_id is None
+    assert manager.poll(1).unsent_requests == ()  # one in flight at a time
+    first.on_response(metadata_response(), 5)
+    assert manager.cluster.leader_for(TP0) == 1
+    assert manager.candidate_nodes() == [1, 2]
+    result = manager.poll(6)
+    assert result.unsent_requests == ()
+    assert result.time_until_next_poll_ms == 9_999
+    assert only(manager.poll(10_005).unsent_requests)
+
+
+def test_metadata_retries_with_backoff_after_a_failure() -> None:
+    manager = MetadataManager(["h:1"], metadata_max_age_ms=60_000, backoff=no_jitter(100))
+    only(manager.poll(0).unsent_requests).on_response(KafkaConnectionError("down"), 10)
+    assert manager.poll(50).unsent_requests == ()
+    assert manager.poll(50).time_until_next_poll_ms == 60
+    assert only(manager.poll(110).unsent_requests)
+
+
+def test_metadata_records_unknown_topics_and_answers_waiters() -> None:
+    manager = MetadataManager(["h:1"], metadata_max_age_ms=60_000, backoff=no_jitter())
+    answers: list[object] = []
+    manager.await_topic("missing", answers.append, answers.append)
+    request = only(manager.poll(0).unsent_requests)
+    assert isinstance(request.request, MetadataRequest)
+    assert request.request.topics == ("missing",)
+    request.on_response(metadata_response("missing", error_code=3), 1)
+    assert "missing" in manager.cluster.unknown_topics
+    assert len(answers) == 1 and "missing" not in answers[0].topics  # type: ignore[attr-defined]
+
+
+# --- offsets ---------------------------------------------------------------------------------------------------
+
+
+def offsets_fixture(
+    strategy: str = "earliest",
+) -> tuple[OffsetsManager, MetadataManager, SubscriptionState, list[ErrorEvent]]:
+    metadata = MetadataManager(["h:1"], 60_000, no_jitter())
+    only(metadata.poll(0).unsent_requests).on_response(metadata_response(), 0)
+    subs = SubscriptionState(strategy)
+    errors: list[ErrorEvent] = []
+    return OffsetsManager(subs, metadata, "read_uncommitted", no_jitter(), errors.append), metadata, subs, errors
+
+
+def list_offsets_answer(offsets: dict[TopicPartition, int], error_code: int = 0) -> ListOffsetsResponse:
+    return ListOffsetsResponse(
+        topics=(
+            ListOffsetsTopicResponse(
+                "t", tuple(ListOffsetsPartitionResponse(tp.partition, error_code, -1, o) for tp, o in offsets.items())
+            ),
+        )
+    )
+
+
+def test_new_assignment_is_reset_through_list_offsets_to_the_leader() -> None:
+    manager, _, subs, _ = offsets_fixture("earliest")
+    subs.assign([TP0, TP1])
+    request = only(manager.poll(10).unsent_requests)
+    assert request.node_id == 1
+    assert isinstance(request.request, ListOffsetsRequest)
+    sent = {(p.partition_index, p.timestamp) for t in request.request.topics for p in t.partitions}
+    assert sent == {(0, -2), (1, -2)}
+    assert manager.poll(11).unsent_requests == ()  # already in flight
+    request.on_response(list_offsets_answer({TP0: 5, TP1: 7}), 12)
+    assert subs.position(TP0) == 5
+    assert subs.position(TP1) == 7
+
+
+def test_a_reset_answer_is_ignored_if_the_caller_sought_meanwhile() -> None:
+    manager, _, subs, _ = offsets_fixture("latest")
+    subs.assign([TP0])
+    request = only(manager.poll(0).unsent_requests)
+    subs.seek(TP0, 3)
+    request.on_response(list_offsets_answer({TP0: 99}), 1)
+    assert subs.position(TP0) == 3
+
+
+def test_retriable_reset_error_retries_after_backoff() -> None:
+    manager, _metadata, subs, errors = offsets_fixture()
+    subs.assign([TP0])
+    only(manager.poll(0).unsent_requests).on_response(list_offsets_answer({TP0: -1}, error_code=6), 10)
+    assert manager.poll(50).unsent_requests == ()
+    assert only(manager.poll(110).unsent_requests)
+    assert errors == []
+
+
+def test_list_offsets_job_completes_with_offsets_and_timestamps() -> None:
+    manager, _, _, _ = offsets_fixture()
+    results: list[object] = []
+    manager.list_offsets({TP0: 1000, TP1: 1000}, results.append, results.append)
+    request = only(manager.poll(0).unsent_requests)
+    request.on_response(
+        ListOffsetsResponse(
+            topics=(
+                ListOffsetsTopicResponse(
+                    "t",
+                    (ListOffsetsPartitionResponse(0, 0, 1001, 4, 0), ListOffsetsPartitionResponse(1, 0, -1, -1, -1)),
+                ),
+            )
+        ),
+        5,
+    )
+    assert results == [{TP0: OffsetAndTimestamp(4, 1001, 0), TP1: None}]
+
+
+def test_list_offsets_for_an_unknown_topic_fails_naming_it() -> None:
+    manager, metadata, _, _ = offsets_fixture()
+    errors: list[KafkaError] = []
+    manager.list_offsets({TopicPartition("nope", 0): -1}, lambda r: None, errors.append)
+    assert manager.poll(0).unsent_requests == ()
+    only(metadata.poll(1).unsent_requests).on_response(metadata_response("nope", error_code=3), 2)
+    manager.poll(3)
+    assert len(errors) == 1
+    assert isinstance(errors[0], UnknownTopicOrPartitionError)
+    assert "nope" in str(errors[0])
+
+
+def test_list_offsets_for_a_missing_partition_fails_naming_it() -> None:
+    manager, _, _, _ = offsets_fixture()
+    errors: list[KafkaError] = []
+    manager.list_offsets({TopicPartition("t", 9): -1}, lambda r: None, errors.append)
+    manager.poll(0)
+    assert isinstance(errors[0], UnknownTopicOrPartitionError)
+    assert "partition 9" in str(errors[0])
+
+
+# --- fetch -----------------------------------------------------------------------------------------------------
+
+
+def fetch_fixture(
+    buffer_bytes: int = 1 << 20, **config: object
+) -> tuple[FetchManager, MetadataManager, SubscriptionState, FetchBuffer, list[ErrorEvent]]:
+    cfg = ConsumerConfig.from_kwargs("h:1", fetch_buffer_bytes=buffer_bytes, **config)
+    metadata = MetadataManager(["h:1"], 60_000, no_jitter())
+    only(metadata.poll(0).unsent_requests).on_response(metadata_response(), 0)
+    subs = SubscriptionState(cfg.auto_offset_reset)
+    buffer = FetchBuffer(buffer_bytes, CallerSignal())
+    errors: list[ErrorEvent] = []
+    return FetchManager(cfg, subs, metadata, buffer, no_jitter(), errors.append), metadata, subs, buffer, errors
+
+
+def fetch_answer(parts: dict[int, tuple[int, bytes | None]], high_watermark: int = 100) -> FetchResponse:
+    return FetchResponse(
+        responses=(
+            FetchableTopicResponse(
+                "t",
+                tuple(
+                    FetchPartitionData(p, code, high_watermark, high_watermark, 0, None, -1, records)
+                    for p, (code, records) in parts.items()
+                ),
+            ),
+        )
+    )
+
+
+def test_fetch_sends_one_request_per_leader_and_buffers_complete_batches() -> None:
+    manager, _, subs, buffer, _ = fetch_fixture()
+    subs.assign([TP0, TP1])
+    subs.seek(TP0, 0)
+    subs.seek(TP1, 10)
+    request = only(manager.poll(0).unsent_requests)
+    assert isinstance(request.request, FetchRequest)
+    assert {(p.partition, p.fetch_offset) for t in request.request.topics for p in t.partitions} == {(0, 0), (1, 10)}
+    assert manager.poll(1).unsent_requests == ()  # one fetch in flight per leader
+    batch0 = build_batch(0, [b"a", b"b"])
+    batch1 = build_batch(10, [b"c"]) + build_batch(11, [b"d"])[:-5]  # the second batch is cut off
+    request.on_response(fetch_answer({0: (0, batch0), 1: (0, batch1)}), 2)
+    fetched = [buffer.take(), buffer.take()]
+    assert {(f.tp, f.fetch_offset, f.next_fetch_offset) for f in fetched if f} == {(TP0, 0, 2), (TP1, 10, 11)}
+    assert buffer.take() is None
+    # The next fetch starts where the last complete batch ended, while the caller still holds the data.
+    follow_up = only(manager.poll(3).unsent_requests)
+    assert isinstance(follow_up.request, FetchRequest)
+    assert {(p.partition, p.fetch_offset) for t in follow_up.request.topics for p in t.partitions} == {(0, 2), (1, 11)}
+
+
+def test_fetch_answer_for_a_partition_sought_meanwhile_is_dropped() -> None:
+    manager, _, subs, buffer, _ = fetch_fixture()
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    request = only(manager.poll(0).unsent_requests)
+    subs.seek(TP0, 50)
+    request.on_response(fetch_answer({0: (0, build_batch(0, [b"x"]))}), 1)
+    assert buffer.take() is None
+    again = only(manager.poll(2).unsent_requests)
+    assert isinstance(again.request, FetchRequest)
+    assert again.request.topics[0].partitions[0].fetch_offset == 50
+
+
+def test_no_fetch_while_the_buffer_is_full_and_release_wakes_the_background() -> None:
+    manager, _, subs, buffer, _ = fetch_fixture(buffer_bytes=10)
+    woken: list[bool] = []
+    buffer.set_space_waiter(lambda: woken.append(True))
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    only(manager.poll(0).unsent_requests).on_response(fetch_answer({0: (0, build_batch(0, [b"a" * 50]))}), 1)
+    assert manager.poll(2).unsent_requests == ()
+    fetched = buffer.take()
+    assert fetched is not None
+    buffer.release(fetched.size)
+    assert woken == [True]
+    assert only(manager.poll(3).unsent_requests)
+
+
+def test_offset_out_of_range_resets_with_the_configured_strategy() -> None:
+    manager, _, subs, _, errors = fetch_fixture(auto_offset_reset="earliest")
+    subs.assign([TP0])
+    subs.seek(TP0, 500)
+    only(manager.poll(0).unsent_requests).on_response(fetch_answer({0: (1, None)}), 1)
+    assert subs.position(TP0) is None
+    assert subs.partitions_awaiting_reset()[TP0][0] == "earliest"
+    assert errors == []
+
+
+def test_offset_out_of_range_without_reset_strategy_is_an_error_naming_the_offset() -> None:
+    manager, _, subs, _, errors = fetch_fixture(auto_offset_reset="none")
+    subs.assign([TP0])
+    subs.seek(TP0, 500)
+    only(manager.poll(0).unsent_requests).on_response(fetch_answer({0: (1, None)}), 1)
+    assert len(errors) == 1
+    assert "500" in str(errors[0].error) and "t-0" in str(errors[0].error)
+
+
+def test_not_leader_requests_a_metadata_refresh() -> None:
+    manager, metadata, subs, _, errors = fetch_fixture()
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    assert metadata.poll(0).unsent_requests == ()  # fresh
+    only(manager.poll(0).unsent_requests).on_response(fetch_answer({0: (6, None)}), 1)
+    assert only(metadata.poll(2).unsent_requests)
+    assert errors == []
+
+
+def test_disconnect_backs_off_the_node() -> None:
+    manager, _, subs, _, _ = fetch_fixture()
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    only(manager.poll(0).unsent_requests).on_response(KafkaConnectionError("gone"), 10)
+    assert manager.poll(50).unsent_requests == ()
+    assert only(manager.poll(110).unsent_requests)
+
+
+def test_a_batch_larger_than_the_partition_limit_is_fetched_again_with_room() -> None:
+    manager, _, subs, buffer, _ = fetch_fixture(max_partition_fetch_bytes=64)
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    big = build_batch(0, [b"z" * 500])
+    only(manager.poll(0).unsent_requests).on_response(fetch_answer({0: (0, big[:64])}), 1)
+    assert buffer.take() is None
+    retry = only(manager.poll(2).unsent_requests)
+    assert isinstance(retry.request, FetchRequest)
+    assert retry.request.topics[0].partitions[0].partition_max_bytes >= len(big)
+    assert retry.request.topics[0].partitions[0].fetch_offset == 0
+
+
+def test_paused_partitions_are_not_fetched() -> None:
+    manager, _, subs, _, _ = fetch_fixture()
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    subs.set_paused([TP0], True)
+    assert manager.poll(0).unsent_requests == ()
+
+
+@pytest.mark.parametrize("code", [29, 87])
+def test_a_fatal_partition_error_reaches_the_caller_typed(code: int) -> None:
+    manager, _, subs, _, errors = fetch_fixture()
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    only(manager.poll(0).unsent_requests).on_response(fetch_answer({0: (code, None)}), 1)
+    assert len(errors) == 1
+    assert isinstance(errors[0].error, KafkaError)
+    assert str(code) in str(errors[0].error)
