@@ -1,0 +1,134 @@
+"""Shared fixtures: the session's Tansu broker, topics, a producer, and a broker behind a fault proxy.
+
+When the broker cannot start, broker tests are skipped with the reason, except when the ``CI`` environment
+variable is set: there they fail, so CI can never pass by skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from typing import NoReturn
+
+import attrs
+import pytest
+
+from asyncconsumer.embedded_broker import BrokerStartError, EmbeddedBroker
+from tests.faultproxy import FaultProxy
+from tests.produce import ProduceHelper
+
+TopicFactory = Callable[..., str]
+"""``topic(partitions=4, *, name=None) -> str``: create a topic, return its name."""
+
+
+def _broker_unavailable(reason: str) -> NoReturn:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}\n(CI is set: broker tests fail instead of being skipped)", pytrace=False)
+    pytest.skip(reason)
+
+
+def unique_topic_name(hint: str = "topic") -> str:
+    """A fresh legal topic name that starts with ``hint`` (cut to fit and cleaned of illegal characters)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", hint).strip("-.")[:80] or "topic"
+    return f"{cleaned}-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def broker() -> Iterator[EmbeddedBroker]:
+    """One Tansu broker for the whole session (memory-only: topics are per test, see ``topic``)."""
+    try:
+        started = EmbeddedBroker.start()
+    except BrokerStartError as exc:
+        _broker_unavailable(f"the embedded Tansu broker could not start: {exc}")
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture
+def topic(broker: EmbeddedBroker, request: pytest.FixtureRequest) -> TopicFactory:
+    """``topic(partitions=4, *, name=None) -> str`` creates a uniquely named topic on the session broker."""
+
+    def create(partitions: int = 4, *, name: str | None = None) -> str:
+        topic_name = name or unique_topic_name(request.node.name)
+        broker.create_topic(topic_name, partitions)
+        return topic_name
+
+    return create
+
+
+@pytest.fixture
+def produce(broker: EmbeddedBroker) -> ProduceHelper:
+    """Produce to the session broker: ``produce(topic, records)``, ``.values(...)``, ``.batches(...)``."""
+    return ProduceHelper(broker.bootstrap_servers)
+
+
+@attrs.frozen
+class ProxiedBroker:
+    """A broker that advertises its fault proxy's port, so every client connection goes through ``proxy``."""
+
+    broker: EmbeddedBroker
+    proxy: FaultProxy
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The proxy's address."""
+        return self.proxy.address
+
+    @property
+    def produce(self) -> ProduceHelper:
+        """A producer for this broker (its traffic goes through the proxy too, and shows in its counters)."""
+        return ProduceHelper(self.bootstrap_servers)
+
+    def create_topic(self, partitions: int = 4, *, name: str | None = None) -> str:
+        """Create a topic (straight to the broker's listener, not through the proxy) and return its name."""
+        topic_name = name or unique_topic_name("proxied")
+        self.broker.create_topic(topic_name, partitions)
+        return topic_name
+
+    def stop(self) -> None:
+        try:
+            self.proxy.stop()
+        finally:
+            self.broker.stop()
+
+
+def start_proxied_broker() -> ProxiedBroker:
+    """Start a fault proxy and a fresh broker that advertises the proxy's port; the caller stops both."""
+    # The broker's port is known only once it runs; the proxy connects upstream lazily, so its target is set
+    # after the broker is up and before anyone can learn the proxy's address.
+    proxy = FaultProxy("127.0.0.1", 0).start()
+    try:
+        started = EmbeddedBroker.start(advertised_port=proxy.port)
+    except BaseException:
+        proxy.stop()
+        raise
+    proxy.set_target("127.0.0.1", started.port)
+    return ProxiedBroker(broker=started, proxy=proxy)
+
+
+@pytest.fixture
+def proxied_broker() -> Iterator[ProxiedBroker]:
+    """A fresh broker behind a FaultProxy (bootstrap and per-node connections all go through the proxy).
+
+    Teardown stops both and fails the test if a proxy mutator raised.
+    """
+    try:
+        proxied = start_proxied_broker()
+    except BrokerStartError as exc:
+        _broker_unavailable(f"the embedded Tansu broker could not start: {exc}")
+    try:
+        yield proxied
+    finally:
+        proxied.stop()
+    if proxied.proxy.mutator_errors:
+        errors = "; ".join(repr(error) for error in proxied.proxy.mutator_errors)
+        pytest.fail(f"fault proxy mutators raised: {errors}", pytrace=False)
