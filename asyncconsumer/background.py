@@ -120,6 +120,8 @@ class ConsumerNetworkThread:
         self.iterations += 1
         for event in self._app_events.drain():
             self._processor.process(event)
+        if self._close_event is not None:
+            return  # close now rather than after the next sleep
         now = self._clock.now_ms()
         wait = MAX_POLL_WAIT_MS
         for manager in self._managers:

@@ -206,18 +206,31 @@ class BrokerConnection:
             await self.close(KafkaConnectionError(f"connection to node {self.node_id} closed by the client"))
             raise
 
-    async def close(self, reason: KafkaError) -> None:
+    def fail(self, reason: KafkaError) -> bool:
+        """Marks the connection closed and fails what is in flight, at once; False if it already was.
+
+        The socket itself is closed by ``close_stream``, which the caller schedules.
+        """
         if self.state is ConnectionState.CLOSED:
-            return
+            return False
         self.state = ConnectionState.CLOSED
         self.close_reason = reason
-        stream, self._stream = self._stream, None
-        if stream is not None:
-            with anyio.CancelScope(shield=True):
-                with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await stream.aclose()
         pending, self.in_flight = self.in_flight, {}
         for entry in pending.values():
             self._complete(entry.unsent, reason)
         log.info("connection.closed", node=self.node_id, host=self.host, port=self.port, reason=str(reason))
         self._on_closed(self, reason)
+        return True
+
+    async def close_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            with (
+                anyio.CancelScope(shield=True),
+                suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError),
+            ):
+                await stream.aclose()
+
+    async def close(self, reason: KafkaError) -> None:
+        self.fail(reason)
+        await self.close_stream()

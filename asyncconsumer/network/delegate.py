@@ -13,6 +13,7 @@ from typing import Protocol
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import attrs
 
 from asyncconsumer.clock import Clock
@@ -120,6 +121,8 @@ class NetworkClientDelegate:
             if wait_ms > 0:
                 with anyio.move_on_after(wait_ms / 1000):
                     await self._wake.wait()
+            else:
+                await anyio.lowlevel.checkpoint()  # never run a loop iteration without letting the tasks run
         self._wake = anyio.Event()
         now_ms = self._clock.now_ms()
         self._expire(now_ms)
@@ -254,9 +257,12 @@ class NetworkClientDelegate:
     def _expire(self, now_ms: int) -> None:
         for conn in list(self._connections.values()):
             expired = [cid for cid, e in conn.in_flight.items() if e.deadline_ms <= now_ms]
-            if expired and self._tg is not None:
-                error = RequestTimedOutError(f"request to node {conn.node_id} timed out; closing the connection")
-                self._tg.start_soon(conn.close, error)
+            if (
+                expired
+                and conn.fail(RequestTimedOutError(f"request to node {conn.node_id} timed out; closing the connection"))
+                and self._tg is not None
+            ):
+                self._tg.start_soon(conn.close_stream)
 
     async def close(self) -> None:
         """Closes every connection and fails whatever was pending."""
