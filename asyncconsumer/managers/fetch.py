@@ -158,7 +158,7 @@ class FetchManager:
                 view = memoryview(records) if records is not None else memoryview(b"")
                 length, next_offset = complete_prefix(view) if len(view) else (0, None)
                 if len(view) and next_offset is None:
-                    self._too_large(tp, s, len(view), part.high_watermark)
+                    self._too_large(tp, s, view)
                     continue
                 if next_offset is not None and next_offset <= s.fetch_offset:
                     self._emit(
@@ -223,8 +223,10 @@ class FetchManager:
             return
         self._emit(ErrorEvent(error))
 
-    def _too_large(self, tp: TopicPartition, s: _Sent, got: int, high_watermark: int) -> None:
-        """A batch bigger than the partition limit (old brokers cut it): fetch it again with room for it."""
-        new_size = min(max(s.max_bytes * 2, got * 2), max(self._config.fetch_max_bytes, s.max_bytes * 2))
-        self._subs.grow_fetch_size(tp, s.epoch, new_size)
-        log.info("fetch.batch_too_large", partition=str(tp), offset=s.fetch_offset, max_bytes=new_size)
+    def _too_large(self, tp: TopicPartition, s: _Sent, partial: memoryview) -> None:
+        """A batch bigger than the partition limit (a broker may cut it): fetch it again with room for it."""
+        needed = s.max_bytes * 2
+        if len(partial) >= 12:
+            needed = max(needed, int.from_bytes(partial[8:12], "big", signed=True) + 12)
+        self._subs.grow_fetch_size(tp, s.epoch, needed)
+        log.info("fetch.batch_too_large", partition=str(tp), offset=s.fetch_offset, max_bytes=needed)
