@@ -153,6 +153,8 @@ class ConsumerCore:
         return event.future
 
     def finish_close(self, timeout_s: float) -> None:
+        if not self.started:
+            return
         if not self.thread.join(max(timeout_s, 0.0)):
             log.warning("consumer.close_timeout", timeout_s=timeout_s)
         log.info("consumer.closed", client_id=self.config.client_id)

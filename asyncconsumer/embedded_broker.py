@@ -28,11 +28,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-import structlog
+from asyncconsumer.logs import get_logger
 
 __all__ = ["BrokerCommandError", "BrokerStartError", "EmbeddedBroker", "free_port"]
 
-log = structlog.get_logger("asyncconsumer.embedded_broker")
+log = get_logger("asyncconsumer.embedded_broker")
 
 _HOST = "127.0.0.1"
 _LOG_TAIL_LINES = 30
