@@ -134,14 +134,10 @@ class AsyncConsumer:
         core = self._core
         deadline = core.clock.now_ms() + timeout_ms
         while True:
-            seen = core.signal.seq
-            records = core.poll_once(max_records)
-            if records:
+            records, seen, wait_s = core.poll_step(max_records, deadline)
+            if records or wait_s <= 0:
                 return records
-            remaining = deadline - core.clock.now_ms()
-            if remaining <= 0:
-                return records
-            await core.signal.wait_async(seen, remaining / 1000)
+            await core.signal.wait_async(seen, wait_s)
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self

@@ -265,6 +265,12 @@ class ConsumerCore:
             self.background_events.put(event)
         raise first.error
 
+    def poll_step(self, max_records: int | None, deadline_ms: int) -> tuple[ConsumerRecords, int, float]:
+        """One ``poll`` attempt: the records (maybe none), the signal value seen before, and seconds left to wait."""
+        seen = self.signal.seq
+        records = self.poll_once(max_records)
+        return records, seen, (deadline_ms - self.clock.now_ms()) / 1000
+
     def poll_once(self, max_records: int | None) -> ConsumerRecords:
         """Raises what the background reported, then returns whatever is buffered (possibly nothing)."""
         self._check_started()

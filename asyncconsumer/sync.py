@@ -119,14 +119,10 @@ class Consumer:
         core = self._core
         deadline = core.clock.now_ms() + timeout_ms
         while True:
-            seen = core.signal.seq
-            records = core.poll_once(max_records)
-            if records:
+            records, seen, wait_s = core.poll_step(max_records, deadline)
+            if records or wait_s <= 0:
                 return records
-            remaining = deadline - core.clock.now_ms()
-            if remaining <= 0:
-                return records
-            core.signal.wait(seen, remaining / 1000)
+            core.signal.wait(seen, wait_s)
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         while not self._core.closed:
