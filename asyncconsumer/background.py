@@ -13,6 +13,7 @@ import threading
 from collections.abc import Sequence
 
 import anyio
+import attrs
 
 from asyncconsumer.clock import Clock
 from asyncconsumer.errors import ClientClosedError
@@ -21,7 +22,7 @@ from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.events.processor import ApplicationEventProcessor
 from asyncconsumer.events.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer.logs import get_logger
-from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, RequestManager
+from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, RequestManager, UnsentRequest
 from asyncconsumer.network.delegate import NetworkClientDelegate
 
 log = get_logger("asyncconsumer.background")
@@ -138,16 +139,28 @@ class ConsumerNetworkThread:
         self._processor.reap(self._clock.now_ms())
 
     async def _close(self, event: CloseEvent) -> None:
-        """Runs each manager's close work until it is done or the close deadline passes."""
+        """Runs each manager's close work (only that) until it is done or the close deadline passes."""
+        self._delegate.fail_unsent(ClientClosedError("the consumer is closing"))
         now = self._clock.now_ms()
+        remaining: set[int] = set()
+
+        def tracked(unsent: UnsentRequest) -> UnsentRequest:
+            remaining.add(id(unsent))
+
+            def on_response(result: object, now_ms: int) -> None:
+                remaining.discard(id(unsent))
+                unsent.on_response(result, now_ms)
+
+            return attrs.evolve(unsent, on_response=on_response)
+
         for manager in self._managers:
             result = manager.poll_on_close(now)
             if result.unsent_requests:
-                self._delegate.add_all(result.unsent_requests, now)
-        while self._delegate.has_pending():
+                self._delegate.add_all([tracked(u) for u in result.unsent_requests], now)
+        while remaining:
             now = self._clock.now_ms()
             if now >= event.deadline_ms:
-                log.info("background.close_deadline", pending=self._delegate.in_flight_count)
+                log.info("background.close_deadline", pending=len(remaining))
                 break
             await self._delegate.poll(min(event.deadline_ms - now, MAX_POLL_WAIT_MS), now)
         self._processor.fail_all()

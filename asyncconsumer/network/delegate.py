@@ -101,9 +101,6 @@ class NetworkClientDelegate:
     def in_flight_count(self) -> int:
         return sum(len(c.in_flight) for c in self._connections.values())
 
-    def has_pending(self) -> bool:
-        return bool(self._unsent) or self.in_flight_count > 0 or bool(self._completed)
-
     def last_connection_error(self) -> KafkaError | None:
         errors = [b.last_error for b in self._backoff.values() if b.last_error is not None]
         return errors[-1] if errors else None
@@ -263,6 +260,12 @@ class NetworkClientDelegate:
                 and self._tg is not None
             ):
                 self._tg.start_soon(conn.close_stream)
+
+    def fail_unsent(self, error: KafkaError) -> None:
+        """Fails every request not yet sent (on close: only the close work is still worth sending)."""
+        while self._unsent:
+            self._complete(self._unsent.popleft().unsent, error)
+        self._run_callbacks(self._clock.now_ms())
 
     async def close(self) -> None:
         """Closes every connection and fails whatever was pending."""
