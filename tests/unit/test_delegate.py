@@ -1,0 +1,179 @@
+"""The network delegate against a scripted broker on loopback: negotiation, matching, timeouts, disconnects.
+
+The scripted broker speaks our own protocol classes both ways; it does what no real broker here can be made to
+do on demand (answer late, refuse an API, drop a connection at a chosen request).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
+
+from asyncconsumer.clock import SystemClock
+from asyncconsumer.errors import KafkaConnectionError, RequestTimedOutError, UnsupportedVersionError
+from asyncconsumer.managers.base import UnsentRequest
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.network.delegate import NetworkClientDelegate
+from asyncconsumer.protocol.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
+from asyncconsumer.protocol.base import Request, decode_request_frame, encode_response
+from asyncconsumer.protocol.list_offsets import ListOffsetsRequest
+from asyncconsumer.protocol.metadata import MetadataBroker, MetadataRequest, MetadataResponse
+
+TYPES: dict[int, type[Request]] = {18: ApiVersionsRequest, 3: MetadataRequest, 2: ListOffsetsRequest}
+Handler = Callable[[int, int, Request], Any]
+"""(api_key, version, request) -> response, None to stay silent, or "close" to drop the connection."""
+
+
+class ScriptedBroker:
+    """A tiny blocking TCP server answering with our protocol classes, one thread per connection."""
+
+    def __init__(self, handler: Handler, metadata_max: int = 12) -> None:
+        self.handler = handler
+        self.metadata_max = metadata_max
+        self.versions_seen: list[tuple[int, int]] = []
+        self.connections = 0
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._threads: list[threading.Thread] = []
+        self._socks: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self._server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            self._socks.append(sock)
+            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+
+    def _serve(self, sock: socket.socket) -> None:
+        try:
+            while True:
+                header = sock.recv(4, socket.MSG_WAITALL)
+                if len(header) < 4:
+                    return
+                size = struct.unpack(">i", header)[0]
+                frame = sock.recv(size, socket.MSG_WAITALL)
+                api_key, version, correlation_id, _, request = decode_request_frame(frame, TYPES)
+                self.versions_seen.append((api_key, version))
+                if api_key == 18:
+                    response: Any = ApiVersionsResponse(
+                        0, (ApiVersionRange(18, 0, 3), ApiVersionRange(3, 0, self.metadata_max))
+                    )
+                else:
+                    response = self.handler(api_key, version, request)
+                if response is None:
+                    continue
+                if response == "close":
+                    sock.close()
+                    return
+                sock.sendall(encode_response(response, TYPES[api_key], version, correlation_id))
+        except OSError:
+            return
+
+    def close(self) -> None:
+        self._server.close()
+        for sock in self._socks:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+
+class Nodes:
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def address(self, node_id: int) -> tuple[str, int] | None:
+        return ("127.0.0.1", self.port) if node_id == -1 else None
+
+    def candidate_nodes(self) -> list[int]:
+        return [-1]
+
+
+def metadata_answer() -> MetadataResponse:
+    return MetadataResponse(brokers=(MetadataBroker(1, "127.0.0.1", 1),), topics=())
+
+
+async def exchange(broker: ScriptedBroker, request: Request, request_timeout_ms: int = 2_000) -> object:
+    """Sends one request through a fresh delegate and returns what its callback received."""
+    clock = SystemClock()
+    delegate = NetworkClientDelegate(
+        clock,
+        Nodes(broker.port),
+        client_id="t",
+        request_timeout_ms=request_timeout_ms,
+        connection_setup_timeout_ms=2_000,
+        max_in_flight=5,
+        reconnect_backoff=ExponentialBackoff(50, 200),
+    )
+    results: list[object] = []
+    async with anyio.create_task_group() as tg:
+        delegate.attach(tg)
+        delegate.add_all([UnsentRequest(request, None, lambda r, now: results.append(r))], clock.now_ms())
+        with anyio.fail_after(10):
+            while not results:
+                await delegate.poll(100, clock.now_ms())
+        await delegate.close()
+        tg.cancel_scope.cancel()
+    return results[0]
+
+
+@pytest.fixture
+def scripted() -> Any:
+    brokers: list[ScriptedBroker] = []
+
+    def make(handler: Handler, **kw: Any) -> ScriptedBroker:
+        broker = ScriptedBroker(handler, **kw)
+        brokers.append(broker)
+        return broker
+
+    yield make
+    for broker in brokers:
+        broker.close()
+
+
+def test_the_highest_version_both_sides_speak_is_used(scripted: Any) -> None:
+    broker = scripted(lambda key, version, request: metadata_answer(), metadata_max=7)
+    result = anyio.run(exchange, broker, MetadataRequest(topics=()))
+    assert isinstance(result, MetadataResponse)
+    assert (3, 7) in broker.versions_seen
+    assert broker.versions_seen[0] == (18, 3)
+
+
+def test_an_api_the_broker_lacks_fails_with_unsupported_version(scripted: Any) -> None:
+    broker = scripted(lambda key, version, request: None)
+    result = anyio.run(exchange, broker, ListOffsetsRequest(topics=()))
+    assert isinstance(result, UnsupportedVersionError)
+    assert "LIST_OFFSETS" in str(result)
+
+
+def test_a_request_with_no_answer_times_out_and_its_connection_is_closed(scripted: Any) -> None:
+    broker = scripted(lambda key, version, request: None)
+    result = anyio.run(exchange, broker, MetadataRequest(topics=()), 300)
+    assert isinstance(result, RequestTimedOutError)
+
+
+def test_a_dropped_connection_fails_the_request_with_a_retriable_error(scripted: Any) -> None:
+    broker = scripted(lambda key, version, request: "close")
+    result = anyio.run(exchange, broker, MetadataRequest(topics=()))
+    assert isinstance(result, KafkaConnectionError)
+    assert result.retriable
+    assert f"127.0.0.1:{broker.port}" in str(result)
+
+
+def test_nothing_listening_fails_after_the_request_timeout_naming_the_address() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as placeholder:
+        port = placeholder.getsockname()[1]
+    broker_stub = type("Stub", (), {"port": port})()
+    result = anyio.run(exchange, broker_stub, MetadataRequest(topics=()), 500)
+    assert isinstance(result, KafkaConnectionError)
+    assert f"127.0.0.1:{port}" in str(result)
