@@ -6,6 +6,7 @@ do on demand (answer late, refuse an API, drop a connection at a chosen request)
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -82,10 +83,8 @@ class ScriptedBroker:
     def close(self) -> None:
         self._server.close()
         for sock in self._socks:
-            try:
+            with contextlib.suppress(OSError):
                 sock.close()
-            except OSError:
-                pass
 
 
 class Nodes:
