@@ -24,6 +24,7 @@ from asyncconsumer.subscription import SubscriptionState
 log = get_logger("asyncconsumer.fetch")
 
 _new_record = tuple.__new__
+_NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 _ABORT_MARKER = 0
 
 
@@ -233,7 +234,7 @@ class FetchCollector:
                         rec.timestamp_type,
                         key,
                         value,
-                        rec.headers,
+                        tuple(rec.headers),
                         leader_epoch,
                         -1 if raw_key is None else len(raw_key),
                         -1 if raw_value is None else len(raw_value),
@@ -263,6 +264,7 @@ def _fill_raw(
             continue
         key = rec.key
         value = rec.value
+        headers = rec.headers
         append(
             _new_record(
                 record_type,
@@ -274,7 +276,7 @@ def _fill_raw(
                     rec.timestamp_type,
                     key,
                     value,
-                    rec.headers,
+                    tuple(headers) if headers else _NO_HEADERS,
                     leader_epoch,
                     -1 if key is None else len(key),
                     -1 if value is None else len(value),

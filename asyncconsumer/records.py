@@ -6,7 +6,7 @@ about 0.15 µs where a frozen attrs class costs 1.6 µs (measured on this projec
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 import attrs
@@ -29,7 +29,11 @@ class TimestampType:
 
 
 class ConsumerRecord(NamedTuple):
-    """One record as consumed; ``key``/``value`` are deserialized when deserializers are configured."""
+    """One record as consumed; ``key``/``value`` are deserialized when deserializers are configured.
+
+    ``headers`` is a tuple of (key, value) pairs: a tuple, not aiokafka's per-record list, so a record leaves one
+    object for the cyclic GC to track instead of two.
+    """
 
     topic: str
     partition: int
@@ -38,7 +42,7 @@ class ConsumerRecord(NamedTuple):
     timestamp_type: int
     key: Any
     value: Any
-    headers: Sequence[tuple[str, bytes | None]]
+    headers: tuple[tuple[str, bytes | None], ...]
     leader_epoch: int | None
     serialized_key_size: int
     serialized_value_size: int

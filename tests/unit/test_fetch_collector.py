@@ -53,7 +53,7 @@ def test_records_come_back_in_order_and_positions_advance_per_poll() -> None:
     collector, subs, buffer = setup(batch)
     first = collector.collect(2)[TP]
     assert [(r.offset, r.key, r.value) for r in first] == [(0, b"k0", b"v0"), (1, None, b"v1")]
-    assert first[0].headers == [("h", b"x")]
+    assert first[0].headers == (("h", b"x"),)
     assert first[0].serialized_key_size == 2 and first[1].serialized_key_size == -1
     assert subs.position(TP) == 2
     rest = collector.collect(10)[TP]
@@ -61,6 +61,12 @@ def test_records_come_back_in_order_and_positions_advance_per_poll() -> None:
     assert subs.position(TP) == 5
     assert collector.collect(10) == {}
     assert buffer.buffered_bytes == 0
+
+
+def test_records_without_headers_share_one_empty_tuple() -> None:
+    collector, _, _ = setup(build_batch(0, [b"a", b"b"]))
+    records = collector.collect(10)[TP]
+    assert records[0].headers == () and records[0].headers is records[1].headers
 
 
 def test_records_before_the_position_inside_a_batch_are_skipped() -> None:
