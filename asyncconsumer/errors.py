@@ -12,6 +12,7 @@ __all__ = [
     "AuthenticationError",
     "BrokerResponseError",
     "ClientClosedError",
+    "CommitFailedError",
     "ConfigError",
     "CorruptRecordError",
     "CorruptResponseError",
@@ -93,6 +94,10 @@ class NoOffsetForPartitionError(KafkaError):
     def __init__(self, partitions: object) -> None:
         super().__init__(f"no offset for partitions {partitions} and auto_offset_reset is 'none'")
         self.partitions = partitions
+
+
+class CommitFailedError(KafkaError):
+    """The group no longer accepts this member's commit (it rebalanced or fenced the member); not retriable."""
 
 
 class CorruptRecordError(KafkaError):

@@ -53,6 +53,15 @@ class ConsumerRecord(NamedTuple):
 
 
 @attrs.define(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """A committed offset: the next offset to consume, with optional metadata and the leader epoch it came from."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int | None = None
+
+
+@attrs.define(frozen=True, slots=True)
 class OffsetAndTimestamp:
     """The answer of ``offsets_for_times`` for one partition."""
 

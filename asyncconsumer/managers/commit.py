@@ -1,0 +1,244 @@
+"""OffsetFetch and OffsetCommit to the group coordinator, retried until each job's deadline.
+
+Retriable errors (coordinator loading, moved or unreachable) back off and retry, forgetting the coordinator when it
+moved; a commit the group no longer accepts (rebalanced, fenced, unknown member) fails at once with
+``CommitFailedError``. Nothing uses this manager yet: auto-commit and commit-before-revoke come with membership.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from asyncconsumer.errors import CommitFailedError, KafkaError, KafkaTimeoutError, for_code
+from asyncconsumer.logs import get_logger
+from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
+from asyncconsumer.managers.coordinator import CoordinatorManager
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.protocol.offsets_commit import (
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchTopic,
+)
+from asyncconsumer.records import OffsetAndMetadata, TopicPartition
+
+log = get_logger("asyncconsumer.commit")
+
+_COORDINATOR_MOVED = frozenset({15, 16})  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+# ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID
+_GROUP_MOVED_ON = frozenset({22, 25, 27, 82})
+
+Committed = dict[TopicPartition, OffsetAndMetadata | None]
+
+
+@attrs.define(frozen=True, slots=True)
+class Generation:
+    """Who commits: a group member's generation and id, or ``NO_GENERATION`` for a consumer without membership."""
+
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+
+NO_GENERATION = Generation(-1, "")
+
+
+@attrs.define(slots=True, eq=False)
+class _Job:
+    kind: str  # "fetch" or "commit"
+    partitions: tuple[TopicPartition, ...]
+    offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    deadline_ms: int
+    on_done: Callable[[Any], None]
+    on_error: Callable[[KafkaError], None]
+    attempts: int = 0
+    retry_at_ms: int = 0
+    in_flight: bool = False
+    done: bool = False
+
+    def finish(self, result: object) -> None:
+        if not self.done:
+            self.done = True
+            self.on_done(result)
+
+    def fail(self, error: KafkaError) -> None:
+        if not self.done:
+            self.done = True
+            self.on_error(error)
+
+
+class CommitManager:
+    """Queues fetch/commit jobs and sends each to the coordinator when it is known."""
+
+    def __init__(
+        self,
+        coordinator: CoordinatorManager,
+        generation: Callable[[], Generation],
+        backoff: ExponentialBackoff,
+        *,
+        require_stable: bool = False,
+    ) -> None:
+        self._coordinator = coordinator
+        self._generation = generation
+        self._backoff = backoff
+        self._require_stable = require_stable
+        self._jobs: list[_Job] = []
+
+    def fetch_committed(
+        self,
+        partitions: tuple[TopicPartition, ...],
+        deadline_ms: int,
+        on_done: Callable[[Committed], None],
+        on_error: Callable[[KafkaError], None],
+    ) -> None:
+        self._jobs.append(_Job("fetch", partitions, {}, deadline_ms, on_done, on_error))
+
+    def commit(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        deadline_ms: int,
+        on_done: Callable[[object], None],
+        on_error: Callable[[KafkaError], None],
+    ) -> None:
+        self._jobs.append(_Job("commit", tuple(offsets), dict(offsets), deadline_ms, on_done, on_error))
+
+    @property
+    def pending(self) -> int:
+        return sum(1 for job in self._jobs if not job.done)
+
+    # --- the manager contract --------------------------------------------------------------------------------
+    def poll(self, now_ms: int) -> PollResult:
+        requests: list[UnsentRequest] = []
+        wait = MAX_POLL_WAIT_MS
+        coordinator = self._coordinator.coordinator
+        for job in self._jobs:
+            if job.done or job.in_flight:
+                continue
+            if now_ms >= job.deadline_ms:
+                job.fail(KafkaTimeoutError(f"offset {job.kind} for {len(job.partitions)} partitions timed out"))
+                continue
+            if now_ms < job.retry_at_ms:
+                wait = min(wait, job.retry_at_ms - now_ms)
+                continue
+            wait = min(wait, job.deadline_ms - now_ms)
+            if coordinator is None:
+                continue  # the coordinator manager is looking for it
+            job.in_flight = True
+            requests.append(UnsentRequest(self._request(job), coordinator.node_id, self._callback(job)))
+        self._jobs = [job for job in self._jobs if not job.done]
+        return PollResult(wait, tuple(requests))
+
+    def poll_on_close(self, now_ms: int) -> PollResult:
+        return PollResult()
+
+    def maximum_time_to_wait(self, now_ms: int) -> int:
+        return MAX_POLL_WAIT_MS
+
+    # --- requests and answers --------------------------------------------------------------------------------
+    def _request(self, job: _Job) -> OffsetFetchRequest | OffsetCommitRequest:
+        group_id = self._coordinator.group_id
+        by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
+        for tp in job.partitions:
+            by_topic[tp.topic].append(tp)
+        if job.kind == "fetch":
+            topics = tuple(OffsetFetchTopic(t, tuple(tp.partition for tp in tps)) for t, tps in by_topic.items())
+            return OffsetFetchRequest(group_id, topics, require_stable=self._require_stable)
+        generation = self._generation()
+        return OffsetCommitRequest(
+            group_id,
+            generation.generation_id,
+            generation.member_id,
+            tuple(
+                OffsetCommitTopic(
+                    t,
+                    tuple(_commit_partition(tp.partition, job.offsets[tp]) for tp in tps),
+                )
+                for t, tps in by_topic.items()
+            ),
+            group_instance_id=generation.group_instance_id,
+        )
+
+    def _callback(self, job: _Job) -> Callable[[object, int], None]:
+        def on_response(result: object, now_ms: int) -> None:
+            job.in_flight = False
+            if isinstance(result, KafkaError):
+                if not result.retriable:
+                    job.fail(result)
+                    return
+                self._coordinator.mark_unknown(f"{job.kind} failed: {result}")  # lost connection or timed out
+                self._retry(job, now_ms, result)
+                return
+            if isinstance(result, OffsetFetchResponse):
+                self._on_fetched(job, result, now_ms)
+            elif isinstance(result, OffsetCommitResponse):
+                self._on_committed(job, result, now_ms)
+
+        return on_response
+
+    def _handle(self, job: _Job, code: int, now_ms: int, what: str) -> bool:
+        """Deals with an error code; True when the job is over or will be retried (nothing more to read)."""
+        if code == 0:
+            return False
+        error = for_code(code, what)
+        if code in _COORDINATOR_MOVED:
+            self._coordinator.mark_unknown(error.kafka_name)
+            self._retry(job, now_ms, error)
+        elif job.kind == "commit" and code in _GROUP_MOVED_ON:
+            job.fail(CommitFailedError(f"the group rebalanced or fenced this member before the commit: {error}"))
+        elif error.retriable:
+            self._retry(job, now_ms, error)
+        else:
+            job.fail(error)
+        return True
+
+    def _on_fetched(self, job: _Job, response: OffsetFetchResponse, now_ms: int) -> None:
+        group = response.partitions_for(self._coordinator.group_id)
+        if self._handle(job, group.error_code, now_ms, f"OffsetFetch for group {self._coordinator.group_id!r}"):
+            return
+        wanted = set(job.partitions)
+        committed: Committed = {}
+        for topic in group.topics:
+            for p in topic.partitions:
+                tp = TopicPartition(topic.name, p.partition_index)
+                if tp not in wanted:
+                    continue
+                if self._handle(job, p.error_code, now_ms, f"OffsetFetch for {tp}"):
+                    return
+                committed[tp] = (
+                    None
+                    if p.committed_offset < 0
+                    else OffsetAndMetadata(
+                        p.committed_offset,
+                        p.metadata or "",
+                        None if p.committed_leader_epoch < 0 else p.committed_leader_epoch,
+                    )
+                )
+        for tp in wanted - committed.keys():
+            committed[tp] = None
+        job.finish(committed)
+
+    def _on_committed(self, job: _Job, response: OffsetCommitResponse, now_ms: int) -> None:
+        for topic in response.topics:
+            for p in topic.partitions:
+                tp = TopicPartition(topic.name, p.partition_index)
+                if self._handle(job, p.error_code, now_ms, f"OffsetCommit for {tp}"):
+                    return
+        log.debug("commit.completed", partitions=len(job.partitions))
+        job.finish(None)
+
+    def _retry(self, job: _Job, now_ms: int, error: KafkaError) -> None:
+        job.attempts += 1
+        job.retry_at_ms = now_ms + self._backoff.backoff_ms(job.attempts)
+        log.info("commit.retry", kind=job.kind, error=str(error), attempts=job.attempts)
+
+
+def _commit_partition(partition: int, committed: OffsetAndMetadata) -> OffsetCommitPartition:
+    epoch = -1 if committed.leader_epoch is None else committed.leader_epoch
+    return OffsetCommitPartition(partition, committed.offset, epoch, committed.metadata)

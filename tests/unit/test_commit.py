@@ -1,0 +1,137 @@
+"""The commit manager: OffsetFetch/OffsetCommit jobs against a hand-driven coordinator, with literal times."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from asyncconsumer.errors import CommitFailedError, KafkaConnectionError, KafkaError, KafkaTimeoutError
+from asyncconsumer.managers.base import UnsentRequest
+from asyncconsumer.managers.commit import NO_GENERATION, CommitManager, Generation
+from asyncconsumer.managers.coordinator import CoordinatorManager
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.protocol.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.offsets_commit import (
+    OffsetCommitPartitionResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitTopicResponse,
+    OffsetFetchPartitionResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchTopicResponse,
+)
+from asyncconsumer.records import OffsetAndMetadata, TopicPartition
+
+TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+def setup(generation: Generation = NO_GENERATION) -> tuple[CommitManager, CoordinatorManager]:
+    coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)
+    (find,) = coordinator.poll(0).unsent_requests
+    find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 0)
+    return CommitManager(coordinator, lambda: generation, ExponentialBackoff(100, 1000, jitter=0)), coordinator
+
+
+def one(requests: tuple[UnsentRequest, ...]) -> UnsentRequest:
+    assert len(requests) == 1, requests
+    return requests[0]
+
+
+def fetched(offsets: dict[TopicPartition, int], error_code: int = 0) -> OffsetFetchResponse:
+    return OffsetFetchResponse(
+        topics=(
+            OffsetFetchTopicResponse(
+                "t",
+                tuple(OffsetFetchPartitionResponse(tp.partition, o, 3, "m", error_code) for tp, o in offsets.items()),
+            ),
+        )
+    )
+
+
+def committed_answer(error_code: int = 0) -> OffsetCommitResponse:
+    return OffsetCommitResponse(
+        topics=(OffsetCommitTopicResponse("t", (OffsetCommitPartitionResponse(0, error_code),)),)
+    )
+
+
+def test_fetch_committed_asks_the_coordinator_and_reads_offsets() -> None:
+    manager, coordinator = setup()
+    results: list[Any] = []
+    manager.fetch_committed((TP0, TP1), 10_000, results.append, results.append)
+    request = one(manager.poll(0).unsent_requests)
+    assert coordinator.coordinator is not None and request.node_id == coordinator.coordinator.node_id
+    assert isinstance(request.request, OffsetFetchRequest) and request.request.group_id == "g"
+    request.on_response(fetched({TP0: 42, TP1: -1}), 5)
+    assert results == [{TP0: OffsetAndMetadata(42, "m", 3), TP1: None}]
+
+
+def test_commit_sends_generation_member_and_offsets() -> None:
+    manager, _ = setup(Generation(7, "member-1", "static-1"))
+    done: list[Any] = []
+    manager.commit({TP0: OffsetAndMetadata(10, "meta", 2)}, 10_000, done.append, done.append)
+    request = one(manager.poll(0).unsent_requests)
+    sent = request.request
+    assert isinstance(sent, OffsetCommitRequest)
+    assert (sent.generation_id_or_member_epoch, sent.member_id, sent.group_instance_id) == (7, "member-1", "static-1")
+    partition = sent.topics[0].partitions[0]
+    assert (partition.committed_offset, partition.committed_leader_epoch, partition.committed_metadata) == (
+        10,
+        2,
+        "meta",
+    )
+    request.on_response(committed_answer(), 1)
+    assert done == [None]
+    assert manager.pending == 0
+    assert manager.poll(2).unsent_requests == ()
+
+
+def test_a_moved_coordinator_is_forgotten_and_the_job_retried_after_backoff() -> None:
+    manager, coordinator = setup()
+    done: list[Any] = []
+    manager.commit({TP0: OffsetAndMetadata(1)}, 10_000, done.append, done.append)
+    one(manager.poll(0).unsent_requests).on_response(committed_answer(error_code=16), 10)  # NOT_COORDINATOR
+    assert coordinator.coordinator is None
+    assert manager.poll(200).unsent_requests == ()  # no coordinator yet
+    (find,) = coordinator.poll(200).unsent_requests
+    find.on_response(FindCoordinatorResponse(0, 2, "h2", 9092), 201)
+    retry = one(manager.poll(202).unsent_requests)
+    retry.on_response(committed_answer(), 203)
+    assert done == [None]
+
+
+def test_a_lost_connection_retries_and_a_load_in_progress_waits() -> None:
+    manager, coordinator = setup()
+    results: list[Any] = []
+    manager.fetch_committed((TP0,), 10_000, results.append, results.append)
+    one(manager.poll(0).unsent_requests).on_response(KafkaConnectionError("gone"), 1)
+    assert coordinator.coordinator is None
+    (find,) = coordinator.poll(1).unsent_requests
+    find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 2)
+    assert manager.poll(50).unsent_requests == ()  # backoff 100 ms from t=1
+    one(manager.poll(101).unsent_requests).on_response(OffsetFetchResponse(error_code=14), 102)
+    assert results == []
+    one(manager.poll(400).unsent_requests).on_response(fetched({TP0: 5}), 401)
+    assert results == [{TP0: OffsetAndMetadata(5, "m", 3)}]
+
+
+@pytest.mark.parametrize("code", [22, 25, 27, 82])
+def test_a_commit_the_group_no_longer_accepts_fails_with_commit_failed(code: int) -> None:
+    manager, _ = setup(Generation(3, "m"))
+    errors: list[KafkaError] = []
+    manager.commit({TP0: OffsetAndMetadata(1)}, 10_000, lambda r: None, errors.append)
+    one(manager.poll(0).unsent_requests).on_response(committed_answer(error_code=code), 1)
+    assert len(errors) == 1 and isinstance(errors[0], CommitFailedError)
+    assert manager.poll(500).unsent_requests == ()  # not retried
+
+
+def test_jobs_fail_with_a_timeout_at_their_deadline() -> None:
+    manager, coordinator = setup()
+    coordinator.mark_unknown("test")
+    errors: list[KafkaError] = []
+    manager.fetch_committed((TP0,), 1_000, lambda r: None, errors.append)
+    assert manager.poll(0).unsent_requests == ()
+    assert manager.poll(0).time_until_next_poll_ms <= 1_000
+    manager.poll(1_000)
+    assert len(errors) == 1 and isinstance(errors[0], KafkaTimeoutError)
