@@ -1,0 +1,355 @@
+"""Group membership on the classic protocol: JoinGroup → (leader assigns) → SyncGroup → stable, and LeaveGroup.
+
+Eager rebalancing: before every (re)join the member gives up its partitions (the caller's revoke callback runs
+first), and a member fenced by the coordinator reports its partitions lost. Listener callbacks run on the caller's
+side; the manager waits for their futures before it moves on. Every state change goes through the transition
+table in ``member_state.py``. Nothing wires this manager into the consumer yet (see the consumer-groups issue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+
+import attrs
+
+from asyncconsumer.errors import KafkaError, for_code
+from asyncconsumer.events.background import ErrorEvent
+from asyncconsumer.logs import get_logger
+from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
+from asyncconsumer.managers.commit import NO_GENERATION, Generation
+from asyncconsumer.managers.coordinator import CoordinatorManager
+from asyncconsumer.managers.member_state import MemberState, transition
+from asyncconsumer.managers.request_state import ExponentialBackoff, RequestState
+from asyncconsumer.protocol.base import Request
+from asyncconsumer.protocol.consumer_protocol import Assignment
+from asyncconsumer.protocol.group import (
+    JoinGroupMember,
+    JoinGroupProtocol,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMember,
+    LeaveGroupRequest,
+    SyncGroupAssignment,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from asyncconsumer.records import TopicPartition
+
+log = get_logger("asyncconsumer.membership")
+
+MEMBER_ID_REQUIRED = 79
+_INCONSISTENT_GROUP_PROTOCOL = 23
+_COORDINATOR_MOVED = frozenset({15, 16})
+_RETRY_JOIN = frozenset({14, 15, 16, 27})  # loading, not available, not coordinator, rebalance in progress
+_RESET_MEMBER = frozenset({25})  # UNKNOWN_MEMBER_ID: join again as a new member
+_RESET_GENERATION = frozenset({22, 25})  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID
+
+ListenerCall = Callable[[str, frozenset[TopicPartition]], "Future[None]"]
+"""Asks the caller's side to run ``on_partitions_<kind>`` (revoked, assigned, lost); done when it returned."""
+LeaderAssign = Callable[[str, Sequence[JoinGroupMember]], dict[str, bytes]]
+"""The leader's assignor: (protocol name, members with their subscription bytes) -> member id -> assignment bytes."""
+
+
+@attrs.define(frozen=True, slots=True)
+class GroupSettings:
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    request_timeout_ms: int
+    group_instance_id: str | None = None
+
+
+class ClassicMembershipManager:
+    """Drives one member through the classic group protocol."""
+
+    def __init__(
+        self,
+        settings: GroupSettings,
+        coordinator: CoordinatorManager,
+        protocols: Callable[[], Sequence[JoinGroupProtocol]],
+        leader_assign: LeaderAssign,
+        apply_assignment: Callable[[frozenset[TopicPartition]], None],
+        listener: ListenerCall,
+        backoff: ExponentialBackoff,
+        emit: Callable[[ErrorEvent], None],
+    ) -> None:
+        self._settings = settings
+        self._coordinator = coordinator
+        self._protocols = protocols
+        self._leader_assign = leader_assign
+        self._apply_assignment = apply_assignment
+        self._listener = listener
+        self._emit = emit
+        self._request = RequestState(backoff)
+        self.state = MemberState.UNJOINED
+        self.member_id = ""
+        self.generation_id = -1
+        self.protocol_name: str | None = None
+        self.leader_id = ""
+        self.owned: frozenset[TopicPartition] = frozenset()
+        self.subscribed = False
+        self._pending_assignments: dict[str, bytes] = {}
+        self._waiting_for: Future[None] | None = None
+        self._after_callback: MemberState | None = None
+        self.rebalances = 0
+
+    # --- what others ask -------------------------------------------------------------------------------------
+    def generation(self) -> Generation:
+        if self.state in (MemberState.STABLE, MemberState.ASSIGNING, MemberState.PREPARING) and self.generation_id >= 0:
+            return Generation(self.generation_id, self.member_id, self._settings.group_instance_id)
+        return NO_GENERATION
+
+    @property
+    def in_group(self) -> bool:
+        """True while heartbeats are due: we hold a generation the coordinator knows."""
+        return self.generation() is not NO_GENERATION
+
+    def subscribe(self) -> None:
+        """The subscription changed (or began): (re)join with the new one."""
+        self.subscribed = True
+        self.request_rejoin("subscription changed")
+
+    def request_rejoin(self, reason: str) -> None:
+        if self.state in (MemberState.FATAL, MemberState.LEAVING) or not self.subscribed:
+            return
+        if self.state in (MemberState.STABLE, MemberState.ASSIGNING):
+            log.info("membership.rejoin", group=self._settings.group_id, reason=reason)
+            self._prepare_join()
+
+    def fenced(self, error_code: int) -> None:
+        """The coordinator no longer knows our generation (heartbeat or commit said so): partitions are lost."""
+        if self.state in (MemberState.UNJOINED, MemberState.FATAL, MemberState.LEAVING):
+            return
+        log.info("membership.fenced", group=self._settings.group_id, code=error_code)
+        self.generation_id = -1
+        if error_code in _RESET_MEMBER:
+            self.member_id = ""
+        lost, self.owned = self.owned, frozenset()
+        self._apply_assignment(frozenset())
+        self._move(MemberState.UNJOINED)
+        if lost:
+            self._wait(self._listener("lost", lost), MemberState.UNJOINED)
+
+    def leave(self) -> None:
+        """Unsubscribe or close: give up the partitions and leave (a static member does not send LeaveGroup)."""
+        self.subscribed = False
+        if self.state in (MemberState.UNJOINED, MemberState.FATAL, MemberState.LEAVING):
+            return
+        revoked, self.owned = self.owned, frozenset()
+        self._apply_assignment(frozenset())
+        if revoked:
+            self._listener("revoked", revoked)
+        if self.member_id and self._settings.group_instance_id is None:
+            self._move(MemberState.LEAVING)
+        else:
+            self._move(MemberState.UNJOINED)
+
+    # --- the manager contract --------------------------------------------------------------------------------
+    def poll(self, now_ms: int) -> PollResult:
+        if self._waiting_for is not None:
+            if not self._waiting_for.done():
+                return PollResult(MAX_POLL_WAIT_MS)  # the caller wakes the loop when its callback returns
+            self._waiting_for = None
+            after, self._after_callback = self._after_callback, None
+            if after is not None and after is not self.state:
+                self._move(after)
+        if self.state is MemberState.UNJOINED and self.subscribed:
+            self._prepare_join()
+        coordinator = self._coordinator.coordinator
+        if coordinator is None or self._request.in_flight:
+            return PollResult(MAX_POLL_WAIT_MS)
+        if not self._request.can_send_request(now_ms):
+            return PollResult(self._request.remaining_backoff_ms(now_ms))
+        if self.state is MemberState.JOINING:
+            return self._send(now_ms, self._join_request(), coordinator.node_id, self._on_join, join=True)
+        if self.state is MemberState.SYNCING:
+            return self._send(now_ms, self._sync_request(), coordinator.node_id, self._on_sync, join=True)
+        if self.state is MemberState.LEAVING:
+            return self._send(now_ms, self._leave_request(), coordinator.node_id, self._on_leave)
+        return PollResult(MAX_POLL_WAIT_MS)
+
+    def poll_on_close(self, now_ms: int) -> PollResult:
+        self.leave()
+        coordinator = self._coordinator.coordinator
+        if self.state is MemberState.LEAVING and coordinator is not None:
+            return self._send(now_ms, self._leave_request(), coordinator.node_id, self._on_leave)
+        return PollResult()
+
+    def maximum_time_to_wait(self, now_ms: int) -> int:
+        return MAX_POLL_WAIT_MS
+
+    # --- requests ----------------------------------------------------------------------------------------------
+    def _send(
+        self, now_ms: int, request: Request, node_id: int, handler: Callable[[object, int], None], join: bool = False
+    ) -> PollResult:
+        self._request.on_send_attempt(now_ms)
+        timeout = None
+        if join:  # a JoinGroup may be held for the whole rebalance
+            timeout = max(self._settings.request_timeout_ms, self._settings.rebalance_timeout_ms + 5_000)
+        return PollResult(MAX_POLL_WAIT_MS, (UnsentRequest(request, node_id, handler, timeout_ms=timeout),))
+
+    def _join_request(self) -> JoinGroupRequest:
+        return JoinGroupRequest(
+            group_id=self._settings.group_id,
+            session_timeout_ms=self._settings.session_timeout_ms,
+            rebalance_timeout_ms=self._settings.rebalance_timeout_ms,
+            member_id=self.member_id,
+            protocol_type="consumer",
+            protocols=tuple(self._protocols()),
+            group_instance_id=self._settings.group_instance_id,
+        )
+
+    def _sync_request(self) -> SyncGroupRequest:
+        return SyncGroupRequest(
+            group_id=self._settings.group_id,
+            generation_id=self.generation_id,
+            member_id=self.member_id,
+            assignments=tuple(SyncGroupAssignment(m, a) for m, a in self._pending_assignments.items()),
+            group_instance_id=self._settings.group_instance_id,
+            protocol_type="consumer",
+            protocol_name=self.protocol_name,
+        )
+
+    def _leave_request(self) -> LeaveGroupRequest:
+        return LeaveGroupRequest(
+            self._settings.group_id,
+            self.member_id,
+            (LeaveGroupMember(self.member_id, self._settings.group_instance_id, "the consumer is leaving"),),
+        )
+
+    # --- answers -----------------------------------------------------------------------------------------------
+    def _on_join(self, result: object, now_ms: int) -> None:
+        if self.state is not MemberState.JOINING:
+            self._request.on_successful_attempt(now_ms)
+            return  # left or fenced while the join was in flight
+        if isinstance(result, KafkaError):
+            self._retry_join(now_ms, result.retriable, str(result), coordinator_moved=result.retriable)
+            return
+        assert isinstance(result, JoinGroupResponse)
+        code = result.error_code
+        if code == MEMBER_ID_REQUIRED:
+            self.member_id = result.member_id
+            self._request.on_successful_attempt(now_ms)  # join again at once, with the id the coordinator gave
+            return
+        if code:
+            if code in _RESET_MEMBER:
+                self.member_id = ""
+            self._retry_join(
+                now_ms,
+                code in _RETRY_JOIN | _RESET_MEMBER,
+                for_code(code).kafka_name,
+                coordinator_moved=code in _COORDINATOR_MOVED,
+                code=code,
+            )
+            return
+        self._request.on_successful_attempt(now_ms)
+        self.generation_id = result.generation_id
+        self.member_id = result.member_id
+        self.protocol_name = result.protocol_name
+        self.leader_id = result.leader
+        self._pending_assignments = {}
+        if result.leader == result.member_id and not result.skip_assignment:
+            try:
+                self._pending_assignments = self._leader_assign(result.protocol_name or "", result.members)
+            except KafkaError as exc:
+                self._fatal(exc)
+                return
+        log.info(
+            "membership.joined",
+            group=self._settings.group_id,
+            generation=self.generation_id,
+            member=self.member_id,
+            leader=self.leader_id == self.member_id,
+        )
+        self._move(MemberState.SYNCING)
+
+    def _on_sync(self, result: object, now_ms: int) -> None:
+        if self.state is not MemberState.SYNCING:
+            self._request.on_successful_attempt(now_ms)
+            return
+        if isinstance(result, KafkaError):
+            self._retry_join(now_ms, result.retriable, str(result), coordinator_moved=result.retriable)
+            return
+        assert isinstance(result, SyncGroupResponse)
+        code = result.error_code
+        if code:
+            if code in _RESET_GENERATION:
+                self.generation_id = -1
+            if code in _RESET_MEMBER:
+                self.member_id = ""
+            self._retry_join(
+                now_ms,
+                code in _RETRY_JOIN | _RESET_GENERATION,
+                for_code(code).kafka_name,
+                coordinator_moved=code in _COORDINATOR_MOVED,
+                code=code,
+            )
+            return
+        self._request.on_successful_attempt(now_ms)
+        try:
+            assignment = Assignment.decode(result.assignment)
+        except KafkaError as exc:
+            self._retry_join(now_ms, True, f"undecodable assignment: {exc}")
+            return
+        assigned = frozenset(TopicPartition(t, p) for t, parts in assignment.partitions for p in parts)
+        self.owned = assigned
+        self.rebalances += 1
+        self._apply_assignment(assigned)
+        log.info(
+            "membership.assigned",
+            group=self._settings.group_id,
+            generation=self.generation_id,
+            partitions=len(assigned),
+        )
+        self._move(MemberState.ASSIGNING)
+        self._wait(self._listener("assigned", assigned), MemberState.STABLE)
+
+    def _on_leave(self, result: object, now_ms: int) -> None:
+        self._request.on_successful_attempt(now_ms)
+        if self.state is MemberState.LEAVING:
+            self.generation_id = -1
+            self.member_id = ""
+            self._move(MemberState.UNJOINED)
+        log.info("membership.left", group=self._settings.group_id)
+
+    # --- helpers -----------------------------------------------------------------------------------------------
+    def _prepare_join(self) -> None:
+        revoked, self.owned = self.owned, frozenset()
+        if revoked:
+            self._apply_assignment(frozenset())
+            self._move(MemberState.PREPARING)
+            self._wait(self._listener("revoked", revoked), MemberState.JOINING)
+        else:
+            self._move(MemberState.JOINING)
+
+    def _retry_join(
+        self, now_ms: int, retriable: bool, reason: str, *, coordinator_moved: bool = False, code: int = 0
+    ) -> None:
+        if coordinator_moved:
+            self._coordinator.mark_unknown(reason)
+        if not retriable:
+            self._request.on_failed_attempt(now_ms)
+            detail = f"group {self._settings.group_id!r}"
+            if code == _INCONSISTENT_GROUP_PROTOCOL:
+                offered = ", ".join(p.name for p in self._protocols())
+                detail += (
+                    f": no partition assignment strategy in common with the other members (this one offers {offered})"
+                )
+            self._fatal(for_code(code, detail) if code else KafkaError(reason))
+            return
+        self._request.on_failed_attempt(now_ms)
+        log.info("membership.join_retry", group=self._settings.group_id, reason=reason)
+        self._move(MemberState.JOINING)
+
+    def _fatal(self, error: KafkaError) -> None:
+        log.error("membership.fatal", group=self._settings.group_id, error=str(error))
+        self._move(MemberState.FATAL)
+        self._emit(ErrorEvent(error))
+
+    def _wait(self, future: Future[None], then: MemberState) -> None:
+        self._waiting_for = future
+        self._after_callback = then
+
+    def _move(self, new: MemberState) -> None:
+        self.state = transition(self.state, new)
