@@ -26,6 +26,7 @@ __all__ = [
     "NoOffsetForPartitionError",
     "NotLeaderOrFollowerError",
     "OffsetOutOfRangeError",
+    "PollIntervalExceededError",
     "RecordDeserializationError",
     "RequestTimedOutError",
     "UnknownTopicOrPartitionError",
@@ -94,6 +95,12 @@ class NoOffsetForPartitionError(KafkaError):
     def __init__(self, partitions: object) -> None:
         super().__init__(f"no offset for partitions {partitions} and auto_offset_reset is 'none'")
         self.partitions = partitions
+
+
+class PollIntervalExceededError(KafkaError):
+    """``poll`` was not called within ``max_poll_interval_ms``: the member left its group (it rejoins on this poll)."""
+
+    retriable = True
 
 
 class CommitFailedError(KafkaError):

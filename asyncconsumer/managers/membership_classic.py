@@ -92,6 +92,7 @@ class ClassicMembershipManager:
         self._pending_assignments: dict[str, bytes] = {}
         self._waiting_for: Future[None] | None = None
         self._after_callback: MemberState | None = None
+        self._rejoin_on_poll = False
         self.rebalances = 0
 
     # --- what others ask -------------------------------------------------------------------------------------
@@ -144,6 +145,17 @@ class ClassicMembershipManager:
             self._move(MemberState.LEAVING)
         else:
             self._move(MemberState.UNJOINED)
+
+    def leave_until_next_poll(self) -> None:
+        """``max_poll_interval_ms`` passed without a ``poll``: leave now, join again when the caller polls."""
+        self.leave()
+        self._rejoin_on_poll = True
+
+    def caller_polled(self) -> None:
+        """The caller's ``poll`` ran; a member that left for a poll timeout joins again."""
+        if self._rejoin_on_poll:
+            self._rejoin_on_poll = False
+            self.subscribed = True
 
     # --- the manager contract --------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> PollResult:
