@@ -105,14 +105,12 @@ class ClassicHeartbeatManager:
             max_poll_interval_ms=self._settings.max_poll_interval_ms,
         )
         self._membership.leave_until_next_poll()
-        self._emit(
-            ErrorEvent(
-                PollIntervalExceededError(
-                    f"poll() was not called for {idle_ms} ms (max_poll_interval_ms={self._settings.max_poll_interval_ms}): "
-                    "the member left the group and rejoins on this poll; its partitions may have moved"
-                )
-            )
+        limit = self._settings.max_poll_interval_ms
+        error = PollIntervalExceededError(
+            f"poll() was not called for {idle_ms} ms (max_poll_interval_ms={limit}): "
+            "the member left the group and rejoins on this poll; its partitions may have moved"
         )
+        self._emit(ErrorEvent(error))
 
     def _on_response(self, result: object, now_ms: int) -> None:
         self._in_flight = False
