@@ -32,14 +32,12 @@ class ApiVersionRange:
         w.int16(self.api_key)
         w.int16(self.min_version)
         w.int16(self.max_version)
-        if version >= _FLEXIBLE_FROM:
-            w.tagged_fields()
+        w.end_struct(version >= _FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         item = cls(r.int16(), r.int16(), r.int16())
-        if version >= _FLEXIBLE_FROM:
-            r.tagged_fields()
+        r.end_struct(version >= _FLEXIBLE_FROM)
         return item
 
 
@@ -54,13 +52,10 @@ class ApiVersionsResponse:
     def encode(self, w: Writer, version: int) -> None:
         flexible = version >= _FLEXIBLE_FROM
         w.int16(self.error_code)
-        w.array_len(len(self.api_keys), flexible)
-        for item in self.api_keys:
-            item.encode(w, version)
+        w.structs(self.api_keys, version, flexible)
         if version >= 1:
             w.int32(self.throttle_time_ms)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -78,13 +73,12 @@ class ApiVersionsResponse:
     def _decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _FLEXIBLE_FROM
         error_code = r.int16()
-        api_keys = r.nullable_array(flexible, lambda rr: ApiVersionRange.decode(rr, version))
+        api_keys = r.nullable_structs(ApiVersionRange, version, flexible)
         if api_keys is None:
             raise CorruptResponseError("null ApiKeys array in ApiVersions response")
         throttle_time_ms = r.int32() if version >= 1 else 0
-        if flexible:
-            r.tagged_fields()  # SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures, ...: not needed
-        return cls(error_code, tuple(api_keys), throttle_time_ms)
+        r.end_struct(flexible)  # SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures, ...: not needed
+        return cls(error_code, api_keys, throttle_time_ms)
 
 
 @attrs.define(frozen=True, slots=True)

@@ -37,14 +37,12 @@ def _write_topic_partitions(w: Writer, pairs: TopicPartitions) -> None:
     w.array_len(len(pairs), flexible=False)
     for topic, partitions in pairs:
         w.str_(topic, flexible=False)
-        w.array_len(len(partitions), flexible=False)
-        for partition in partitions:
-            w.int32(partition)
+        w.int32s(partitions, flexible=False)
 
 
 def _read_topic_partition(r: Reader) -> tuple[str, tuple[int, ...]]:
     topic = r.string()
-    return topic, tuple(r.array(False, Reader.int32))
+    return topic, r.int32s(flexible=False)
 
 
 def _read_version(r: Reader, newest: int, what: str) -> int:
@@ -74,9 +72,7 @@ class Subscription:
         _check_version(version, SUBSCRIPTION_VERSION, "subscription")
         w = Writer()
         w.int16(version)
-        w.array_len(len(self.topics), flexible=False)
-        for topic in self.topics:
-            w.str_(topic, flexible=False)
+        w.strs(self.topics, flexible=False)
         w.nbytes(self.user_data, flexible=False)
         if version >= 1:
             _write_topic_partitions(w, self.owned_partitions)
@@ -92,7 +88,7 @@ class Subscription:
         r = Reader(data)
         try:
             version = _read_version(r, SUBSCRIPTION_VERSION, "subscription")
-            topics = tuple(r.array(False, Reader.string))
+            topics = r.strs(flexible=False)
             user_data = _user_data(r)
             owned = tuple(r.array(False, _read_topic_partition)) if version >= 1 else ()
             generation_id = r.int32() if version >= 2 else -1

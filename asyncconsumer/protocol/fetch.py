@@ -62,8 +62,7 @@ class FetchPartition:
         if version >= 5:
             w.int64(self.log_start_offset)
         w.int32(self.partition_max_bytes)
-        if version >= _FLEXIBLE_FROM:
-            w.tagged_fields()
+        w.end_struct(version >= _FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -73,8 +72,7 @@ class FetchPartition:
         last_fetched_epoch = r.int32() if version >= 12 else -1
         log_start_offset = r.int64() if version >= 5 else -1
         partition_max_bytes = r.int32()
-        if version >= _FLEXIBLE_FROM:
-            r.tagged_fields()
+        r.end_struct(version >= _FLEXIBLE_FROM)
         return cls(
             partition,
             fetch_offset,
@@ -93,21 +91,11 @@ class FetchTopic:
     partitions: tuple[FetchPartition, ...]
 
     def encode(self, w: Writer, version: int) -> None:
-        flexible = version >= _FLEXIBLE_FROM
-        w.str_(self.topic, flexible)
-        w.array_len(len(self.partitions), flexible)
-        for partition in self.partitions:
-            partition.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.topic(self.topic, self.partitions, version, version >= _FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
-        flexible = version >= _FLEXIBLE_FROM
-        topic = r.str_(flexible)
-        partitions = tuple(r.array(flexible, lambda rr: FetchPartition.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        topic, partitions = r.topic(FetchPartition, version, version >= _FLEXIBLE_FROM)
         return cls(topic, partitions)
 
 
@@ -121,19 +109,15 @@ class ForgottenTopic:
     def encode(self, w: Writer, version: int) -> None:
         flexible = version >= _FLEXIBLE_FROM
         w.str_(self.topic, flexible)
-        w.array_len(len(self.partitions), flexible)
-        for partition in self.partitions:
-            w.int32(partition)
-        if flexible:
-            w.tagged_fields()
+        w.int32s(self.partitions, flexible)
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _FLEXIBLE_FROM
         topic = r.str_(flexible)
-        partitions = tuple(r.array(flexible, Reader.int32))
-        if flexible:
-            r.tagged_fields()
+        partitions = r.int32s(flexible)
+        r.end_struct(flexible)
         return cls(topic, partitions)
 
 
@@ -150,14 +134,12 @@ class AbortedTransaction:
     def encode(self, w: Writer, version: int) -> None:
         w.int64(self.producer_id)
         w.int64(self.first_offset)
-        if version >= _FLEXIBLE_FROM:
-            w.tagged_fields()
+        w.end_struct(version >= _FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         item = cls(r.int64(), r.int64())
-        if version >= _FLEXIBLE_FROM:
-            r.tagged_fields()
+        r.end_struct(version >= _FLEXIBLE_FROM)
         return item
 
 
@@ -171,14 +153,12 @@ class LeaderIdAndEpoch:
     def encode(self, w: Writer, version: int) -> None:
         w.int32(self.leader_id)
         w.int32(self.leader_epoch)
-        if version >= _FLEXIBLE_FROM:
-            w.tagged_fields()
+        w.end_struct(version >= _FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         item = cls(r.int32(), r.int32())
-        if version >= _FLEXIBLE_FROM:
-            r.tagged_fields()
+        r.end_struct(version >= _FLEXIBLE_FROM)
         return item
 
 
@@ -208,10 +188,7 @@ class FetchPartitionData:
         w.int64(self.last_stable_offset)  # v4+
         if version >= 5:
             w.int64(self.log_start_offset)
-        aborted = self.aborted_transactions
-        w.array_len(None if aborted is None else len(aborted), flexible)
-        for txn in aborted or ():
-            txn.encode(w, version)
+        w.structs(self.aborted_transactions, version, flexible)
         if version >= 11:
             w.int32(self.preferred_read_replica)
         w.nbytes(self.records, flexible)
@@ -236,7 +213,7 @@ class FetchPartitionData:
                 r.raw(_PARTITION_HEAD_V4.size)
             )
             log_start_offset = -1
-        aborted = r.nullable_array(flexible, lambda rr: AbortedTransaction.decode(rr, version))
+        aborted = r.nullable_structs(AbortedTransaction, version, flexible)
         preferred_read_replica = r.int32() if version >= 11 else -1
         records = r.nbytes(flexible)  # a memoryview slice of the response: no copy
         current_leader = None
@@ -252,7 +229,7 @@ class FetchPartitionData:
             high_watermark,
             last_stable_offset,
             log_start_offset,
-            None if aborted is None else tuple(aborted),
+            aborted,
             preferred_read_replica,
             records,
             current_leader,
@@ -267,22 +244,11 @@ class FetchableTopicResponse:
     partitions: tuple[FetchPartitionData, ...]
 
     def encode(self, w: Writer, version: int) -> None:
-        flexible = version >= _FLEXIBLE_FROM
-        w.str_(self.topic, flexible)
-        w.array_len(len(self.partitions), flexible)
-        for partition in self.partitions:
-            partition.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.topic(self.topic, self.partitions, version, version >= _FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
-        flexible = version >= _FLEXIBLE_FROM
-        topic = r.str_(flexible)
-        decode_partition = FetchPartitionData.decode
-        partitions = tuple(r.array(flexible, lambda rr: decode_partition(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        topic, partitions = r.topic(FetchPartitionData, version, version >= _FLEXIBLE_FROM)
         return cls(topic, partitions)
 
 
@@ -301,11 +267,8 @@ class FetchResponse:
         if version >= 7:
             w.int16(self.error_code)
             w.int32(self.session_id)
-        w.array_len(len(self.responses), flexible)
-        for topic in self.responses:
-            topic.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.structs(self.responses, version, flexible)
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -316,10 +279,8 @@ class FetchResponse:
             session_id = r.int32()
         else:
             error_code = session_id = 0
-        decode_topic = FetchableTopicResponse.decode
-        responses = tuple(r.array(flexible, lambda rr: decode_topic(rr, version)))
-        if flexible:
-            r.tagged_fields()  # NodeEndpoints (tag 0) only exists from v16
+        responses = r.structs(FetchableTopicResponse, version, flexible)
+        r.end_struct(flexible)  # NodeEndpoints (tag 0) only exists from v16
         return cls(responses, throttle_time_ms, error_code, session_id)
 
 
@@ -354,17 +315,12 @@ class FetchRequest:
         if version >= 7:
             w.int32(self.session_id)
             w.int32(self.session_epoch)
-        w.array_len(len(self.topics), flexible)
-        for topic in self.topics:
-            topic.encode(w, version)
+        w.structs(self.topics, version, flexible)
         if version >= 7:
-            w.array_len(len(self.forgotten_topics_data), flexible)
-            for forgotten in self.forgotten_topics_data:
-                forgotten.encode(w, version)
+            w.structs(self.forgotten_topics_data, version, flexible)
         if version >= 11:
             w.str_(self.rack_id, flexible)
-        if flexible:
-            w.tagged_fields()  # ClusterId (tag 0) is for brokers fetching metadata; never sent
+        w.end_struct(flexible)  # ClusterId (tag 0) is for brokers fetching metadata; never sent
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -379,13 +335,10 @@ class FetchRequest:
             session_epoch = r.int32()
         else:
             session_id, session_epoch = 0, -1
-        topics = tuple(r.array(flexible, lambda rr: FetchTopic.decode(rr, version)))
-        forgotten: tuple[ForgottenTopic, ...] = ()
-        if version >= 7:
-            forgotten = tuple(r.array(flexible, lambda rr: ForgottenTopic.decode(rr, version)))
+        topics = r.structs(FetchTopic, version, flexible)
+        forgotten = r.structs(ForgottenTopic, version, flexible) if version >= 7 else ()
         rack_id = r.str_(flexible) if version >= 11 else ""
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(
             max_wait_ms,
             min_bytes,

@@ -52,8 +52,7 @@ class Coordinator:
         w.int32(self.port)
         w.int16(self.error_code)
         w.nstr(self.error_message, flexible)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -64,8 +63,7 @@ class Coordinator:
         port = r.int32()
         error_code = r.int16()
         error_message = r.nstr(flexible)
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(key, node_id, host, port, error_code, error_message)
 
 
@@ -100,34 +98,29 @@ class FindCoordinatorResponse:
         flexible = version >= _FLEXIBLE_FROM
         w.int32(self.throttle_time_ms)
         if version >= _BATCHED_FROM:
-            w.array_len(len(self.coordinators), flexible)
-            for coordinator in self.coordinators:
-                coordinator.encode(w, version)
+            w.structs(self.coordinators, version, flexible)
         else:
             w.int16(self.error_code)
             w.nstr(self.error_message, flexible)
             w.int32(self.node_id)
             w.str_(self.host, flexible)
             w.int32(self.port)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _FLEXIBLE_FROM
         throttle_time_ms = r.int32()
         if version >= _BATCHED_FROM:
-            coordinators = tuple(r.array(flexible, lambda rr: Coordinator.decode(rr, version)))
-            if flexible:
-                r.tagged_fields()
+            coordinators = r.structs(Coordinator, version, flexible)
+            r.end_struct(flexible)
             return cls(coordinators=coordinators, throttle_time_ms=throttle_time_ms)
         error_code = r.int16()
         error_message = r.nstr(flexible)
         node_id = r.int32()
         host = r.str_(flexible)
         port = r.int32()
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(error_code, node_id, host, port, error_message, (), throttle_time_ms)
 
 
@@ -158,28 +151,23 @@ class FindCoordinatorRequest:
         keys = self.keys
         if version >= _BATCHED_FROM:
             w.int8(self.key_type)  # KeyType precedes CoordinatorKeys: fields keep their declaration order
-            w.array_len(len(keys), flexible)
-            for key in keys:
-                w.str_(key, flexible)
+            w.strs(keys, flexible)
         else:
             if len(keys) != 1:
                 raise ValueError(f"FindCoordinator v{version} looks up one key, not {len(keys)}")
             w.str_(keys[0], flexible)
             w.int8(self.key_type)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _FLEXIBLE_FROM
         if version >= _BATCHED_FROM:
             key_type = r.int8()
-            keys = tuple(r.array(flexible, lambda rr: rr.str_(flexible)))
-            if flexible:
-                r.tagged_fields()
+            keys = r.strs(flexible)
+            r.end_struct(flexible)
             return cls("", key_type, keys)
         key = r.str_(flexible)
         key_type = r.int8()
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(key, key_type)

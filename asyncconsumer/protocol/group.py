@@ -70,16 +70,14 @@ class JoinGroupProtocol:
         flexible = version >= _JOIN_FLEXIBLE_FROM
         w.str_(self.name, flexible)
         w.nbytes(self.metadata, flexible)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _JOIN_FLEXIBLE_FROM
         name = r.str_(flexible)
         metadata = _read_bytes(r, flexible)
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(name, metadata)
 
 
@@ -97,8 +95,7 @@ class JoinGroupMember:
         if version >= 5:
             w.nstr(self.group_instance_id, flexible)
         w.nbytes(self.metadata, flexible)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -106,8 +103,7 @@ class JoinGroupMember:
         member_id = r.str_(flexible)
         group_instance_id = r.nstr(flexible) if version >= 5 else None
         metadata = _read_bytes(r, flexible)
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(member_id, group_instance_id, metadata)
 
 
@@ -140,11 +136,8 @@ class JoinGroupResponse:
         if version >= 9:
             w.boolean(self.skip_assignment)
         w.str_(self.member_id, flexible)
-        w.array_len(len(self.members), flexible)
-        for member in self.members:
-            member.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.structs(self.members, version, flexible)
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -157,9 +150,8 @@ class JoinGroupResponse:
         leader = r.str_(flexible)
         skip_assignment = r.boolean() if version >= 9 else False
         member_id = r.str_(flexible)
-        members = tuple(r.array(flexible, lambda rr: JoinGroupMember.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        members = r.structs(JoinGroupMember, version, flexible)
+        r.end_struct(flexible)
         return cls(
             error_code,
             generation_id,
@@ -201,13 +193,10 @@ class JoinGroupRequest:
         if version >= 5:
             w.nstr(self.group_instance_id, flexible)
         w.str_(self.protocol_type, flexible)
-        w.array_len(len(self.protocols), flexible)
-        for protocol in self.protocols:
-            protocol.encode(w, version)
+        w.structs(self.protocols, version, flexible)
         if version >= 8:
             w.nstr(self.reason, flexible)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -218,10 +207,9 @@ class JoinGroupRequest:
         member_id = r.str_(flexible)
         group_instance_id = r.nstr(flexible) if version >= 5 else None
         protocol_type = r.str_(flexible)
-        protocols = tuple(r.array(flexible, lambda rr: JoinGroupProtocol.decode(rr, version)))
+        protocols = r.structs(JoinGroupProtocol, version, flexible)
         reason = r.nstr(flexible) if version >= 8 else None
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(
             group_id,
             session_timeout_ms,
@@ -248,16 +236,14 @@ class SyncGroupAssignment:
         flexible = version >= _SYNC_FLEXIBLE_FROM
         w.str_(self.member_id, flexible)
         w.nbytes(self.assignment, flexible)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _SYNC_FLEXIBLE_FROM
         member_id = r.str_(flexible)
         assignment = _read_bytes(r, flexible)
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(member_id, assignment)
 
 
@@ -279,8 +265,7 @@ class SyncGroupResponse:
             w.nstr(self.protocol_type, flexible)
             w.nstr(self.protocol_name, flexible)
         w.nbytes(self.assignment, flexible)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -290,8 +275,7 @@ class SyncGroupResponse:
         protocol_type = r.nstr(flexible) if version >= 5 else None
         protocol_name = r.nstr(flexible) if version >= 5 else None
         assignment = _read_bytes(r, flexible)
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(error_code, assignment, throttle_time_ms, protocol_type, protocol_name)
 
 
@@ -323,11 +307,8 @@ class SyncGroupRequest:
         if version >= 5:
             w.nstr(self.protocol_type, flexible)
             w.nstr(self.protocol_name, flexible)
-        w.array_len(len(self.assignments), flexible)
-        for assignment in self.assignments:
-            assignment.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.structs(self.assignments, version, flexible)
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -338,9 +319,8 @@ class SyncGroupRequest:
         group_instance_id = r.nstr(flexible) if version >= 3 else None
         protocol_type = r.nstr(flexible) if version >= 5 else None
         protocol_name = r.nstr(flexible) if version >= 5 else None
-        assignments = tuple(r.array(flexible, lambda rr: SyncGroupAssignment.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        assignments = r.structs(SyncGroupAssignment, version, flexible)
+        r.end_struct(flexible)
         return cls(group_id, generation_id, member_id, assignments, group_instance_id, protocol_type, protocol_name)
 
 
@@ -357,15 +337,13 @@ class HeartbeatResponse:
     def encode(self, w: Writer, version: int) -> None:
         w.int32(self.throttle_time_ms)
         w.int16(self.error_code)
-        if version >= _HEARTBEAT_FLEXIBLE_FROM:
-            w.tagged_fields()
+        w.end_struct(version >= _HEARTBEAT_FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         throttle_time_ms = r.int32()
         error_code = r.int16()
-        if version >= _HEARTBEAT_FLEXIBLE_FROM:
-            r.tagged_fields()
+        r.end_struct(version >= _HEARTBEAT_FLEXIBLE_FROM)
         return cls(error_code, throttle_time_ms)
 
 
@@ -391,8 +369,7 @@ class HeartbeatRequest:
         w.str_(self.member_id, flexible)
         if version >= 3:
             w.nstr(self.group_instance_id, flexible)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -401,8 +378,7 @@ class HeartbeatRequest:
         generation_id = r.int32()
         member_id = r.str_(flexible)
         group_instance_id = r.nstr(flexible) if version >= 3 else None
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(group_id, generation_id, member_id, group_instance_id)
 
 
@@ -423,8 +399,7 @@ class LeaveGroupMember:
         w.nstr(self.group_instance_id, flexible)
         if version >= 5:
             w.nstr(self.reason, flexible)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -432,8 +407,7 @@ class LeaveGroupMember:
         member_id = r.str_(flexible)
         group_instance_id = r.nstr(flexible)
         reason = r.nstr(flexible) if version >= 5 else None
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(member_id, group_instance_id, reason)
 
 
@@ -450,8 +424,7 @@ class LeaveGroupMemberResponse:
         w.str_(self.member_id, flexible)
         w.nstr(self.group_instance_id, flexible)
         w.int16(self.error_code)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -459,8 +432,7 @@ class LeaveGroupMemberResponse:
         member_id = r.str_(flexible)
         group_instance_id = r.nstr(flexible)
         error_code = r.int16()
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(member_id, group_instance_id, error_code)
 
 
@@ -477,11 +449,8 @@ class LeaveGroupResponse:
         w.int32(self.throttle_time_ms)
         w.int16(self.error_code)
         if version >= _LEAVE_BATCHED_FROM:
-            w.array_len(len(self.members), flexible)
-            for member in self.members:
-                member.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+            w.structs(self.members, version, flexible)
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -490,9 +459,8 @@ class LeaveGroupResponse:
         error_code = r.int16()
         members: tuple[LeaveGroupMemberResponse, ...] = ()
         if version >= _LEAVE_BATCHED_FROM:
-            members = tuple(r.array(flexible, lambda rr: LeaveGroupMemberResponse.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+            members = r.structs(LeaveGroupMemberResponse, version, flexible)
+        r.end_struct(flexible)
         return cls(error_code, members, throttle_time_ms)
 
 
@@ -524,26 +492,21 @@ class LeaveGroupRequest:
         w.str_(self.group_id, flexible)
         leaving = self.leaving
         if version >= _LEAVE_BATCHED_FROM:
-            w.array_len(len(leaving), flexible)
-            for member in leaving:
-                member.encode(w, version)
+            w.structs(leaving, version, flexible)
         else:
             if len(leaving) != 1:
                 raise ValueError(f"LeaveGroup v{version} removes one member, not {len(leaving)}")
             w.str_(leaving[0].member_id, flexible)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _LEAVE_FLEXIBLE_FROM
         group_id = r.str_(flexible)
         if version >= _LEAVE_BATCHED_FROM:
-            members = tuple(r.array(flexible, lambda rr: LeaveGroupMember.decode(rr, version)))
-            if flexible:
-                r.tagged_fields()
+            members = r.structs(LeaveGroupMember, version, flexible)
+            r.end_struct(flexible)
             return cls(group_id, "", members)
         member_id = r.str_(flexible)
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(group_id, member_id)

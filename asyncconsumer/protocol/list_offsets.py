@@ -50,16 +50,14 @@ class ListOffsetsPartition:
         if version >= 4:
             w.int32(self.current_leader_epoch)
         w.int64(self.timestamp)
-        if version >= _FLEXIBLE_FROM:
-            w.tagged_fields()
+        w.end_struct(version >= _FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         partition_index = r.int32()
         current_leader_epoch = r.int32() if version >= 4 else -1
         timestamp = r.int64()
-        if version >= _FLEXIBLE_FROM:
-            r.tagged_fields()
+        r.end_struct(version >= _FLEXIBLE_FROM)
         return cls(partition_index, timestamp, current_leader_epoch)
 
 
@@ -71,21 +69,11 @@ class ListOffsetsTopic:
     partitions: tuple[ListOffsetsPartition, ...]
 
     def encode(self, w: Writer, version: int) -> None:
-        flexible = version >= _FLEXIBLE_FROM
-        w.str_(self.name, flexible)
-        w.array_len(len(self.partitions), flexible)
-        for partition in self.partitions:
-            partition.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.topic(self.name, self.partitions, version, version >= _FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
-        flexible = version >= _FLEXIBLE_FROM
-        name = r.str_(flexible)
-        partitions = tuple(r.array(flexible, lambda rr: ListOffsetsPartition.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        name, partitions = r.topic(ListOffsetsPartition, version, version >= _FLEXIBLE_FROM)
         return cls(name, partitions)
 
 
@@ -106,8 +94,7 @@ class ListOffsetsPartitionResponse:
         w.int64(self.offset)
         if version >= 4:
             w.int32(self.leader_epoch)
-        if version >= _FLEXIBLE_FROM:
-            w.tagged_fields()
+        w.end_struct(version >= _FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -116,8 +103,7 @@ class ListOffsetsPartitionResponse:
         timestamp = r.int64()
         offset = r.int64()
         leader_epoch = r.int32() if version >= 4 else -1
-        if version >= _FLEXIBLE_FROM:
-            r.tagged_fields()
+        r.end_struct(version >= _FLEXIBLE_FROM)
         return cls(partition_index, error_code, timestamp, offset, leader_epoch)
 
 
@@ -129,21 +115,11 @@ class ListOffsetsTopicResponse:
     partitions: tuple[ListOffsetsPartitionResponse, ...]
 
     def encode(self, w: Writer, version: int) -> None:
-        flexible = version >= _FLEXIBLE_FROM
-        w.str_(self.name, flexible)
-        w.array_len(len(self.partitions), flexible)
-        for partition in self.partitions:
-            partition.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.topic(self.name, self.partitions, version, version >= _FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
-        flexible = version >= _FLEXIBLE_FROM
-        name = r.str_(flexible)
-        partitions = tuple(r.array(flexible, lambda rr: ListOffsetsPartitionResponse.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        name, partitions = r.topic(ListOffsetsPartitionResponse, version, version >= _FLEXIBLE_FROM)
         return cls(name, partitions)
 
 
@@ -158,19 +134,15 @@ class ListOffsetsResponse:
         flexible = version >= _FLEXIBLE_FROM
         if version >= 2:
             w.int32(self.throttle_time_ms)
-        w.array_len(len(self.topics), flexible)
-        for topic in self.topics:
-            topic.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.structs(self.topics, version, flexible)
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _FLEXIBLE_FROM
         throttle_time_ms = r.int32() if version >= 2 else 0
-        topics = tuple(r.array(flexible, lambda rr: ListOffsetsTopicResponse.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        topics = r.structs(ListOffsetsTopicResponse, version, flexible)
+        r.end_struct(flexible)
         return cls(topics, throttle_time_ms)
 
 
@@ -193,18 +165,14 @@ class ListOffsetsRequest:
         w.int32(self.replica_id)
         if version >= 2:
             w.int8(self.isolation_level)
-        w.array_len(len(self.topics), flexible)
-        for topic in self.topics:
-            topic.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.structs(self.topics, version, flexible)
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _FLEXIBLE_FROM
         replica_id = r.int32()
         isolation_level = r.int8() if version >= 2 else 0
-        topics = tuple(r.array(flexible, lambda rr: ListOffsetsTopic.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        topics = r.structs(ListOffsetsTopic, version, flexible)
+        r.end_struct(flexible)
         return cls(topics, isolation_level, replica_id)

@@ -29,12 +29,6 @@ _FLEXIBLE_FROM = 9
 _NO_AUTHORIZED_OPERATIONS = -2147483648  # INT32_MIN: "not requested"
 
 
-def _write_int32s(w: Writer, values: tuple[int, ...], flexible: bool) -> None:
-    w.array_len(len(values), flexible)
-    for value in values:
-        w.int32(value)
-
-
 @attrs.define(frozen=True, slots=True)
 class MetadataBroker:
     """One broker of the cluster: its node id and where to reach it."""
@@ -51,8 +45,7 @@ class MetadataBroker:
         w.int32(self.port)
         if version >= 1:
             w.nstr(self.rack, flexible)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -61,8 +54,7 @@ class MetadataBroker:
         host = r.str_(flexible)
         port = r.int32()
         rack = r.nstr(flexible) if version >= 1 else None
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(node_id, host, port, rack)
 
 
@@ -85,12 +77,11 @@ class MetadataPartition:
         w.int32(self.leader_id)
         if version >= 7:
             w.int32(self.leader_epoch)
-        _write_int32s(w, self.replica_nodes, flexible)
-        _write_int32s(w, self.isr_nodes, flexible)
+        w.int32s(self.replica_nodes, flexible)
+        w.int32s(self.isr_nodes, flexible)
         if version >= 5:
-            _write_int32s(w, self.offline_replicas, flexible)
-        if flexible:
-            w.tagged_fields()
+            w.int32s(self.offline_replicas, flexible)
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -99,14 +90,11 @@ class MetadataPartition:
         partition_index = r.int32()
         leader_id = r.int32()
         leader_epoch = r.int32() if version >= 7 else -1
-        replica_nodes = tuple(r.array(flexible, Reader.int32))
-        isr_nodes = tuple(r.array(flexible, Reader.int32))
-        offline_replicas = tuple(r.array(flexible, Reader.int32)) if version >= 5 else ()
-        if flexible:
-            r.tagged_fields()
-        return cls(
-            error_code, partition_index, leader_id, leader_epoch, replica_nodes, isr_nodes, offline_replicas
-        )
+        replica_nodes = r.int32s(flexible)
+        isr_nodes = r.int32s(flexible)
+        offline_replicas = r.int32s(flexible) if version >= 5 else ()
+        r.end_struct(flexible)
+        return cls(error_code, partition_index, leader_id, leader_epoch, replica_nodes, isr_nodes, offline_replicas)
 
 
 @attrs.define(frozen=True, slots=True)
@@ -128,13 +116,10 @@ class MetadataTopic:
             w.uuid(self.topic_id)
         if version >= 1:
             w.boolean(self.is_internal)
-        w.array_len(len(self.partitions), flexible)
-        for partition in self.partitions:
-            partition.encode(w, version)
+        w.structs(self.partitions, version, flexible)
         if version >= 8:
             w.int32(self.topic_authorized_operations)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -143,10 +128,9 @@ class MetadataTopic:
         name = r.nstr(flexible)  # nullable only from v12, but a lenient read costs nothing
         topic_id = r.uuid() if version >= 10 else ZERO_UUID
         is_internal = r.boolean() if version >= 1 else False
-        partitions = tuple(r.array(flexible, lambda rr: MetadataPartition.decode(rr, version)))
+        partitions = r.structs(MetadataPartition, version, flexible)
         authorized = r.int32() if version >= 8 else _NO_AUTHORIZED_OPERATIONS
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(error_code, name, partitions, topic_id, is_internal, authorized)
 
 
@@ -165,32 +149,26 @@ class MetadataResponse:
         flexible = version >= _FLEXIBLE_FROM
         if version >= 3:
             w.int32(self.throttle_time_ms)
-        w.array_len(len(self.brokers), flexible)
-        for broker in self.brokers:
-            broker.encode(w, version)
+        w.structs(self.brokers, version, flexible)
         if version >= 2:
             w.nstr(self.cluster_id, flexible)
         if version >= 1:
             w.int32(self.controller_id)
-        w.array_len(len(self.topics), flexible)
-        for topic in self.topics:
-            topic.encode(w, version)
+        w.structs(self.topics, version, flexible)
         if 8 <= version <= 10:
             w.int32(self.cluster_authorized_operations)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _FLEXIBLE_FROM
         throttle_time_ms = r.int32() if version >= 3 else 0
-        brokers = tuple(r.array(flexible, lambda rr: MetadataBroker.decode(rr, version)))
+        brokers = r.structs(MetadataBroker, version, flexible)
         cluster_id = r.nstr(flexible) if version >= 2 else None
         controller_id = r.int32() if version >= 1 else -1
-        topics = tuple(r.array(flexible, lambda rr: MetadataTopic.decode(rr, version)))
+        topics = r.structs(MetadataTopic, version, flexible)
         authorized = r.int32() if 8 <= version <= 10 else _NO_AUTHORIZED_OPERATIONS
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(brokers, topics, cluster_id, controller_id, throttle_time_ms, authorized)
 
 
@@ -216,16 +194,14 @@ class MetadataRequest:
             if version >= 10:
                 w.uuid(ZERO_UUID)  # TopicId: we always ask by name
             w.str_(name, flexible)
-            if flexible:
-                w.tagged_fields()
+            w.end_struct(flexible)
         if version >= 4:
             w.boolean(self.allow_auto_topic_creation)
         if 8 <= version <= 10:
             w.boolean(False)  # IncludeClusterAuthorizedOperations: never asked for
         if version >= 8:
             w.boolean(self.include_topic_authorized_operations)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -235,8 +211,7 @@ class MetadataRequest:
             if version >= 10:
                 rr.uuid()
             name = rr.str_(flexible)  # a null name (ask by id, v10+) is not something we model
-            if flexible:
-                rr.tagged_fields()
+            rr.end_struct(flexible)
             return name
 
         topics = r.nullable_array(flexible, topic)
@@ -244,6 +219,5 @@ class MetadataRequest:
         if 8 <= version <= 10:
             r.boolean()
         include_topic_ops = r.boolean() if version >= 8 else False
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(None if topics is None else tuple(topics), allow_auto, include_topic_ops)

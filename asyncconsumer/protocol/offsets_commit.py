@@ -62,8 +62,7 @@ class OffsetCommitPartition:
         if version >= 6:
             w.int32(self.committed_leader_epoch)
         w.nstr(self.committed_metadata, flexible)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -72,8 +71,7 @@ class OffsetCommitPartition:
         committed_offset = r.int64()
         committed_leader_epoch = r.int32() if version >= 6 else -1
         committed_metadata = r.nstr(flexible)
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(partition_index, committed_offset, committed_leader_epoch, committed_metadata)
 
 
@@ -85,21 +83,11 @@ class OffsetCommitTopic:
     partitions: tuple[OffsetCommitPartition, ...]
 
     def encode(self, w: Writer, version: int) -> None:
-        flexible = version >= _COMMIT_FLEXIBLE_FROM
-        w.str_(self.name, flexible)
-        w.array_len(len(self.partitions), flexible)
-        for partition in self.partitions:
-            partition.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.topic(self.name, self.partitions, version, version >= _COMMIT_FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
-        flexible = version >= _COMMIT_FLEXIBLE_FROM
-        name = r.str_(flexible)
-        partitions = tuple(r.array(flexible, lambda rr: OffsetCommitPartition.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        name, partitions = r.topic(OffsetCommitPartition, version, version >= _COMMIT_FLEXIBLE_FROM)
         return cls(name, partitions)
 
 
@@ -113,15 +101,13 @@ class OffsetCommitPartitionResponse:
     def encode(self, w: Writer, version: int) -> None:
         w.int32(self.partition_index)
         w.int16(self.error_code)
-        if version >= _COMMIT_FLEXIBLE_FROM:
-            w.tagged_fields()
+        w.end_struct(version >= _COMMIT_FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         partition_index = r.int32()
         error_code = r.int16()
-        if version >= _COMMIT_FLEXIBLE_FROM:
-            r.tagged_fields()
+        r.end_struct(version >= _COMMIT_FLEXIBLE_FROM)
         return cls(partition_index, error_code)
 
 
@@ -133,21 +119,11 @@ class OffsetCommitTopicResponse:
     partitions: tuple[OffsetCommitPartitionResponse, ...]
 
     def encode(self, w: Writer, version: int) -> None:
-        flexible = version >= _COMMIT_FLEXIBLE_FROM
-        w.str_(self.name, flexible)
-        w.array_len(len(self.partitions), flexible)
-        for partition in self.partitions:
-            partition.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.topic(self.name, self.partitions, version, version >= _COMMIT_FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
-        flexible = version >= _COMMIT_FLEXIBLE_FROM
-        name = r.str_(flexible)
-        partitions = tuple(r.array(flexible, lambda rr: OffsetCommitPartitionResponse.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        name, partitions = r.topic(OffsetCommitPartitionResponse, version, version >= _COMMIT_FLEXIBLE_FROM)
         return cls(name, partitions)
 
 
@@ -162,19 +138,15 @@ class OffsetCommitResponse:
         flexible = version >= _COMMIT_FLEXIBLE_FROM
         if version >= 3:
             w.int32(self.throttle_time_ms)
-        w.array_len(len(self.topics), flexible)
-        for topic in self.topics:
-            topic.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.structs(self.topics, version, flexible)
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _COMMIT_FLEXIBLE_FROM
         throttle_time_ms = r.int32() if version >= 3 else 0
-        topics = tuple(r.array(flexible, lambda rr: OffsetCommitTopicResponse.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        topics = r.structs(OffsetCommitTopicResponse, version, flexible)
+        r.end_struct(flexible)
         return cls(topics, throttle_time_ms)
 
 
@@ -207,11 +179,8 @@ class OffsetCommitRequest:
             w.nstr(self.group_instance_id, flexible)
         if version <= 4:
             w.int64(self.retention_time_ms)
-        w.array_len(len(self.topics), flexible)
-        for topic in self.topics:
-            topic.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.structs(self.topics, version, flexible)
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -221,9 +190,8 @@ class OffsetCommitRequest:
         member_id = r.str_(flexible)
         group_instance_id = r.nstr(flexible) if version >= 7 else None
         retention_time_ms = r.int64() if version <= 4 else -1
-        topics = tuple(r.array(flexible, lambda rr: OffsetCommitTopic.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        topics = r.structs(OffsetCommitTopic, version, flexible)
+        r.end_struct(flexible)
         return cls(group_id, generation_id_or_member_epoch, member_id, topics, group_instance_id, retention_time_ms)
 
 
@@ -240,19 +208,15 @@ class OffsetFetchTopic:
     def encode(self, w: Writer, version: int) -> None:
         flexible = version >= _FETCH_FLEXIBLE_FROM
         w.str_(self.name, flexible)
-        w.array_len(len(self.partition_indexes), flexible)
-        for index in self.partition_indexes:
-            w.int32(index)
-        if flexible:
-            w.tagged_fields()
+        w.int32s(self.partition_indexes, flexible)
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _FETCH_FLEXIBLE_FROM
         name = r.str_(flexible)
-        partition_indexes = tuple(r.array(flexible, Reader.int32))
-        if flexible:
-            r.tagged_fields()
+        partition_indexes = r.int32s(flexible)
+        r.end_struct(flexible)
         return cls(name, partition_indexes)
 
 
@@ -274,8 +238,7 @@ class OffsetFetchPartitionResponse:
             w.int32(self.committed_leader_epoch)
         w.nstr(self.metadata, flexible)
         w.int16(self.error_code)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
@@ -285,8 +248,7 @@ class OffsetFetchPartitionResponse:
         committed_leader_epoch = r.int32() if version >= 5 else -1
         metadata = r.nstr(flexible)
         error_code = r.int16()
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(partition_index, committed_offset, committed_leader_epoch, metadata, error_code)
 
 
@@ -298,21 +260,11 @@ class OffsetFetchTopicResponse:
     partitions: tuple[OffsetFetchPartitionResponse, ...]
 
     def encode(self, w: Writer, version: int) -> None:
-        flexible = version >= _FETCH_FLEXIBLE_FROM
-        w.str_(self.name, flexible)
-        w.array_len(len(self.partitions), flexible)
-        for partition in self.partitions:
-            partition.encode(w, version)
-        if flexible:
-            w.tagged_fields()
+        w.topic(self.name, self.partitions, version, version >= _FETCH_FLEXIBLE_FROM)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
-        flexible = version >= _FETCH_FLEXIBLE_FROM
-        name = r.str_(flexible)
-        partitions = tuple(r.array(flexible, lambda rr: OffsetFetchPartitionResponse.decode(rr, version)))
-        if flexible:
-            r.tagged_fields()
+        name, partitions = r.topic(OffsetFetchPartitionResponse, version, version >= _FETCH_FLEXIBLE_FROM)
         return cls(name, partitions)
 
 
@@ -328,21 +280,17 @@ class OffsetFetchGroupResponse:
     def encode(self, w: Writer, version: int) -> None:
         flexible = version >= _FETCH_FLEXIBLE_FROM
         w.str_(self.group_id, flexible)
-        w.array_len(len(self.topics), flexible)
-        for topic in self.topics:
-            topic.encode(w, version)
+        w.structs(self.topics, version, flexible)
         w.int16(self.error_code)  # after the topics, as in the pre-v8 top level
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _FETCH_FLEXIBLE_FROM
         group_id = r.str_(flexible)
-        topics = tuple(r.array(flexible, lambda rr: OffsetFetchTopicResponse.decode(rr, version)))
+        topics = r.structs(OffsetFetchTopicResponse, version, flexible)
         error_code = r.int16()
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(group_id, topics, error_code)
 
 
@@ -373,31 +321,24 @@ class OffsetFetchResponse:
         if version >= 3:
             w.int32(self.throttle_time_ms)
         if version >= _FETCH_BATCHED_FROM:
-            w.array_len(len(self.groups), flexible)
-            for group in self.groups:
-                group.encode(w, version)
+            w.structs(self.groups, version, flexible)
         else:
-            w.array_len(len(self.topics), flexible)
-            for topic in self.topics:
-                topic.encode(w, version)
+            w.structs(self.topics, version, flexible)
             if version >= 2:
                 w.int16(self.error_code)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _FETCH_FLEXIBLE_FROM
         throttle_time_ms = r.int32() if version >= 3 else 0
         if version >= _FETCH_BATCHED_FROM:
-            groups = tuple(r.array(flexible, lambda rr: OffsetFetchGroupResponse.decode(rr, version)))
-            if flexible:
-                r.tagged_fields()
+            groups = r.structs(OffsetFetchGroupResponse, version, flexible)
+            r.end_struct(flexible)
             return cls(throttle_time_ms=throttle_time_ms, groups=groups)
-        topics = tuple(r.array(flexible, lambda rr: OffsetFetchTopicResponse.decode(rr, version)))
+        topics = r.structs(OffsetFetchTopicResponse, version, flexible)
         error_code = r.int16() if version >= 2 else 0
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(topics, error_code, throttle_time_ms)
 
 
@@ -426,9 +367,7 @@ class OffsetFetchRequest:
         topics = self.topics
         if topics is None and version < 2:
             raise ValueError("OffsetFetch v1 cannot ask for every topic (null topics need v2+)")
-        w.array_len(None if topics is None else len(topics), flexible)
-        for topic in topics or ():
-            topic.encode(w, version)
+        w.structs(topics, version, flexible)
 
     def encode(self, w: Writer, version: int) -> None:
         flexible = version >= _FETCH_FLEXIBLE_FROM
@@ -439,22 +378,17 @@ class OffsetFetchRequest:
                 w.nstr(self.member_id, flexible)
                 w.int32(self.member_epoch)
             self._encode_topics(w, version)
-            w.tagged_fields()  # the group's (v8+ is flexible)
+            w.end_struct(flexible)  # the group's (v8+ is flexible)
         else:
             w.str_(self.group_id, flexible)
             self._encode_topics(w, version)
         if version >= 7:
             w.boolean(self.require_stable)
-        if flexible:
-            w.tagged_fields()
+        w.end_struct(flexible)
 
     @classmethod
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _FETCH_FLEXIBLE_FROM
-
-        def topics(rr: Reader) -> tuple[OffsetFetchTopic, ...] | None:
-            items = rr.nullable_array(flexible, lambda rrr: OffsetFetchTopic.decode(rrr, version))
-            return None if items is None else tuple(items)
 
         member_id: str | None = None
         member_epoch = -1
@@ -466,12 +400,11 @@ class OffsetFetchRequest:
             if version >= 9:
                 member_id = r.nstr(flexible)
                 member_epoch = r.int32()
-            group_topics = topics(r)
-            r.tagged_fields()
+            group_topics = r.nullable_structs(OffsetFetchTopic, version, flexible)
+            r.end_struct(flexible)  # the group's (v8+ is flexible)
         else:
             group_id = r.str_(flexible)
-            group_topics = topics(r)
+            group_topics = r.nullable_structs(OffsetFetchTopic, version, flexible)
         require_stable = r.boolean() if version >= 7 else False
-        if flexible:
-            r.tagged_fields()
+        r.end_struct(flexible)
         return cls(group_id, group_topics, require_stable, member_id, member_epoch)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from typing import Protocol, Self, TypeVar
 
 from aiokafka.protocol.types import UnsignedVarInt32, VarInt32
 
@@ -25,6 +25,18 @@ _I64 = struct.Struct(">q")
 _F64 = struct.Struct(">d")
 
 ZERO_UUID = uuid.UUID(int=0)
+
+
+class Struct(Protocol):
+    """A message or a part of one that encodes and decodes itself at a given version (``base.Message``)."""
+
+    def encode(self, w: Writer, version: int) -> None: ...
+
+    @classmethod
+    def decode(cls, r: Reader, version: int) -> Self: ...
+
+
+S = TypeVar("S", bound=Struct)
 
 
 class Reader:
@@ -131,17 +143,56 @@ class Reader:
     def nbytes(self, flexible: bool) -> memoryview | None:
         return self.compact_nullable_bytes() if flexible else self.nullable_bytes()
 
+    def _array_len(self, flexible: bool) -> int:
+        """An array's length prefix, -1 for a null array."""
+        n = self.uvarint() - 1 if flexible else self.int32()
+        if n > self._end - self.pos:
+            raise CorruptResponseError(f"array of {n} items cannot fit in {self._end - self.pos} bytes")
+        return n
+
     def array(self, flexible: bool, item: Callable[[Reader], T]) -> list[T]:
         items = self.nullable_array(flexible, item)
         return [] if items is None else items
 
     def nullable_array(self, flexible: bool, item: Callable[[Reader], T]) -> list[T] | None:
-        n = self.uvarint() - 1 if flexible else self.int32()
+        n = self._array_len(flexible)
+        return None if n < 0 else [item(self) for _ in range(n)]
+
+    def structs(self, item_type: type[S], version: int, flexible: bool) -> tuple[S, ...]:
+        """An array of ``item_type`` structs decoded at ``version``; a null array reads as empty."""
+        n = self._array_len(flexible)
+        decode = item_type.decode
+        return tuple([decode(self, version) for _ in range(n)])  # range(-1) is empty
+
+    def nullable_structs(self, item_type: type[S], version: int, flexible: bool) -> tuple[S, ...] | None:
+        """Like ``structs`` but a null array reads as ``None``."""
+        n = self._array_len(flexible)
         if n < 0:
             return None
-        if n > self.remaining:
-            raise CorruptResponseError(f"array of {n} items cannot fit in {self.remaining} bytes")
-        return [item(self) for _ in range(n)]
+        decode = item_type.decode
+        return tuple([decode(self, version) for _ in range(n)])
+
+    def int32s(self, flexible: bool) -> tuple[int, ...]:
+        """An array of int32 (partition indexes, node ids); a null array reads as empty."""
+        return tuple(self.array(flexible, Reader.int32))
+
+    def strs(self, flexible: bool) -> tuple[str, ...]:
+        """An array of non-nullable strings; a null array reads as empty."""
+        return tuple(self.array(flexible, lambda r: r.str_(flexible)))
+
+    def topic(self, partition_type: type[S], version: int, flexible: bool) -> tuple[str, tuple[S, ...]]:
+        """The common topic struct: its name and its array of ``partition_type`` structs; skips its tagged fields."""
+        name = self.str_(flexible)
+        partitions = self.structs(partition_type, version, flexible)
+        self.end_struct(flexible)
+        return name, partitions
+
+    def end_struct(self, flexible: bool) -> None:
+        """Skips the tagged-field section that ends every struct of a flexible version (none before)."""
+        if flexible:
+            for _ in range(self.uvarint()):
+                self.uvarint()  # tag
+                self._need(self.uvarint())
 
     def tagged_fields(self) -> dict[int, memoryview]:
         """Reads a tagged-field section; unknown tags are kept raw so callers may decode the ones they know."""
@@ -234,6 +285,33 @@ class Writer:
             self.uvarint(0 if n is None else n + 1)
         else:
             self.int32(-1 if n is None else n)
+
+    def structs(self, items: Sequence[Struct] | None, version: int, flexible: bool) -> None:
+        """An array of structs (``None``: a null array), each encoded at ``version``."""
+        self.array_len(None if items is None else len(items), flexible)
+        for item in items or ():
+            item.encode(self, version)
+
+    def int32s(self, values: Sequence[int], flexible: bool) -> None:
+        self.array_len(len(values), flexible)
+        for value in values:
+            self.int32(value)
+
+    def strs(self, values: Sequence[str], flexible: bool) -> None:
+        self.array_len(len(values), flexible)
+        for value in values:
+            self.str_(value, flexible)
+
+    def topic(self, name: str, partitions: Sequence[Struct], version: int, flexible: bool) -> None:
+        """The common topic struct: its name, its array of partition structs and the tail (see ``end_struct``)."""
+        self.str_(name, flexible)
+        self.structs(partitions, version, flexible)
+        self.end_struct(flexible)
+
+    def end_struct(self, flexible: bool) -> None:
+        """Ends a struct: an empty tagged-field section in flexible versions, nothing before."""
+        if flexible:
+            self.buf += b"\x00"
 
     def tagged_fields(self, fields: dict[int, bytes] | None = None) -> None:
         if not fields:
