@@ -59,6 +59,28 @@ def _callable_or_none(instance: object, attribute: attrs.Attribute[Any], value: 
         raise ConfigError(attribute.name, f"must be callable or None, got {type(value).__name__}")
 
 
+def _optional_name(instance: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigError(attribute.name, f"must be a non-empty string or None, got {value!r}")
+
+
+def _strategies(value: Any) -> tuple[Any, ...]:
+    if isinstance(value, str):
+        return tuple(s.strip() for s in value.split(",") if s.strip())
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,)
+
+
+def _check_strategies(instance: object, attribute: attrs.Attribute[tuple[Any, ...]], value: tuple[Any, ...]) -> None:
+    from asyncconsumer.assignors import assignor_for  # late: assignors import config's error types
+
+    if not value:
+        raise ConfigError(attribute.name, "at least one assignor is required")
+    for strategy in value:
+        assignor_for(strategy)
+
+
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class ConsumerConfig:
     """Every setting of a consumer; build it with ``ConsumerConfig.from_kwargs`` to accept Java spellings."""
@@ -108,6 +130,25 @@ class ConsumerConfig:
     """socket.connection.setup.timeout.ms"""
     max_in_flight_requests_per_connection: int = attrs.field(default=5, validator=_positive)
     """max.in.flight.requests.per.connection"""
+    group_id: str | None = attrs.field(default=None, validator=_optional_name)
+    """group.id: the consumer group; required for ``subscribe``, ``commit`` and ``committed``."""
+    group_instance_id: str | None = attrs.field(default=None, validator=_optional_name)
+    """group.instance.id: a static member id; a restart within the session keeps the partitions."""
+    session_timeout_ms: int = attrs.field(default=45_000, validator=_positive)
+    """session.timeout.ms"""
+    heartbeat_interval_ms: int = attrs.field(default=3_000, validator=_positive)
+    """heartbeat.interval.ms: must be below session.timeout.ms."""
+    max_poll_interval_ms: int = attrs.field(default=300_000, validator=_positive)
+    """max.poll.interval.ms: a caller that does not poll for this long leaves the group."""
+    enable_auto_commit: bool = True
+    """enable.auto.commit: commit positions every ``auto_commit_interval_ms``, before revocation and on close."""
+    auto_commit_interval_ms: int = attrs.field(default=5_000, validator=_positive)
+    """auto.commit.interval.ms"""
+    partition_assignment_strategy: tuple[Any, ...] = attrs.field(
+        default=("range",), converter=_strategies, validator=_check_strategies
+    )
+    """partition.assignment.strategy: assignor names ("range", "roundrobin", "cooperative-sticky"), Java class
+    names, or ``PartitionAssignor`` objects, in order of preference."""
     security_protocol: str = attrs.field(default="PLAINTEXT", validator=_one_of(*_SECURITY))
     """security.protocol"""
     ssl_context: ssl.SSLContext | None = None
@@ -156,9 +197,19 @@ class ConsumerConfig:
         ):
             if isinstance(values.get(key), str) and values[key].strip().isdigit():
                 values[key] = int(values[key])
-        if isinstance(values.get("check_crcs"), str):
-            values["check_crcs"] = values["check_crcs"].strip().lower() in ("true", "1", "yes")
-        return cls(**values)
+        for key in ("check_crcs", "enable_auto_commit", "pause_gc_during_poll"):
+            if isinstance(values.get(key), str):
+                values[key] = values[key].strip().lower() in ("true", "1", "yes")
+        for key in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "auto_commit_interval_ms"):
+            if isinstance(values.get(key), str) and values[key].strip().isdigit():
+                values[key] = int(values[key])
+        config = cls(**values)
+        if config.heartbeat_interval_ms >= config.session_timeout_ms:
+            raise ConfigError(
+                "heartbeat_interval_ms",
+                f"must be below session_timeout_ms ({config.heartbeat_interval_ms} >= {config.session_timeout_ms})",
+            )
+        return config
 
     def with_changes(self, **changes: Any) -> ConsumerConfig:
         return attrs.evolve(self, **changes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import AsyncIterator, Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
@@ -12,9 +13,12 @@ from typing import Any, TypeVar
 from asyncconsumer.clock import Clock
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.core import ConsumerCore, to_partition
+from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.records import (
     ConsumerRecord,
     ConsumerRecords,
+    GroupMetadata,
+    OffsetAndMetadata,
     OffsetAndTimestamp,
     PartitionInfo,
     TopicPartition,
@@ -130,14 +134,53 @@ class AsyncConsumer:
 
     # --- consuming -------------------------------------------------------------------------------------------
     async def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> ConsumerRecords:
-        """Records that have arrived, waiting up to ``timeout_ms`` for the first; raises what the background hit."""
+        """Records that have arrived, waiting up to ``timeout_ms`` for the first; raises what the background hit.
+
+        Rebalance listener callbacks run here, before records are returned.
+        """
         core = self._core
         deadline = core.clock.now_ms() + timeout_ms
+        core.note_poll()
         while True:
+            await self._run_callbacks()
             records, seen, wait_s = core.poll_step(max_records, deadline)
             if records or wait_s <= 0:
                 return records
             await core.signal.wait_async(seen, wait_s)
+
+    async def _run_callbacks(self) -> None:
+        for event in self._core.take_background_events():
+            try:
+                result = self._core.listener_method(event)(set(event.partitions))
+                if inspect.isawaitable(result):
+                    await result
+            finally:
+                self._core.callback_done(event)
+
+    # --- groups ----------------------------------------------------------------------------------------------
+    async def subscribe(self, topics: Iterable[str], listener: ConsumerRebalanceListener | None = None) -> None:
+        """Join ``group_id`` for ``topics``; partitions are assigned in the background and show up in ``poll``."""
+        await _wait(self._core.subscribe(topics, listener))
+
+    async def unsubscribe(self) -> None:
+        await _wait(self._core.unsubscribe())
+
+    def subscription(self) -> set[str]:
+        return set(self._core.subscriptions.subscription or ())
+
+    async def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None, timeout_ms: int | None = None
+    ) -> None:
+        """Commits ``offsets`` (default: the current positions) and waits for the coordinator's answer."""
+        await _wait(self._core.commit(offsets, timeout_ms))
+
+    async def committed(
+        self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        return await _wait(self._core.committed(partitions, timeout_ms))
+
+    def group_metadata(self) -> GroupMetadata:
+        return self._core.group_metadata()
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from asyncconsumer.background import ConsumerNetworkThread
 from asyncconsumer.clock import Clock, SystemClock
@@ -23,17 +23,25 @@ from asyncconsumer.events.application import (
     ApplicationEvent,
     AssignEvent,
     CloseEvent,
+    CommitEvent,
+    CommittedEvent,
     ListOffsetsEvent,
     PauseEvent,
+    PolledEvent,
     ResetPositionsEvent,
     SeekEvent,
+    SubscribeEvent,
     TopicMetadataEvent,
+    UnsubscribeEvent,
     UpdatePositionsEvent,
 )
+from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
 from asyncconsumer.events.processor import ApplicationEventProcessor
 from asyncconsumer.events.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer.fetch_buffer import FetchBuffer
 from asyncconsumer.fetch_collector import FetchCollector
+from asyncconsumer.group import ConsumerGroup
+from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.managers.metadata import MetadataManager
@@ -43,6 +51,8 @@ from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.protocol.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from asyncconsumer.records import (
     ConsumerRecords,
+    GroupMetadata,
+    OffsetAndMetadata,
     OffsetAndTimestamp,
     PartitionInfo,
     TopicPartition,
@@ -82,6 +92,24 @@ def to_partition(value: Any) -> TopicPartition:
     raise TypeError(f"expected a TopicPartition or (topic, partition), got {value!r}")
 
 
+class _Nodes:
+    """The delegate's node directory: the group coordinator's connection first, then the cluster's nodes."""
+
+    def __init__(self, metadata: MetadataManager, group: ConsumerGroup | None) -> None:
+        self._metadata = metadata
+        self._group = group
+
+    def address(self, node_id: int) -> tuple[str, int] | None:
+        if self._group is not None:
+            found = self._group.address(node_id)
+            if found is not None:
+                return found
+        return self._metadata.address(node_id)
+
+    def candidate_nodes(self) -> list[int]:
+        return self._metadata.candidate_nodes()
+
+
 class ConsumerCore:
     """One consumer's state and background thread."""
 
@@ -101,9 +129,21 @@ class ConsumerCore:
         self.fetch = FetchManager(
             config, self.subscriptions, self.metadata, self.buffer, retry, self.background_events.put
         )
+        self.group = (
+            ConsumerGroup(
+                config,
+                self.clock,
+                self.subscriptions,
+                self.metadata,
+                self.background_events.put,
+                self.background_events.put,
+            )
+            if config.group_id is not None
+            else None
+        )
         self.delegate = NetworkClientDelegate(
             self.clock,
-            self.metadata,
+            _Nodes(self.metadata, self.group),
             client_id=config.client_id,
             request_timeout_ms=config.request_timeout_ms,
             connection_setup_timeout_ms=config.socket_connection_setup_timeout_ms,
@@ -111,23 +151,28 @@ class ConsumerCore:
             reconnect_backoff=ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms),
         )
         self.delegate.add_disconnect_listener(lambda node, error: self.metadata.request_update())
+        if self.group is not None:
+            group = self.group
+            self.delegate.add_disconnect_listener(lambda node, error: group.on_disconnect(node))
         self.processor = ApplicationEventProcessor(
             self.subscriptions,
             self.metadata,
             self.offsets,
             on_close=lambda event: self.thread.request_close(event),
             last_error=lambda: self.delegate.last_connection_error() or self.metadata.last_error,
+            group=self.group,
         )
         self.thread = ConsumerNetworkThread(
             self.clock,
             self.app_events,
             self.background_events,
             self.processor,
-            [self.metadata, self.offsets, self.fetch],
+            [*(self.group.managers if self.group is not None else ()), self.metadata, self.offsets, self.fetch],
             self.delegate,
         )
         self.buffer.set_space_waiter(self.thread.wakeup)
         self.collector = FetchCollector(config, self.subscriptions, self.buffer)
+        self.listener: ConsumerRebalanceListener | None = None
         self.started = False
         self.closed = False
 
@@ -256,14 +301,79 @@ class ConsumerCore:
         return self.submit(TopicMetadataEvent(topic=topic, deadline_ms=self.deadline(timeout_ms)))
 
     # --- polling ---------------------------------------------------------------------------------------------
-    def raise_background_errors(self) -> None:
+    def take_background_events(self) -> list[RebalanceEvent]:
+        """Rebalance callbacks to run, in order, up to the first error, which is raised (the rest wait)."""
         events = self.background_events.drain()
-        if not events:
+        callbacks: list[RebalanceEvent] = []
+        for i, event in enumerate(events):
+            if isinstance(event, ErrorEvent):
+                for later in events[i + 1 :]:
+                    self.background_events.put(later)
+                if callbacks:  # run the callbacks before it first; the error comes on the next call
+                    self.background_events.put(event)
+                    return callbacks
+                raise event.error
+            callbacks.append(event)
+        return callbacks
+
+    def listener_method(self, event: RebalanceEvent) -> Callable[[set[TopicPartition]], Any]:
+        listener = self.listener if self.listener is not None else ConsumerRebalanceListener()
+        return cast(Callable[[set[TopicPartition]], Any], getattr(listener, f"on_partitions_{event.kind}"))
+
+    def callback_done(self, event: RebalanceEvent) -> None:
+        if not event.done.done():
+            event.done.set_result(None)
+        self.thread.wakeup()
+
+    def note_poll(self) -> None:
+        group = self.group
+        if group is None:
             return
-        first, rest = events[0], events[1:]
-        for event in rest:  # keep the others for the next calls, in order
-            self.background_events.put(event)
-        raise first.error
+        group.last_poll_ms = self.clock.now_ms()
+        if group.membership._rejoin_on_poll:
+            self.app_events.put(PolledEvent(deadline_ms=self.deadline(None)))
+
+    # --- groups ----------------------------------------------------------------------------------------------
+    def subscribe(self, topics: Iterable[str], listener: ConsumerRebalanceListener | None) -> Future[None]:
+        names = frozenset(topics)
+        if isinstance(topics, str) or not names or not all(isinstance(t, str) and t for t in names):
+            raise TypeError(f"subscribe() takes a non-empty collection of topic names, got {topics!r}")
+        if self.group is None:
+            raise IllegalStateError("subscribe() needs a consumer group: set group_id")
+        self.listener = listener
+        self.group.has_listener = listener is not None
+        return self.submit(SubscribeEvent(topics=names, deadline_ms=self.deadline(None)))
+
+    def unsubscribe(self) -> Future[None]:
+        return self.submit(UnsubscribeEvent(deadline_ms=self.deadline(None)))
+
+    def commit(self, offsets: Mapping[Any, Any] | None, timeout_ms: int | None) -> Future[None]:
+        chosen: dict[TopicPartition, OffsetAndMetadata] | None = None
+        if offsets is not None:
+            chosen = {}
+            for key, value in offsets.items():
+                tp = to_partition(key)
+                committed = value if isinstance(value, OffsetAndMetadata) else OffsetAndMetadata(value)
+                if not isinstance(committed.offset, int) or committed.offset < 0:
+                    raise InvalidOffsetError(
+                        f"commit offset for {tp} must be an integer >= 0, got {committed.offset!r}"
+                    )
+                chosen[tp] = committed
+        return self.submit(CommitEvent(offsets=chosen, deadline_ms=self.deadline(timeout_ms)))
+
+    def committed(
+        self, partitions: Iterable[Any], timeout_ms: int | None
+    ) -> Future[dict[TopicPartition, OffsetAndMetadata | None]]:
+        tps = frozenset(to_partition(p) for p in partitions)
+        return self.submit(CommittedEvent(partitions=tps, deadline_ms=self.deadline(timeout_ms)))
+
+    def group_metadata(self) -> GroupMetadata:
+        if self.group is None:
+            raise IllegalStateError("group_metadata() needs a consumer group: set group_id")
+        generation = self.group.membership.generation()
+        return GroupMetadata(
+            self.group.group_id, generation.generation_id, generation.member_id, generation.group_instance_id
+        )
 
     def poll_step(self, max_records: int | None, deadline_ms: int) -> tuple[ConsumerRecords, int, float]:
         """One ``poll`` attempt: the records (maybe none), the signal value seen before, and seconds left to wait."""
@@ -272,9 +382,11 @@ class ConsumerCore:
         return records, seen, (deadline_ms - self.clock.now_ms()) / 1000
 
     def poll_once(self, max_records: int | None) -> ConsumerRecords:
-        """Raises what the background reported, then returns whatever is buffered (possibly nothing)."""
+        """Raises what the background reported, then returns whatever is buffered (possibly nothing).
+
+        Rebalance callbacks must have been run by the facade first (``take_background_events``).
+        """
         self._check_started()
-        self.raise_background_errors()
         missing = self.subscriptions.without_position_and_no_reset()
         if missing:
             raise NoOffsetForPartitionError(sorted(missing))

@@ -62,6 +62,16 @@ class OffsetAndMetadata:
 
 
 @attrs.define(frozen=True, slots=True)
+class GroupMetadata:
+    """Who this consumer is in its group right now (generation -1 and an empty member id when not in it)."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@attrs.define(frozen=True, slots=True)
 class OffsetAndTimestamp:
     """The answer of ``offsets_for_times`` for one partition."""
 

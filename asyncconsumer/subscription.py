@@ -16,6 +16,9 @@ import attrs
 from asyncconsumer.errors import IllegalStateError
 from asyncconsumer.records import TopicPartition
 
+COMMITTED = "committed"
+"""A reset strategy of our own: look the committed offset up first (group members), then ``auto_offset_reset``."""
+
 
 @attrs.define(slots=True)
 class PartitionState:
@@ -41,6 +44,7 @@ class SubscriptionState:
         self._default_reset = default_reset_strategy
         self._partitions: dict[TopicPartition, PartitionState] = {}
         self._epoch_counter = 0
+        self._subscribed: frozenset[str] | None = None
         self.assignment_version = 0
         """Bumped whenever the assignment changes, so managers can drop per-assignment bookkeeping."""
 
@@ -50,14 +54,65 @@ class SubscriptionState:
 
     # --- assignment -----------------------------------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Replaces the assignment; kept partitions keep their positions, new ones await a reset."""
+        """Replaces the manual assignment; kept partitions keep their positions, new ones await a reset."""
         wanted = set(partitions)
         with self._lock:
+            if self._subscribed is not None:
+                raise IllegalStateError("assign() cannot be mixed with subscribe(): call unsubscribe() first")
             kept = {tp: st for tp, st in self._partitions.items() if tp in wanted}
             for tp in wanted - kept.keys():
                 kept[tp] = PartitionState(epoch=self._next_epoch(), reset_strategy=self._default_reset)
             self._partitions = kept
             self.assignment_version += 1
+
+    # --- group subscription --------------------------------------------------------------------------------
+    def subscribe(self, topics: Iterable[str]) -> None:
+        with self._lock:
+            if self._subscribed is None and self._partitions:
+                raise IllegalStateError("subscribe() cannot be mixed with assign(): call unsubscribe() first")
+            self._subscribed = frozenset(topics)
+
+    def unsubscribe(self) -> None:
+        with self._lock:
+            self._subscribed = None
+            self._partitions = {}
+            self.assignment_version += 1
+
+    @property
+    def subscription(self) -> frozenset[str] | None:
+        """The subscribed topics, or None when the consumer is not subscribed."""
+        return self._subscribed
+
+    def assign_from_group(self, partitions: Iterable[TopicPartition]) -> None:
+        """The group's assignment; new partitions start from their committed offsets (looked up first)."""
+        wanted = set(partitions)
+        with self._lock:
+            kept = {tp: st for tp, st in self._partitions.items() if tp in wanted}
+            for tp in wanted - kept.keys():
+                kept[tp] = PartitionState(epoch=self._next_epoch(), reset_strategy=COMMITTED)
+            self._partitions = kept
+            self.assignment_version += 1
+
+    def partitions_awaiting_committed(self) -> dict[TopicPartition, int]:
+        """{tp: epoch} for partitions whose committed offset has to be looked up before fetching."""
+        with self._lock:
+            return {
+                tp: st.epoch
+                for tp, st in self._partitions.items()
+                if st.position is None and st.reset_strategy == COMMITTED
+            }
+
+    def use_default_reset(self, tp: TopicPartition, epoch: int) -> None:
+        """Nothing committed for ``tp``: fall back to ``auto_offset_reset``."""
+        with self._lock:
+            state = self._partitions.get(tp)
+            if state is not None and state.epoch == epoch and state.position is None:
+                state.reset_strategy = self._default_reset
+
+    def consumed_positions(self) -> dict[TopicPartition, int]:
+        """The position of every assigned partition that has one (what auto-commit commits)."""
+        with self._lock:
+            return {tp: st.position for tp, st in self._partitions.items() if st.position is not None}
 
     def assigned(self) -> set[TopicPartition]:
         with self._lock:

@@ -5,8 +5,10 @@ Heartbeats and fetches run on that thread, not on calls into this object, so a s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping
+import inspect
+from collections.abc import Awaitable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from types import TracebackType
@@ -16,15 +18,22 @@ from asyncconsumer.clock import Clock
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.core import ConsumerCore, to_partition
 from asyncconsumer.errors import KafkaTimeoutError
+from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.records import (
     ConsumerRecord,
     ConsumerRecords,
+    GroupMetadata,
+    OffsetAndMetadata,
     OffsetAndTimestamp,
     PartitionInfo,
     TopicPartition,
 )
 
 T = TypeVar("T")
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> None:
+    await awaitable
 
 
 class Consumer:
@@ -118,11 +127,44 @@ class Consumer:
     def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> ConsumerRecords:
         core = self._core
         deadline = core.clock.now_ms() + timeout_ms
+        core.note_poll()
         while True:
+            self._run_callbacks()
             records, seen, wait_s = core.poll_step(max_records, deadline)
             if records or wait_s <= 0:
                 return records
             core.signal.wait(seen, wait_s)
+
+    def _run_callbacks(self) -> None:
+        for event in self._core.take_background_events():
+            try:
+                result = self._core.listener_method(event)(set(event.partitions))
+                if inspect.isawaitable(result):
+                    asyncio.run(_awaited(result))
+            finally:
+                self._core.callback_done(event)
+
+    def subscribe(self, topics: Iterable[str], listener: ConsumerRebalanceListener | None = None) -> None:
+        self._wait(self._core.subscribe(topics, listener))
+
+    def unsubscribe(self) -> None:
+        self._wait(self._core.unsubscribe())
+
+    def subscription(self) -> set[str]:
+        return set(self._core.subscriptions.subscription or ())
+
+    def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None, timeout_ms: int | None = None
+    ) -> None:
+        self._wait(self._core.commit(offsets, timeout_ms), timeout_ms)
+
+    def committed(
+        self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        return self._wait(self._core.committed(partitions, timeout_ms), timeout_ms)
+
+    def group_metadata(self) -> GroupMetadata:
+        return self._core.group_metadata()
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         while not self._core.closed:

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from asyncconsumer.records import OffsetAndTimestamp, PartitionInfo, TopicPartition
+from asyncconsumer.records import OffsetAndMetadata, OffsetAndTimestamp, PartitionInfo, TopicPartition
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -97,3 +97,34 @@ class TopicMetadataEvent(ApplicationEvent):
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class CloseEvent(ApplicationEvent):
     """Stop the background thread after the managers' close work, by ``deadline_ms`` at the latest."""
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class SubscribeEvent(ApplicationEvent):
+    """Subscribe to topics through the group. Completes with ``None`` once the subscription is recorded."""
+
+    topics: frozenset[str]
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class UnsubscribeEvent(ApplicationEvent):
+    """Leave the group and drop the assignment. Completes with ``None``."""
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class CommitEvent(ApplicationEvent):
+    """Commit offsets (``None``: the current positions). Completes with ``None`` when the coordinator accepted."""
+
+    offsets: dict[TopicPartition, OffsetAndMetadata] | None = attrs.field(eq=False)
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class CommittedEvent(ApplicationEvent):
+    """Look committed offsets up. Completes with ``dict[TopicPartition, OffsetAndMetadata | None]``."""
+
+    partitions: frozenset[TopicPartition]
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class PolledEvent(ApplicationEvent):
+    """The caller polled: a member that left for a poll timeout joins again. Completes with ``None``."""

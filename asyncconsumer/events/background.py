@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 import attrs
 
 from asyncconsumer.errors import KafkaError
+from asyncconsumer.records import TopicPartition
 
 
 @attrs.define(frozen=True, slots=True)
@@ -14,4 +17,13 @@ class ErrorEvent:
     error: KafkaError
 
 
-BackgroundEvent = ErrorEvent
+@attrs.define(frozen=True, slots=True)
+class RebalanceEvent:
+    """Run the rebalance listener's ``on_partitions_<kind>``; the group waits for ``done`` before it goes on."""
+
+    kind: str
+    partitions: frozenset[TopicPartition]
+    done: Future[None] = attrs.field(eq=False, repr=False)
+
+
+BackgroundEvent = ErrorEvent | RebalanceEvent

@@ -5,22 +5,28 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from asyncconsumer.cluster import Cluster
-from asyncconsumer.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from asyncconsumer.errors import ClientClosedError, IllegalStateError, KafkaError, KafkaTimeoutError
 from asyncconsumer.events.application import (
     ApplicationEvent,
     AssignEvent,
     CloseEvent,
+    CommitEvent,
+    CommittedEvent,
     ListOffsetsEvent,
     PauseEvent,
+    PolledEvent,
     ResetPositionsEvent,
     SeekEvent,
+    SubscribeEvent,
     TopicMetadataEvent,
+    UnsubscribeEvent,
     UpdatePositionsEvent,
 )
+from asyncconsumer.group import ConsumerGroup
 from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
-from asyncconsumer.records import PartitionInfo
+from asyncconsumer.records import OffsetAndMetadata, PartitionInfo
 from asyncconsumer.subscription import SubscriptionState
 
 log = get_logger("asyncconsumer.events")
@@ -36,7 +42,9 @@ class ApplicationEventProcessor:
         offsets: OffsetsManager,
         on_close: Callable[[CloseEvent], None],
         last_error: Callable[[], KafkaError | None],
+        group: ConsumerGroup | None = None,
     ) -> None:
+        self._group = group
         self._subs = subscriptions
         self._metadata = metadata
         self._offsets = offsets
@@ -83,10 +91,45 @@ class ApplicationEventProcessor:
                 self._metadata.await_topic(
                     topic, lambda cluster: event.complete(_partitions(cluster, topic)), event.fail
                 )
+            case SubscribeEvent(topics=topics):
+                group = self._require_group("subscribe")
+                self._subs.subscribe(topics)
+                self._metadata.set_topics(self._subs.topics() | topics)
+                group.membership.subscribe()
+                event.complete(None)
+            case UnsubscribeEvent():
+                if self._group is not None:
+                    self._group.membership.leave()
+                self._subs.unsubscribe()
+                self._metadata.set_topics(())
+                event.complete(None)
+            case CommitEvent(offsets=offsets):
+                group = self._require_group("commit")
+                chosen = offsets
+                if chosen is None:
+                    chosen = {tp: OffsetAndMetadata(o) for tp, o in self._subs.consumed_positions().items()}
+                if not chosen:
+                    event.complete(None)
+                    return
+                self._track(event)
+                group.commit.commit(chosen, event.deadline_ms, event.complete, event.fail)
+            case CommittedEvent(partitions=partitions):
+                group = self._require_group("committed")
+                self._track(event)
+                group.commit.fetch_committed(tuple(partitions), event.deadline_ms, event.complete, event.fail)
+            case PolledEvent():
+                if self._group is not None:
+                    self._group.membership.caller_polled()
+                event.complete(None)
             case CloseEvent():
                 self._on_close(event)
             case _:
                 event.fail(TypeError(f"unknown application event {type(event).__name__}"))
+
+    def _require_group(self, what: str) -> ConsumerGroup:
+        if self._group is None:
+            raise IllegalStateError(f"{what}() needs a consumer group: set group_id")
+        return self._group
 
     def _track(self, event: ApplicationEvent) -> None:
         self._pending.append(event)

@@ -28,6 +28,7 @@ from asyncconsumer.protocol.offsets_commit import (
     OffsetFetchTopic,
 )
 from asyncconsumer.records import OffsetAndMetadata, TopicPartition
+from asyncconsumer.subscription import SubscriptionState
 
 log = get_logger("asyncconsumer.commit")
 
@@ -84,12 +85,20 @@ class CommitManager:
         backoff: ExponentialBackoff,
         *,
         require_stable: bool = False,
+        subscriptions: SubscriptionState | None = None,
+        auto_commit_interval_ms: int | None = None,
+        request_timeout_ms: int = 30_000,
     ) -> None:
         self._coordinator = coordinator
         self._generation = generation
         self._backoff = backoff
         self._require_stable = require_stable
         self._jobs: list[_Job] = []
+        self._subs = subscriptions
+        self._auto_commit_ms = auto_commit_interval_ms
+        self._request_timeout_ms = request_timeout_ms
+        self._next_auto_commit_ms: int | None = None
+        self._looking_up: set[TopicPartition] = set()
 
     def fetch_committed(
         self,
@@ -113,10 +122,73 @@ class CommitManager:
     def pending(self) -> int:
         return sum(1 for job in self._jobs if not job.done)
 
+    # --- positions from committed offsets, and auto-commit ----------------------------------------------------
+    def _initialize_positions(self, now_ms: int) -> None:
+        """New group partitions start at their committed offset, or per ``auto_offset_reset`` when none."""
+        subs = self._subs
+        if subs is None:
+            return
+        awaiting = {
+            tp: epoch for tp, epoch in subs.partitions_awaiting_committed().items() if tp not in self._looking_up
+        }
+        if not awaiting:
+            return
+        self._looking_up |= awaiting.keys()
+
+        def found(committed: Committed) -> None:
+            self._looking_up -= awaiting.keys()
+            for tp, epoch in awaiting.items():
+                offset = committed.get(tp)
+                if offset is not None and subs.complete_reset(tp, epoch, offset.offset):
+                    log.info("commit.position_from_committed", partition=str(tp), offset=offset.offset)
+                elif offset is None:
+                    subs.use_default_reset(tp, epoch)
+
+        def failed(error: KafkaError) -> None:
+            self._looking_up -= awaiting.keys()  # looked up again on the next poll
+            log.info("commit.committed_lookup_failed", error=str(error))
+
+        self.fetch_committed(tuple(awaiting), now_ms + self._request_timeout_ms, found, failed)
+
+    def _auto_commit(self, now_ms: int) -> None:
+        if self._auto_commit_ms is None or self._subs is None or self._generation() is NO_GENERATION:
+            self._next_auto_commit_ms = None
+            return
+        if self._next_auto_commit_ms is None:
+            self._next_auto_commit_ms = now_ms + self._auto_commit_ms
+        if now_ms >= self._next_auto_commit_ms:
+            self._next_auto_commit_ms = now_ms + self._auto_commit_ms
+            self.commit_positions(now_ms)
+
+    def commit_positions(self, now_ms: int, on_done: Callable[[object], None] | None = None) -> bool:
+        """Commits every assigned partition's position (auto-commit); False when there is nothing to commit."""
+        positions = self._subs.consumed_positions() if self._subs is not None else {}
+        if not positions:
+            return False
+
+        def done(result: object) -> None:
+            if on_done is not None:
+                on_done(result)
+
+        def failed(error: KafkaError) -> None:
+            log.warning("commit.auto_commit_failed", error=str(error))
+            done(error)
+
+        offsets = {tp: OffsetAndMetadata(offset) for tp, offset in positions.items()}
+        self.commit(offsets, now_ms + self._request_timeout_ms, done, failed)
+        return True
+
     # --- the manager contract --------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> PollResult:
+        self._initialize_positions(now_ms)
+        self._auto_commit(now_ms)
+        return self._send_jobs(now_ms)
+
+    def _send_jobs(self, now_ms: int) -> PollResult:
         requests: list[UnsentRequest] = []
         wait = MAX_POLL_WAIT_MS
+        if self._next_auto_commit_ms is not None:
+            wait = min(wait, max(0, self._next_auto_commit_ms - now_ms))
         coordinator = self._coordinator.coordinator
         for job in self._jobs:
             if job.done or job.in_flight:
@@ -136,7 +208,11 @@ class CommitManager:
         return PollResult(wait, tuple(requests))
 
     def poll_on_close(self, now_ms: int) -> PollResult:
-        return PollResult()
+        """A last auto-commit before the member leaves (sent ahead of the LeaveGroup on the same connection)."""
+        if self._auto_commit_ms is not None and self._generation() is not NO_GENERATION:
+            self.commit_positions(now_ms)
+        self._jobs = [job for job in self._jobs if job.kind == "commit"]
+        return self._send_jobs(now_ms)
 
     def maximum_time_to_wait(self, now_ms: int) -> int:
         return MAX_POLL_WAIT_MS

@@ -92,6 +92,7 @@ class ClassicMembershipManager:
         self._pending_assignments: dict[str, bytes] = {}
         self._waiting_for: Future[None] | None = None
         self._after_callback: MemberState | None = None
+        self._clear_after_callback = False
         self._rejoin_on_poll = False
         self.rebalances = 0
 
@@ -163,6 +164,9 @@ class ClassicMembershipManager:
             if not self._waiting_for.done():
                 return PollResult(MAX_POLL_WAIT_MS)  # the caller wakes the loop when its callback returns
             self._waiting_for = None
+            if self._clear_after_callback:
+                self._clear_after_callback = False
+                self._apply_assignment(frozenset())
             after, self._after_callback = self._after_callback, None
             if after is not None and after is not self.state:
                 self._move(after)
@@ -329,9 +333,9 @@ class ClassicMembershipManager:
     def _prepare_join(self) -> None:
         revoked, self.owned = self.owned, frozenset()
         if revoked:
-            self._apply_assignment(frozenset())
+            # The partitions stay assigned (positions intact, so the callback may commit) until it returns.
             self._move(MemberState.PREPARING)
-            self._wait(self._listener("revoked", revoked), MemberState.JOINING)
+            self._wait(self._listener("revoked", revoked), MemberState.JOINING, clear_assignment=True)
         else:
             self._move(MemberState.JOINING)
 
@@ -359,9 +363,10 @@ class ClassicMembershipManager:
         self._move(MemberState.FATAL)
         self._emit(ErrorEvent(error))
 
-    def _wait(self, future: Future[None], then: MemberState) -> None:
+    def _wait(self, future: Future[None], then: MemberState, *, clear_assignment: bool = False) -> None:
         self._waiting_for = future
         self._after_callback = then
+        self._clear_after_callback = clear_assignment
 
     def _move(self, new: MemberState) -> None:
         self.state = transition(self.state, new)

@@ -61,7 +61,12 @@ def test_public_api_is_pinned() -> None:
     assert set(asyncconsumer.__all__) == {
         "AsyncConsumer",
         "ClientClosedError",
+        "CommitFailedError",
         "ConfigError",
+        "ConsumerRebalanceListener",
+        "GroupMetadata",
+        "OffsetAndMetadata",
+        "PollIntervalExceededError",
         "Consumer",
         "ConsumerConfig",
         "ConsumerRecord",

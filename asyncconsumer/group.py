@@ -1,0 +1,154 @@
+"""The consumer-group managers of one consumer, wired together (background side; exists only with a group_id).
+
+Holds what the managers ask of the rest of the consumer: the JoinGroup protocols, the leader's assignment, how an
+assignment is applied (positions from committed offsets), and the rebalance-listener round trip to the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+
+from asyncconsumer.assignors import (
+    GroupMember,
+    NoCommonAssignorError,
+    PartitionAssignor,
+    assignor_for,
+    perform_assignment,
+)
+from asyncconsumer.clock import Clock
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
+from asyncconsumer.logs import get_logger
+from asyncconsumer.managers.base import RequestManager
+from asyncconsumer.managers.commit import CommitManager
+from asyncconsumer.managers.coordinator import CoordinatorManager
+from asyncconsumer.managers.heartbeat_classic import ClassicHeartbeatManager, HeartbeatSettings
+from asyncconsumer.managers.membership_classic import ClassicMembershipManager, GroupSettings
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.protocol.consumer_protocol import Subscription
+from asyncconsumer.protocol.group import JoinGroupMember, JoinGroupProtocol
+from asyncconsumer.records import TopicPartition
+from asyncconsumer.subscription import SubscriptionState
+
+log = get_logger("asyncconsumer.group")
+
+
+class ConsumerGroup:
+    """Coordinator, commit, membership and heartbeat managers for ``config.group_id``."""
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        clock: Clock,
+        subscriptions: SubscriptionState,
+        metadata: MetadataManager,
+        emit_error: Callable[[ErrorEvent], None],
+        ask_caller: Callable[[RebalanceEvent], None],
+    ) -> None:
+        assert config.group_id is not None
+        self.group_id = config.group_id
+        self._config = config
+        self._clock = clock
+        self._subs = subscriptions
+        self._metadata = metadata
+        self._ask_caller = ask_caller
+        self.assignors: list[PartitionAssignor] = [assignor_for(s) for s in config.partition_assignment_strategy]
+        backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
+        self.coordinator = CoordinatorManager(self.group_id, backoff, emit_error)
+        self.membership = ClassicMembershipManager(
+            GroupSettings(
+                self.group_id,
+                config.session_timeout_ms,
+                config.max_poll_interval_ms,
+                config.request_timeout_ms,
+                config.group_instance_id,
+            ),
+            self.coordinator,
+            self._protocols,
+            self._leader_assign,
+            self._apply_assignment,
+            self._listener_call,
+            backoff,
+            emit_error,
+        )
+        self.commit = CommitManager(
+            self.coordinator,
+            self.membership.generation,
+            backoff,
+            subscriptions=subscriptions,
+            auto_commit_interval_ms=config.auto_commit_interval_ms if config.enable_auto_commit else None,
+            request_timeout_ms=config.request_timeout_ms,
+        )
+        self.last_poll_ms: int | None = None
+        self.heartbeat = ClassicHeartbeatManager(
+            HeartbeatSettings(config.heartbeat_interval_ms, config.session_timeout_ms, config.max_poll_interval_ms),
+            self.coordinator,
+            self.membership,
+            lambda: self.last_poll_ms,
+            backoff,
+            emit_error,
+        )
+        self.has_listener = False
+
+    @property
+    def managers(self) -> Sequence[RequestManager]:
+        """In loop order: find the coordinator, commit (before a LeaveGroup on close), join, heartbeat."""
+        return (self.coordinator, self.commit, self.membership, self.heartbeat)
+
+    def address(self, node_id: int) -> tuple[str, int] | None:
+        return self.coordinator.address(node_id)
+
+    def on_disconnect(self, node_id: int) -> None:
+        coordinator = self.coordinator.coordinator
+        if coordinator is not None and coordinator.node_id == node_id:
+            self.coordinator.mark_unknown("its connection closed")
+
+    # --- what the membership manager asks ----------------------------------------------------------------------
+    def _protocols(self) -> list[JoinGroupProtocol]:
+        topics = frozenset(self._subs.subscription or ())
+        return [
+            JoinGroupProtocol(a.name, Subscription(tuple(sorted(topics)), a.subscription_user_data(topics)).encode())
+            for a in self.assignors
+        ]
+
+    def _leader_assign(self, protocol: str, members: Sequence[JoinGroupMember]) -> dict[str, bytes]:
+        assignor = next((a for a in self.assignors if a.name == protocol), None)
+        if assignor is None:
+            raise NoCommonAssignorError([[a.name for a in self.assignors], [protocol]], ["this member", "the group"])
+        group_members = [
+            GroupMember(m.member_id, m.group_instance_id, Subscription.decode(m.metadata)) for m in members
+        ]
+        wanted = {t for m in group_members for t in m.subscription.topics}
+        cluster = self._metadata.cluster
+        partitions_per_topic = {t: len(cluster.topics[t].partitions) for t in wanted if t in cluster.topics}
+        missing = wanted - partitions_per_topic.keys()
+        if missing:
+            log.info("group.leader_missing_metadata", topics=sorted(missing))
+            self._metadata.set_topics(self._subs.topics() | wanted)
+        result = perform_assignment(assignor, partitions_per_topic, group_members)
+        log.info("group.assigned_as_leader", group=self.group_id, members=len(group_members), protocol=protocol)
+        return {member_id: assignment.encode() for member_id, assignment in result.to_assignments().items()}
+
+    def _apply_assignment(self, partitions: frozenset[TopicPartition]) -> None:
+        self._subs.assign_from_group(partitions)
+        self._metadata.set_topics(self._subs.topics() | (self._subs.subscription or frozenset()))
+
+    def _listener_call(self, kind: str, partitions: frozenset[TopicPartition]) -> Future[None]:
+        done: Future[None] = Future()
+
+        def ask(_: object = None) -> None:
+            if self.has_listener:
+                self._ask_caller(RebalanceEvent(kind, partitions, done))
+            elif not done.done():
+                done.set_result(None)
+
+        if kind == "revoked":
+            # Nothing more from these partitions reaches the caller; their positions stay for commits.
+            self._subs.set_paused([tp for tp in partitions if self._subs.is_assigned(tp)], True)
+            # Commit what was consumed before the partitions go (Java's commit-before-revoke).
+            if self._config.enable_auto_commit and self.commit.commit_positions(self._clock.now_ms(), on_done=ask):
+                return done
+        ask()
+        return done
