@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
@@ -158,9 +159,16 @@ class AsyncConsumer:
                 self._core.callback_done(event)
 
     # --- groups ----------------------------------------------------------------------------------------------
-    async def subscribe(self, topics: Iterable[str], listener: ConsumerRebalanceListener | None = None) -> None:
-        """Join ``group_id`` for ``topics``; partitions are assigned in the background and show up in ``poll``."""
-        await _wait(self._core.subscribe(topics, listener))
+    async def subscribe(
+        self,
+        topics: Iterable[str] | None = None,
+        *,
+        pattern: str | re.Pattern[str] | None = None,
+        listener: ConsumerRebalanceListener | None = None,
+    ) -> None:
+        """Join ``group_id`` for ``topics`` (or every topic whose name matches ``pattern``, checked at each metadata
+        refresh); partitions are assigned in the background and show up in ``poll``."""
+        await _wait(self._core.subscribe(topics, pattern, listener))
 
     async def unsubscribe(self) -> None:
         await _wait(self._core.unsubscribe())

@@ -6,6 +6,7 @@ Every method that needs the background returns a ``concurrent.futures.Future``; 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any, TypeVar, cast
@@ -15,6 +16,7 @@ from asyncconsumer.clock import Clock, SystemClock
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import (
     ClientClosedError,
+    ConfigError,
     IllegalStateError,
     InvalidOffsetError,
     NoOffsetForPartitionError,
@@ -334,15 +336,30 @@ class ConsumerCore:
             self.app_events.put(PolledEvent(deadline_ms=self.deadline(None)))
 
     # --- groups ----------------------------------------------------------------------------------------------
-    def subscribe(self, topics: Iterable[str], listener: ConsumerRebalanceListener | None) -> Future[None]:
-        names = frozenset(topics)
-        if isinstance(topics, str) or not names or not all(isinstance(t, str) and t for t in names):
-            raise TypeError(f"subscribe() takes a non-empty collection of topic names, got {topics!r}")
+    def subscribe(
+        self,
+        topics: Iterable[str] | None,
+        pattern: str | re.Pattern[str] | None,
+        listener: ConsumerRebalanceListener | None,
+    ) -> Future[None]:
+        if (topics is None) == (pattern is None):
+            raise TypeError("subscribe() takes topics or pattern (exactly one)")
+        names: frozenset[str] = frozenset()
+        compiled: re.Pattern[str] | None = None
+        if topics is not None:
+            names = frozenset(topics)
+            if isinstance(topics, str) or not names or not all(isinstance(t, str) and t for t in names):
+                raise TypeError(f"subscribe() takes a non-empty collection of topic names, got {topics!r}")
+        else:
+            try:
+                compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+            except re.error as exc:
+                raise ConfigError("pattern", f"not a regular expression: {exc}") from exc
         if self.group is None:
             raise IllegalStateError("subscribe() needs a consumer group: set group_id")
         self.listener = listener
         self.group.has_listener = listener is not None
-        return self.submit(SubscribeEvent(topics=names, deadline_ms=self.deadline(None)))
+        return self.submit(SubscribeEvent(topics=names, pattern=compiled, deadline_ms=self.deadline(None)))
 
     def unsubscribe(self) -> Future[None]:
         return self.submit(UnsubscribeEvent(deadline_ms=self.deadline(None)))

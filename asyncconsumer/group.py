@@ -6,6 +6,7 @@ assignment is applied (positions from committed offsets), and the rebalance-list
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
@@ -17,6 +18,7 @@ from asyncconsumer.assignors import (
     perform_assignment,
 )
 from asyncconsumer.clock import Clock
+from asyncconsumer.cluster import Cluster
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
 from asyncconsumer.logs import get_logger
@@ -91,6 +93,27 @@ class ConsumerGroup:
             emit_error,
         )
         self.has_listener = False
+        self._pattern: re.Pattern[str] | None = None
+        metadata.add_listener(self._on_metadata)
+
+    def set_pattern(self, pattern: re.Pattern[str] | None) -> None:
+        """Subscribe to every topic whose whole name matches ``pattern`` (None: explicit topics)."""
+        self._pattern = pattern
+        self._metadata.all_topics_always = pattern is not None
+        if pattern is not None:
+            self._metadata.request_update()
+
+    def _on_metadata(self, cluster: Cluster, named: frozenset[str]) -> None:
+        pattern = self._pattern
+        if pattern is None:
+            return
+        matched = frozenset(t for t, info in cluster.topics.items() if not info.is_internal and pattern.fullmatch(t))
+        if matched != self._subs.subscription:
+            log.info("group.pattern_matched", pattern=pattern.pattern, topics=sorted(matched))
+            self._subs.subscribe(matched)
+            self._metadata.set_topics(self._subs.topics() | matched)
+            if matched:
+                self.membership.subscribe()
 
     @property
     def managers(self) -> Sequence[RequestManager]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import re
 from collections.abc import Awaitable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -144,8 +145,14 @@ class Consumer:
             finally:
                 self._core.callback_done(event)
 
-    def subscribe(self, topics: Iterable[str], listener: ConsumerRebalanceListener | None = None) -> None:
-        self._wait(self._core.subscribe(topics, listener))
+    def subscribe(
+        self,
+        topics: Iterable[str] | None = None,
+        *,
+        pattern: str | re.Pattern[str] | None = None,
+        listener: ConsumerRebalanceListener | None = None,
+    ) -> None:
+        self._wait(self._core.subscribe(topics, pattern, listener))
 
     def unsubscribe(self) -> None:
         self._wait(self._core.unsubscribe())

@@ -6,6 +6,7 @@ consumer's clock) after which it is failed with ``KafkaTimeoutError``.
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import Future
 from typing import Any
 
@@ -101,9 +102,10 @@ class CloseEvent(ApplicationEvent):
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class SubscribeEvent(ApplicationEvent):
-    """Subscribe to topics through the group. Completes with ``None`` once the subscription is recorded."""
+    """Subscribe through the group to topics, or to every topic matching ``pattern``. Completes with ``None``."""
 
     topics: frozenset[str]
+    pattern: re.Pattern[str] | None = None
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)

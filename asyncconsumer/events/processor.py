@@ -91,14 +91,17 @@ class ApplicationEventProcessor:
                 self._metadata.await_topic(
                     topic, lambda cluster: event.complete(_partitions(cluster, topic)), event.fail
                 )
-            case SubscribeEvent(topics=topics):
+            case SubscribeEvent(topics=topics, pattern=pattern):
                 group = self._require_group("subscribe")
+                group.set_pattern(pattern)
                 self._subs.subscribe(topics)
                 self._metadata.set_topics(self._subs.topics() | topics)
-                group.membership.subscribe()
+                if pattern is None:
+                    group.membership.subscribe()
                 event.complete(None)
             case UnsubscribeEvent():
                 if self._group is not None:
+                    self._group.set_pattern(None)
                     self._group.membership.leave()
                 self._subs.unsubscribe()
                 self._metadata.set_topics(())

@@ -51,6 +51,8 @@ class MetadataManager:
         self._update_requested = True
         self._interest: set[str] = set()
         self._want_all_topics = False
+        self.all_topics_always = False
+        """Every refresh asks for every topic (pattern subscriptions need to see new topics)."""
         self._waiters: list[_TopicWaiter] = []
         self._listeners: list[MetadataListener] = []
         self.last_error: KafkaError | None = None
@@ -105,7 +107,7 @@ class MetadataManager:
         self._state.on_send_attempt(now_ms)
         self._update_requested = False
         extra = {w.topic for w in self._waiters if w.topic is not None}
-        all_topics = self._want_all_topics
+        all_topics = self._want_all_topics or self.all_topics_always
         topics = None if all_topics else tuple(sorted(self._interest | extra))
         request = MetadataRequest(topics=topics, allow_auto_topic_creation=False)
 
