@@ -14,8 +14,11 @@ from asyncconsumer.assignors import (
     GroupMember,
     NoCommonAssignorError,
     PartitionAssignor,
+    RebalanceProtocol,
     assignor_for,
     perform_assignment,
+    rebalance_protocol,
+    to_wire,
 )
 from asyncconsumer.clock import Clock
 from asyncconsumer.cluster import Cluster
@@ -58,6 +61,7 @@ class ConsumerGroup:
         self._ask_caller = ask_caller
         self.assignors: list[PartitionAssignor] = [assignor_for(s) for s in config.partition_assignment_strategy]
         backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
+        self.protocol = rebalance_protocol(self.assignors)
         self.coordinator = CoordinatorManager(self.group_id, backoff, emit_error)
         self.membership = ClassicMembershipManager(
             GroupSettings(
@@ -74,6 +78,7 @@ class ConsumerGroup:
             self._listener_call,
             backoff,
             emit_error,
+            cooperative=self.protocol is RebalanceProtocol.COOPERATIVE,
         )
         self.commit = CommitManager(
             self.coordinator,
@@ -131,8 +136,14 @@ class ConsumerGroup:
     # --- what the membership manager asks ----------------------------------------------------------------------
     def _protocols(self) -> list[JoinGroupProtocol]:
         topics = frozenset(self._subs.subscription or ())
+        membership = self.membership
+        owned = to_wire(membership.owned) if membership.cooperative else ()
+        generation = membership.generation_id if membership.cooperative else -1
         return [
-            JoinGroupProtocol(a.name, Subscription(tuple(sorted(topics)), a.subscription_user_data(topics)).encode())
+            JoinGroupProtocol(
+                a.name,
+                Subscription(tuple(sorted(topics)), a.subscription_user_data(topics), owned, generation).encode(),
+            )
             for a in self.assignors
         ]
 
@@ -150,7 +161,7 @@ class ConsumerGroup:
         if missing:
             log.info("group.leader_missing_metadata", topics=sorted(missing))
             self._metadata.set_topics(self._subs.topics() | wanted)
-        result = perform_assignment(assignor, partitions_per_topic, group_members)
+        result = perform_assignment(assignor, partitions_per_topic, group_members, self.protocol)
         log.info("group.assigned_as_leader", group=self.group_id, members=len(group_members), protocol=protocol)
         return {member_id: assignment.encode() for member_id, assignment in result.to_assignments().items()}
 

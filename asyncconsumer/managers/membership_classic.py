@@ -73,7 +73,11 @@ class ClassicMembershipManager:
         listener: ListenerCall,
         backoff: ExponentialBackoff,
         emit: Callable[[ErrorEvent], None],
+        *,
+        cooperative: bool = False,
     ) -> None:
+        self.cooperative = cooperative
+        """Incremental rebalancing (every configured assignor supports it): keep partitions across rejoins."""
         self._settings = settings
         self._coordinator = coordinator
         self._protocols = protocols
@@ -92,7 +96,7 @@ class ClassicMembershipManager:
         self._pending_assignments: dict[str, bytes] = {}
         self._waiting_for: Future[None] | None = None
         self._after_callback: MemberState | None = None
-        self._clear_after_callback = False
+        self._continuation: Callable[[], None] | None = None
         self._rejoin_on_poll = False
         self.rebalances = 0
 
@@ -164,12 +168,12 @@ class ClassicMembershipManager:
             if not self._waiting_for.done():
                 return PollResult(MAX_POLL_WAIT_MS)  # the caller wakes the loop when its callback returns
             self._waiting_for = None
-            if self._clear_after_callback:
-                self._clear_after_callback = False
-                self._apply_assignment(frozenset())
             after, self._after_callback = self._after_callback, None
+            continuation, self._continuation = self._continuation, None
             if after is not None and after is not self.state:
                 self._move(after)
+            if continuation is not None:
+                continuation()
         if self.state is MemberState.UNJOINED and self.subscribed:
             self._prepare_join()
         coordinator = self._coordinator.coordinator
@@ -309,9 +313,7 @@ class ClassicMembershipManager:
             self._retry_join(now_ms, True, f"undecodable assignment: {exc}")
             return
         assigned = frozenset(TopicPartition(t, p) for t, parts in assignment.partitions for p in parts)
-        self.owned = assigned
         self.rebalances += 1
-        self._apply_assignment(assigned)
         log.info(
             "membership.assigned",
             group=self._settings.group_id,
@@ -319,7 +321,26 @@ class ClassicMembershipManager:
             partitions=len(assigned),
         )
         self._move(MemberState.ASSIGNING)
-        self._wait(self._listener("assigned", assigned), MemberState.STABLE)
+        if not self.cooperative:
+            self.owned = assigned
+            self._apply_assignment(assigned)
+            self._wait(self._listener("assigned", assigned), MemberState.STABLE)
+            return
+        # Incremental: give up only what moved (callback first, so it can commit), keep the rest, announce the new
+        # ones, and rejoin at once when something was revoked so the group can hand it out.
+        revoked = self.owned - assigned
+        added = assigned - self.owned
+        self.owned = assigned
+
+        def finish() -> None:
+            self._apply_assignment(assigned)
+            rejoin = (lambda: self.request_rejoin("partitions were revoked")) if revoked else None
+            self._wait(self._listener("assigned", added), MemberState.STABLE, rejoin)
+
+        if revoked:
+            self._wait(self._listener("revoked", revoked), MemberState.ASSIGNING, finish)
+        else:
+            finish()
 
     def _on_leave(self, result: object, now_ms: int) -> None:
         self._request.on_successful_attempt(now_ms)
@@ -331,11 +352,16 @@ class ClassicMembershipManager:
 
     # --- helpers -----------------------------------------------------------------------------------------------
     def _prepare_join(self) -> None:
+        if self.cooperative:
+            self._move(MemberState.JOINING)  # keep the partitions: the new assignment says which to give up
+            return
         revoked, self.owned = self.owned, frozenset()
         if revoked:
             # The partitions stay assigned (positions intact, so the callback may commit) until it returns.
             self._move(MemberState.PREPARING)
-            self._wait(self._listener("revoked", revoked), MemberState.JOINING, clear_assignment=True)
+            self._wait(
+                self._listener("revoked", revoked), MemberState.JOINING, lambda: self._apply_assignment(frozenset())
+            )
         else:
             self._move(MemberState.JOINING)
 
@@ -363,10 +389,11 @@ class ClassicMembershipManager:
         self._move(MemberState.FATAL)
         self._emit(ErrorEvent(error))
 
-    def _wait(self, future: Future[None], then: MemberState, *, clear_assignment: bool = False) -> None:
+    def _wait(self, future: Future[None], then: MemberState, after: Callable[[], None] | None = None) -> None:
+        """Once the caller's callback returned: move to ``then``, then run ``after``."""
         self._waiting_for = future
         self._after_callback = then
-        self._clear_after_callback = clear_assignment
+        self._continuation = after
 
     def _move(self, new: MemberState) -> None:
         self.state = transition(self.state, new)

@@ -228,3 +228,46 @@ def test_a_static_member_leaves_without_leave_group() -> None:
     h.manager.leave()
     assert h.manager.state is MemberState.UNJOINED
     assert h.manager.poll(1).unsent_requests == ()
+
+
+def cooperative_harness() -> Harness:
+    h = Harness()
+    h.manager.cooperative = True
+    return h
+
+
+def test_cooperative_rejoin_keeps_the_partitions_and_revokes_only_what_moved() -> None:
+    h = cooperative_harness()
+    h.join_as_leader()
+    assert h.applied[-1] == {TP0, TP1}
+    h.manager.request_rejoin("a member joined")
+    assert h.manager.state is MemberState.JOINING  # no revoke before joining
+    assert h.calls[-1][0] == "assigned"
+    join = h.one(1)
+    join.on_response(joined("m-1", leader="m-2", generation=6), 2)
+    sync = h.one(3)
+    sync.on_response(SyncGroupResponse(0, Assignment((("t", (0,)),)).encode()), 4)
+    kind, partitions, done = h.calls[-1]
+    assert (kind, partitions) == ("revoked", {TP1})  # only the partition that moved
+    assert h.applied[-1] == {TP0, TP1}  # still held while the callback may commit
+    done.set_result(None)
+    h.manager.poll(5)
+    assert h.applied[-1] == {TP0}
+    kind, partitions, done = h.calls[-1]
+    assert (kind, partitions) == ("assigned", frozenset())
+    done.set_result(None)
+    h.manager.poll(6)
+    # Something was revoked: rejoin at once so the group can give it to its new owner.
+    assert h.manager.state is MemberState.JOINING
+
+
+def test_cooperative_assignment_without_revocation_settles() -> None:
+    h = cooperative_harness()
+    h.manager.subscribe()
+    h.one(0).on_response(joined("m-1", leader="m-2"), 1)
+    h.one(2).on_response(SyncGroupResponse(0, Assignment((("t", (1,)),)).encode()), 3)
+    kind, partitions, done = h.calls[-1]
+    assert (kind, partitions) == ("assigned", {TP1})
+    done.set_result(None)
+    h.manager.poll(4)
+    assert h.manager.state is MemberState.STABLE
