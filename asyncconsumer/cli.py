@@ -82,40 +82,58 @@ async def _demo(args: argparse.Namespace) -> int:
         _out(f"  produced    {args.records:,} records of {args.size} B in {produce_s:.2f} s (aiokafka producer)")
 
         cpu_before = _cpu_s()
-        async with AsyncConsumer(broker.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+        group_id = "asyncconsumer-demo"
+        async with AsyncConsumer(
+            broker.bootstrap_servers,
+            group_id=group_id,
+            auto_offset_reset="earliest",
+            session_timeout_ms=6_000,
+            heartbeat_interval_ms=500,
+        ) as consumer:
             partitions = [TopicPartition(topic, p) for p in range(args.partitions)]
-            await consumer.assign(partitions)
             started = time.perf_counter()
+            await consumer.subscribe([topic])
             first_record_s: float | None = None
+            flow_started = started
+            first_batch = 0
             count = 0
             total_bytes = 0
             per_partition = dict.fromkeys(partitions, 0)
             while count < args.records:
-                records = await consumer.poll(timeout_ms=10_000, max_records=10_000)
+                records = await consumer.poll(timeout_ms=15_000, max_records=10_000)
                 if not records:
-                    _err(f"error: no records for 10 s after {count:,} of {args.records:,}")
+                    _err(f"error: no records for 15 s after {count:,} of {args.records:,}")
                     return 1
                 if first_record_s is None:
                     first_record_s = time.perf_counter() - started
+                    flow_started = time.perf_counter()
+                    first_batch = records.count()
                 for tp, batch in records.items():
                     per_partition[tp] += len(batch)
                     count += len(batch)
                     total_bytes += sum(r.serialized_value_size for r in batch)
-            elapsed = time.perf_counter() - started
-            positions = {tp: await consumer.position(tp) for tp in partitions}
+            elapsed = time.perf_counter() - flow_started
+            await consumer.commit()
+            committed = await consumer.committed(partitions)
+            member = consumer.group_metadata()
+        cpu = _cpu_s() - cpu_before
         cpu = _cpu_s() - cpu_before
         peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         _out(
-            f"  consumed    {count:,} records, {total_bytes / 1e6:.1f} MB of values, in {elapsed:.2f} s "
-            f"(first record after {1000 * (first_record_s or 0):.0f} ms)"
+            f"  group       {group_id!r}: joined as {member.member_id} (generation {member.generation_id}), "
+            f"first record {1000 * (first_record_s or 0):.0f} ms after subscribe (the broker holds a new group's "
+            "first join for half the session timeout)"
         )
+        _out(f"  consumed    {count:,} records, {total_bytes / 1e6:.1f} MB of values")
         _out(
-            f"  speed       {count / elapsed:,.0f} records/s, {total_bytes / 1e6 / elapsed:.1f} MB/s, "
+            f"  speed       {(count - first_batch) / elapsed:,.0f} records/s, "
+            f"{total_bytes * (count - first_batch) / count / 1e6 / elapsed:.1f} MB/s after the first poll, "
             f"{cpu:.2f} CPU-s for the consumer process, peak RSS {peak_rss_mb:.0f} MB"
         )
         for tp in partitions:
-            _out(f"  {tp!s:<11} {per_partition[tp]:>9,} records, position {positions[tp]:,}")
-        _out("  groups      not yet: this demo assigns partitions manually (consumer groups are the next step)")
+            offset = committed.get(tp)
+            shown = f"{offset.offset:,}" if offset is not None else "none"
+            _out(f"  {tp!s:<11} {per_partition[tp]:>9,} records, committed offset {shown}")
         return 0
     finally:
         broker.stop()
@@ -155,23 +173,39 @@ async def _consume(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, stop.set)
     seen = 0
-    async with AsyncConsumer(args.bootstrap_server, auto_offset_reset=reset, client_id="asyncconsumer-cli") as consumer:
+    config: dict[str, Any] = {"auto_offset_reset": reset, "client_id": "asyncconsumer-cli"}
+    if args.group:
+        config["group_id"] = args.group
+    for item in args.property:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            _err(f"error: --property takes KEY=VALUE, got {item!r}")
+            return 2
+        config[key.strip()] = value.strip()
+    async with AsyncConsumer(args.bootstrap_server, **config) as consumer:
         infos = await consumer.partitions_for(args.topic, timeout_ms=args.timeout_ms)
         if not infos:
             _err(f"error: topic {args.topic!r} does not exist on {args.bootstrap_server}")
             return 2
-        await consumer.assign([TopicPartition(args.topic, p.partition) for p in infos])
-        while not stop.is_set() and (args.max_messages is None or seen < args.max_messages):
-            poll = asyncio.ensure_future(consumer.poll(timeout_ms=500))
-            await asyncio.wait([poll, asyncio.ensure_future(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
-            if not poll.done():
-                poll.cancel()
-                break
-            for record in poll.result().records():
-                _out(_format(record, args.format, args.decode))
-                seen += 1
-                if args.max_messages is not None and seen >= args.max_messages:
+        if args.group:
+            await consumer.subscribe([args.topic])  # positions are committed on close (auto-commit)
+        else:
+            await consumer.assign([TopicPartition(args.topic, p.partition) for p in infos])
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            while not stop.is_set() and (args.max_messages is None or seen < args.max_messages):
+                # Never take more records than will be printed: with a group, what poll returns gets committed.
+                limit = 500 if args.max_messages is None else args.max_messages - seen
+                poll = asyncio.ensure_future(consumer.poll(timeout_ms=500, max_records=limit))
+                await asyncio.wait([poll, stopped], return_when=asyncio.FIRST_COMPLETED)
+                if not poll.done():
+                    poll.cancel()
                     break
+                for record in poll.result().records():
+                    _out(_format(record, args.format, args.decode))
+                    seen += 1
+        finally:
+            stopped.cancel()
     return 130 if stop.is_set() else 0
 
 
@@ -190,6 +224,14 @@ def _parser() -> argparse.ArgumentParser:
     consume.add_argument("--bootstrap-server", required=True, help="HOST:PORT[,HOST:PORT...]")
     consume.add_argument("--topic", required=True)
     consume.add_argument("--from-beginning", action="store_true")
+    consume.add_argument("--group", default=None, help="consume as a member of this consumer group (commits on exit)")
+    consume.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any consumer setting, Java or Python spelling (e.g. session.timeout.ms=6000); repeatable",
+    )
     consume.add_argument("--max-messages", type=int, default=None)
     consume.add_argument("--format", choices=("text", "json"), default="text")
     consume.add_argument("--decode", choices=("utf-8", "hex"), default="utf-8")

@@ -28,7 +28,8 @@ def test_demo_starts_a_broker_produces_consumes_and_reports() -> None:
     assert "produced    4,000 records" in out
     assert "consumed    4,000 records" in out
     assert "records/s" in out
-    assert "demo-0" in out and "position 2,000" in out
+    assert "demo-0" in out and "committed offset 2,000" in out
+    assert "group       'asyncconsumer-demo': joined as" in out
     assert "embedded_broker" not in out  # logs stay out of the report
 
 
@@ -68,3 +69,35 @@ def test_consume_from_an_unreachable_server_prints_one_error_line() -> None:
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "127.0.0.1" in errors[0]
+
+
+def test_consume_with_a_group_commits_what_it_printed(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(1)
+    produce(name, [Record(b"g-%d" % i, partition=0) for i in range(10)])
+    group = f"cli-{name}"
+    args = [
+        "consume",
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic",
+        name,
+        "--from-beginning",
+        "--group",
+        group,
+        "--max-messages",
+        "4",
+        "--format",
+        "json",
+        "--property",
+        "session.timeout.ms=6000",
+        "--property",
+        "heartbeat_interval_ms=500",
+    ]
+    first = run_cli(*args)
+    assert first.returncode == 0, first.stderr
+    assert [json.loads(line)["offset"] for line in first.stdout.splitlines()] == [0, 1, 2, 3]
+    second = run_cli(*args)  # the same group resumes after what the first run printed
+    assert second.returncode == 0, second.stderr
+    assert [json.loads(line)["offset"] for line in second.stdout.splitlines()] == [4, 5, 6, 7]
