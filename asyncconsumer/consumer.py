@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import inspect
 import re
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, TypeVar
@@ -152,7 +152,7 @@ class AsyncConsumer:
     async def _run_callbacks(self) -> None:
         for event in self._core.take_background_events():
             try:
-                result = self._core.listener_method(event)(set(event.partitions))
+                result = self._core.callback_for(event)()
                 if inspect.isawaitable(result):
                     await result
             finally:
@@ -181,6 +181,14 @@ class AsyncConsumer:
     ) -> None:
         """Commits ``offsets`` (default: the current positions) and waits for the coordinator's answer."""
         await _wait(self._core.commit(offsets, timeout_ms))
+
+    def commit_async(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+        callback: Callable[[Mapping[TopicPartition, Any] | None, BaseException | None], Any] | None = None,
+    ) -> None:
+        """Starts a commit and returns at once; ``callback(offsets, error)`` runs inside a later ``poll``."""
+        self._core.commit_async(offsets, callback)
 
     async def committed(
         self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None

@@ -37,7 +37,7 @@ from asyncconsumer.events.application import (
     UnsubscribeEvent,
     UpdatePositionsEvent,
 )
-from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
+from asyncconsumer.events.background import CallbackEvent, ErrorEvent, RebalanceEvent
 from asyncconsumer.events.processor import ApplicationEventProcessor
 from asyncconsumer.events.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer.fetch_buffer import FetchBuffer
@@ -303,10 +303,10 @@ class ConsumerCore:
         return self.submit(TopicMetadataEvent(topic=topic, deadline_ms=self.deadline(timeout_ms)))
 
     # --- polling ---------------------------------------------------------------------------------------------
-    def take_background_events(self) -> list[RebalanceEvent]:
-        """Rebalance callbacks to run, in order, up to the first error, which is raised (the rest wait)."""
+    def take_background_events(self) -> list[RebalanceEvent | CallbackEvent]:
+        """Callbacks to run, in order, up to the first error, which is raised (the rest wait)."""
         events = self.background_events.drain()
-        callbacks: list[RebalanceEvent] = []
+        callbacks: list[RebalanceEvent | CallbackEvent] = []
         for i, event in enumerate(events):
             if isinstance(event, ErrorEvent):
                 for later in events[i + 1 :]:
@@ -318,14 +318,35 @@ class ConsumerCore:
             callbacks.append(event)
         return callbacks
 
-    def listener_method(self, event: RebalanceEvent) -> Callable[[set[TopicPartition]], Any]:
+    def callback_for(self, event: RebalanceEvent | CallbackEvent) -> Callable[[], Any]:
+        """What to call on the caller's side for ``event`` (the facade awaits it if it returns an awaitable)."""
+        if isinstance(event, CallbackEvent):
+            return event.call
         listener = self.listener if self.listener is not None else ConsumerRebalanceListener()
-        return cast(Callable[[set[TopicPartition]], Any], getattr(listener, f"on_partitions_{event.kind}"))
+        method = cast(Callable[[set[TopicPartition]], Any], getattr(listener, f"on_partitions_{event.kind}"))
+        partitions = set(event.partitions)
+        return lambda: method(partitions)
 
-    def callback_done(self, event: RebalanceEvent) -> None:
-        if not event.done.done():
-            event.done.set_result(None)
-        self.thread.wakeup()
+    def commit_async(
+        self,
+        offsets: Mapping[Any, Any] | None,
+        callback: Callable[[Mapping[Any, Any] | None, BaseException | None], Any] | None,
+    ) -> None:
+        future = self.commit(offsets, None)
+        if callback is None:
+            return
+
+        def done(f: Future[None]) -> None:
+            error = f.exception()
+            self.background_events.put(CallbackEvent(lambda: callback(offsets, error)))
+
+        future.add_done_callback(done)
+
+    def callback_done(self, event: RebalanceEvent | CallbackEvent) -> None:
+        if isinstance(event, RebalanceEvent):
+            if not event.done.done():
+                event.done.set_result(None)
+            self.thread.wakeup()
 
     def note_poll(self) -> None:
         group = self.group

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import inspect
 import re
-from collections.abc import Awaitable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from types import TracebackType
@@ -139,7 +139,7 @@ class Consumer:
     def _run_callbacks(self) -> None:
         for event in self._core.take_background_events():
             try:
-                result = self._core.listener_method(event)(set(event.partitions))
+                result = self._core.callback_for(event)()
                 if inspect.isawaitable(result):
                     asyncio.run(_awaited(result))
             finally:
@@ -164,6 +164,14 @@ class Consumer:
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None, timeout_ms: int | None = None
     ) -> None:
         self._wait(self._core.commit(offsets, timeout_ms), timeout_ms)
+
+    def commit_async(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+        callback: Callable[[Mapping[TopicPartition, Any] | None, BaseException | None], Any] | None = None,
+    ) -> None:
+        """Starts a commit and returns at once; ``callback(offsets, error)`` runs inside a later ``poll``."""
+        self._core.commit_async(offsets, callback)
 
     def committed(
         self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 
 import attrs
@@ -26,4 +27,11 @@ class RebalanceEvent:
     done: Future[None] = attrs.field(eq=False, repr=False)
 
 
-BackgroundEvent = ErrorEvent | RebalanceEvent
+@attrs.define(frozen=True, slots=True)
+class CallbackEvent:
+    """Run a user callback on the caller's side (e.g. ``commit_async``'s), inside the next ``poll``."""
+
+    call: Callable[[], object] = attrs.field(eq=False)
+
+
+BackgroundEvent = ErrorEvent | RebalanceEvent | CallbackEvent
