@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from asyncconsumer.clock import Clock
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.core import ConsumerCore, to_partition
+from asyncconsumer.errors import KafkaError
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.records import (
     ConsumerRecord,
@@ -54,6 +55,8 @@ class AsyncConsumer:
         """Stops the background thread; returns within ``timeout_ms`` (default 30 s) even if brokers are gone."""
         timeout = 30_000 if timeout_ms is None else timeout_ms
         deadline = self._core.clock.now_ms() + timeout
+        if not self._core.closed and self._core.started and self._core.thread.alive:
+            await self._before_leaving()
         future = self._core.close(timeout)
         if future is not None:
             with contextlib.suppress(TimeoutError):
@@ -171,7 +174,20 @@ class AsyncConsumer:
         await _wait(self._core.subscribe(topics, pattern, listener))
 
     async def unsubscribe(self) -> None:
+        """Leaves the group; the listener's ``on_partitions_revoked`` runs first, after an auto-commit."""
+        await self._before_leaving()
         await _wait(self._core.unsubscribe())
+
+    async def _before_leaving(self) -> None:
+        callback = self._core.revoke_callback_before_leaving()
+        if callback is None:
+            return
+        if self._core.config.enable_auto_commit:
+            with contextlib.suppress(KafkaError):
+                await self.commit()
+        result = callback()
+        if inspect.isawaitable(result):
+            await result
 
     def subscription(self) -> set[str]:
         return set(self._core.subscriptions.subscription or ())

@@ -382,6 +382,16 @@ class ConsumerCore:
         self.group.has_listener = listener is not None
         return self.submit(SubscribeEvent(topics=names, pattern=compiled, deadline_ms=self.deadline(None)))
 
+    def revoke_callback_before_leaving(self) -> Callable[[], Any] | None:
+        """Java runs ``on_partitions_revoked`` on the caller's thread in ``unsubscribe`` and ``close``: this is it."""
+        if self.group is None or self.listener is None or self.subscriptions.subscription is None:
+            return None
+        assigned = self.subscriptions.assigned()
+        if not assigned:
+            return None
+        listener = self.listener
+        return lambda: listener.on_partitions_revoked(set(assigned))
+
     def unsubscribe(self) -> Future[None]:
         return self.submit(UnsubscribeEvent(deadline_ms=self.deadline(None)))
 

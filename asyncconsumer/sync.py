@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from asyncconsumer.clock import Clock
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.core import ConsumerCore, to_partition
-from asyncconsumer.errors import KafkaTimeoutError
+from asyncconsumer.errors import KafkaError, KafkaTimeoutError
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.records import (
     ConsumerRecord,
@@ -59,6 +59,8 @@ class Consumer:
     def close(self, timeout_ms: int | None = None) -> None:
         timeout = 30_000 if timeout_ms is None else timeout_ms
         deadline = self._core.clock.now_ms() + timeout
+        if not self._core.closed and self._core.started and self._core.thread.alive:
+            self._before_leaving()
         future = self._core.close(timeout)
         if future is not None:
             with contextlib.suppress(FutureTimeout):
@@ -155,7 +157,20 @@ class Consumer:
         self._wait(self._core.subscribe(topics, pattern, listener))
 
     def unsubscribe(self) -> None:
+        """Leaves the group; the listener's ``on_partitions_revoked`` runs first, after an auto-commit."""
+        self._before_leaving()
         self._wait(self._core.unsubscribe())
+
+    def _before_leaving(self) -> None:
+        callback = self._core.revoke_callback_before_leaving()
+        if callback is None:
+            return
+        if self._core.config.enable_auto_commit:
+            with contextlib.suppress(KafkaError):
+                self.commit()
+        result = callback()
+        if inspect.isawaitable(result):
+            asyncio.run(_awaited(result))
 
     def subscription(self) -> set[str]:
         return set(self._core.subscriptions.subscription or ())

@@ -102,7 +102,7 @@ class ApplicationEventProcessor:
             case UnsubscribeEvent():
                 if self._group is not None:
                     self._group.set_pattern(None)
-                    self._group.membership.leave()
+                    self._group.membership.leave(notify=False)
                 self._subs.unsubscribe()
                 self._metadata.set_topics(())
                 event.complete(None)

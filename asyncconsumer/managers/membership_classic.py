@@ -137,14 +137,17 @@ class ClassicMembershipManager:
         if lost:
             self._wait(self._listener("lost", lost), MemberState.UNJOINED)
 
-    def leave(self) -> None:
-        """Unsubscribe or close: give up the partitions and leave (a static member does not send LeaveGroup)."""
+    def leave(self, *, notify: bool = True) -> None:
+        """Give up the partitions and leave (a static member does not send LeaveGroup).
+
+        ``notify=False`` when the caller's side already ran its revoke callback (``unsubscribe``, ``close``).
+        """
         self.subscribed = False
         if self.state in (MemberState.UNJOINED, MemberState.FATAL, MemberState.LEAVING):
             return
         revoked, self.owned = self.owned, frozenset()
         self._apply_assignment(frozenset())
-        if revoked:
+        if revoked and notify:
             self._listener("revoked", revoked)
         if self.member_id and self._settings.group_instance_id is None:
             self._move(MemberState.LEAVING)
@@ -190,7 +193,7 @@ class ClassicMembershipManager:
         return PollResult(MAX_POLL_WAIT_MS)
 
     def poll_on_close(self, now_ms: int) -> PollResult:
-        self.leave()
+        self.leave(notify=False)
         coordinator = self._coordinator.coordinator
         if self.state is MemberState.LEAVING and coordinator is not None:
             return self._send(now_ms, self._leave_request(), coordinator.node_id, self._on_leave)

@@ -522,3 +522,6 @@ def test_the_blocking_consumer_in_a_group(broker: EmbeddedBroker, topic: TopicFa
         consumer.unsubscribe()
         assert consumer.subscription() == set()
         assert consumer.assignment() == set()
+        # Like Java, unsubscribe runs on_partitions_revoked on the caller's thread, once.
+        assert listener.nonempty() == [("assigned", [0, 1, 2]), ("revoked", [0, 1, 2])]
+        assert listener.threads == {threading.current_thread().name}
