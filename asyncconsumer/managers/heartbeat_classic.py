@@ -66,7 +66,7 @@ class ClassicHeartbeatManager:
         last_poll = self._last_poll_ms()
         if last_poll is not None and now_ms - last_poll > self._settings.max_poll_interval_ms:
             self._poll_timeout(now_ms - last_poll)
-            return PollResult(MAX_POLL_WAIT_MS)
+            return PollResult(0)  # the membership manager, polled before us, sends the LeaveGroup on the next turn
         if self._last_answer_ms is None:
             self._last_answer_ms = now_ms
         elif now_ms - self._last_answer_ms > self._settings.session_timeout_ms:

@@ -2,8 +2,9 @@
 
 Eager rebalancing: before every (re)join the member gives up its partitions (the caller's revoke callback runs
 first), and a member fenced by the coordinator reports its partitions lost. Listener callbacks run on the caller's
-side; the manager waits for their futures before it moves on. Every state change goes through the transition
-table in ``member_state.py``. Nothing wires this manager into the consumer yet (see the consumer-groups issue).
+side; the manager waits for their futures before it moves on, and a rejoin asked for meanwhile waits for them
+too. Every state change goes through the transition table in ``member_state.py``; a change made while a callback
+is pending (leave, fenced, fatal) abandons what was to follow that callback.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class ClassicMembershipManager:
         self._waiting_for: Future[None] | None = None
         self._after_callback: MemberState | None = None
         self._continuation: Callable[[], None] | None = None
+        self._rejoin_reason: str | None = None
         self._rejoin_on_poll = False
         self.rebalances = 0
 
@@ -120,6 +122,9 @@ class ClassicMembershipManager:
         if self.state in (MemberState.FATAL, MemberState.LEAVING) or not self.subscribed:
             return
         if self.state in (MemberState.STABLE, MemberState.ASSIGNING):
+            if self._waiting_for is not None:
+                self._rejoin_reason = reason  # after the pending callback: the rebalance it finishes comes first
+                return
             log.info("membership.rejoin", group=self._settings.group_id, reason=reason)
             self._prepare_join()
 
@@ -177,6 +182,9 @@ class ClassicMembershipManager:
                 self._move(after)
             if continuation is not None:
                 continuation()
+        if self._waiting_for is None and self._rejoin_reason is not None:
+            reason, self._rejoin_reason = self._rejoin_reason, None
+            self.request_rejoin(reason)
         if self.state is MemberState.UNJOINED and self.subscribed:
             self._prepare_join()
         coordinator = self._coordinator.coordinator
@@ -399,4 +407,9 @@ class ClassicMembershipManager:
         self._continuation = after
 
     def _move(self, new: MemberState) -> None:
+        """Changes state; a change made while a callback is pending abandons what was to follow it."""
         self.state = transition(self.state, new)
+        if self._waiting_for is not None:
+            log.debug("membership.wait_abandoned", group=self._settings.group_id, state=new.name)
+            self._waiting_for = self._after_callback = self._continuation = None
+            self._rejoin_reason = None

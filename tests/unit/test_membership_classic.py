@@ -271,3 +271,55 @@ def test_cooperative_assignment_without_revocation_settles() -> None:
     done.set_result(None)
     h.manager.poll(4)
     assert h.manager.state is MemberState.STABLE
+
+
+def test_a_cooperative_rebalance_notice_during_the_assign_callback_waits_for_it() -> None:
+    """The race seen in the group benchmark: a heartbeat says REBALANCE_IN_PROGRESS while the caller has not yet run
+    on_partitions_assigned. The member finishes that callback (STABLE), then rejoins; before the fix it moved to
+    JOINING at once and died with IllegalStateError('JOINING cannot move to STABLE') when the callback returned."""
+    h = cooperative_harness()
+    h.manager.subscribe()
+    h.one(0).on_response(joined("m-1", leader="m-2"), 1)
+    h.one(2).on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 3)
+    kind, _, done = h.calls[-1]
+    assert kind == "assigned" and h.manager.state is MemberState.ASSIGNING
+    h.manager.request_rejoin("the coordinator started a rebalance")
+    assert h.manager.state is MemberState.ASSIGNING  # not before the callback returned
+    assert h.manager.poll(4).unsent_requests == ()
+    done.set_result(None)
+    (join,) = h.manager.poll(5).unsent_requests  # STABLE for a moment, then the deferred rejoin
+    assert isinstance(join.request, JoinGroupRequest) and join.request.member_id == "m-1"
+    assert h.manager.state is MemberState.JOINING
+    assert h.manager.owned == {TP0, TP1}  # cooperative: kept across the rejoin
+
+
+def test_an_eager_rejoin_during_the_assign_callback_revokes_after_it() -> None:
+    h = Harness()
+    h.manager.subscribe()
+    h.one(0).on_response(joined("m-1", leader="m-2"), 1)
+    h.one(2).on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 3)
+    assigned = h.calls[-1][2]
+    h.manager.request_rejoin("the coordinator started a rebalance")
+    assert [c[0] for c in h.calls] == ["assigned"]  # no revoke of partitions the caller has not been given yet
+    assigned.set_result(None)
+    h.manager.poll(4)
+    assert [(c[0], c[1]) for c in h.calls] == [("assigned", {TP0, TP1}), ("revoked", {TP0, TP1})]
+    assert h.manager.state is MemberState.PREPARING
+
+
+def test_leaving_while_a_callback_is_pending_abandons_what_was_to_follow_it() -> None:
+    h = Harness()
+    h.manager.subscribe()
+    h.one(0).on_response(joined("m-1", leader="m-2"), 1)
+    h.one(2).on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 3)
+    assigned = h.calls[-1][2]
+    h.manager.leave_until_next_poll()  # the caller stopped polling before it ran on_partitions_assigned
+    (leave,) = h.manager.poll(4).unsent_requests  # the pending callback does not hold the LeaveGroup back
+    assert isinstance(leave.request, LeaveGroupRequest)
+    leave.on_response(LeaveGroupResponse(0), 5)
+    assigned.set_result(None)  # the caller finally runs it; nothing may move the member to STABLE now
+    h.manager.poll(6)
+    assert h.manager.state is MemberState.UNJOINED
+    h.manager.caller_polled()
+    (join,) = h.manager.poll(7).unsent_requests
+    assert isinstance(join.request, JoinGroupRequest)
