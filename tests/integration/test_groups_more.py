@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -658,3 +658,84 @@ async def test_cooperative_sticky_revokes_only_the_partitions_that_move(
         for poller in pollers:
             await poller.abandon()
         await asyncio.gather(c1.close(), c2.close())
+
+
+# --- 7. up to four members, joining and leaving one by one ----------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+async def test_four_members_join_and_leave_one_by_one_and_every_record_is_consumed_exactly_once(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper, strategy: str
+) -> None:
+    """1 → 4 → 1 members, records produced between steps. After every rebalance one generation owns each partition
+    exactly once; with auto-commit (which commits before a revocation and on close) nothing is consumed twice."""
+    name = topic(8)
+    partitions = all_partitions(name, 8)
+    group_id = new_group_id()
+    settings: dict[str, Any] = {"partition_assignment_strategy": (strategy,), "enable_auto_commit": True}
+    waves = [produce.values(name, 80, 8)]
+    members: list[tuple[AsyncConsumer, Poller]] = []
+    everyone: list[tuple[AsyncConsumer, Poller]] = []
+    generations: list[int] = []
+    steps: list[str] = []
+
+    def view() -> str:
+        parts = []
+        for c, _ in members:
+            meta = c.group_metadata()
+            parts.append(f"{meta.member_id[-6:]} gen {meta.generation_id} owns {describe(c.assignment())}")
+        return "; ".join(parts)
+
+    async def settle(step: str) -> None:
+        started = time.monotonic()
+
+        def settled() -> bool:
+            for _, poller in members:
+                poller.check()
+            owned = [c.assignment() for c, _ in members]
+            ids = {c.group_metadata().generation_id for c, _ in members}
+            return (
+                len(ids) == 1
+                and ids.pop() > (generations[-1] if generations else -1)
+                and all(owned)
+                and sum(len(o) for o in owned) == len(partitions)
+                and frozenset().union(*owned) == partitions
+            )
+
+        await wait_for_async(settled, timeout=3 * JOIN_TIMEOUT_S, message=lambda: f"{step}: {view()}")
+        generations.append(members[0][0].group_metadata().generation_id)
+        steps.append(f"{step} {time.monotonic() - started:.1f}s")
+        waves.append(await produce.values_async(name, 80, 8, start=80 * len(waves)))
+
+    try:
+        for n in range(1, 5):
+            consumer = group_consumer(broker.bootstrap_servers, group_id, **settings)
+            await consumer.start()
+            await consumer.subscribe([name])
+            members.append((consumer, Poller(consumer)))
+            everyone.append(members[-1])
+            await settle(f"{n} member(s)")
+        while len(members) > 1:
+            consumer, poller = members.pop(0)
+            await poller.stop()
+            await consumer.close()  # commits its positions, then LeaveGroup
+            await settle(f"{len(members)} member(s) left")
+
+        expected = merge(*waves)
+        total = sum(len(offsets) for offsets in expected.values())
+        await wait_for_async(
+            lambda: len(consumed(*(p for _, p in everyone))) == total,
+            timeout=JOIN_TIMEOUT_S,
+            message=lambda: f"{len(consumed(*(p for _, p in everyone)))} of {total} records",
+        )
+        await members[0][1].stop()
+    finally:
+        for consumer, poller in everyone:
+            await poller.abandon()
+            await consumer.close()
+
+    print(f"\n{strategy}: generations {generations}; settled after {', '.join(steps)}")
+    returned = [(r.partition, r.offset) for _, poller in everyone for r in poller.records]
+    assert union_by_partition(returned) == expected  # none skipped
+    duplicates = sorted(x for x, times in Counter(returned).items() if times > 1)
+    assert duplicates == [], f"consumed twice across clean rebalances: {duplicates[:20]}"
