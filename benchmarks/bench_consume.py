@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import resource
 import signal
 import socket
@@ -30,6 +29,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from benchcommon import ChildFailed, code_version, machine, report_failures
 
 RESULT_MARKER = "BENCH_RESULT "
 CHILD_TIMEOUT_S = 300.0
@@ -476,10 +477,6 @@ def create_topic(broker: Any, bootstrap: str, topic: str, partitions: int) -> No
     asyncio.run(run())
 
 
-class ChildFailed(RuntimeError):
-    pass
-
-
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -699,55 +696,6 @@ def table(summary: dict[str, Result]) -> str:
     return "\n".join(lines)
 
 
-def machine() -> Result:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    versions: dict[str, str] = {}
-    for module in ("aiokafka", "confluent_kafka"):
-        try:
-            mod = __import__(module)
-            versions[module] = str(getattr(mod, "__version__", "") or mod.version()[0])
-        except Exception as exc:
-            versions[module] = f"unavailable ({type(exc).__name__})"
-    try:
-        import confluent_kafka
-
-        versions["librdkafka"] = confluent_kafka.libversion()[0]
-    except Exception:
-        pass
-    return {
-        "cpus": os.cpu_count(),
-        "cpu_model": model,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        **versions,
-    }
-
-
-def code_version() -> str:
-    """The commit asyncconsumer's code is at, with "+dirty" when its files differ from it (children import the
-    working tree afresh, so a change during a run lands in the middle of it)."""
-    repo = Path(__file__).resolve().parent.parent
-
-    def git(*argv: str) -> str:
-        try:
-            done = subprocess.run(["git", *argv], cwd=repo, capture_output=True, text=True, check=False, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            return ""
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    head = git("rev-parse", "--short", "HEAD")
-    if not head:
-        return "unknown"
-    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "--", "asyncconsumer") else "")
-
-
 def parent_main(args: argparse.Namespace) -> int:
     import structlog
 
@@ -768,7 +716,7 @@ def parent_main(args: argparse.Namespace) -> int:
         broker = EmbeddedBroker.start()
         bootstrap = broker.bootstrap_servers
     broker_pid: int | None = None if broker is None else broker.pid
-    info = machine()
+    info = machine(("aiokafka", "confluent_kafka"))
     info["code"] = code_version()
     if broker is not None:
         version = subprocess.run([broker.binary, "--version"], capture_output=True, text=True, check=False)
@@ -866,12 +814,7 @@ def parent_main(args: argparse.Namespace) -> int:
         if args.json:
             report["failures"] = failures
             Path(args.json).write_text(json.dumps(report, indent=2))
-    if failures:
-        print(f"\n{len(failures)} run(s) FAILED:", file=sys.stderr)
-        for message in failures:
-            print(message.splitlines()[0], file=sys.stderr)
-        return 1
-    return 0
+    return report_failures(failures)
 
 
 def report_main(path: str) -> int:

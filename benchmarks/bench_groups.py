@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -41,6 +39,7 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer
 from aiokafka.abc import ConsumerRebalanceListener as AioListener
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from benchcommon import ChildFailed, code_version, machine, report_failures
 
 from asyncconsumer import AsyncConsumer, ConsumerRebalanceListener, TopicPartition
 
@@ -494,10 +493,6 @@ def child_main(args: argparse.Namespace) -> int:
 # ==========================================================================================================
 
 
-class ChildFailed(RuntimeError):
-    pass
-
-
 def produce(bootstrap: str, topic: str, partitions: int, records: int) -> None:
     from aiokafka import AIOKafkaProducer
 
@@ -683,43 +678,6 @@ def table(scenario: str, summary: dict[str, Result]) -> str:
     return "\n".join(lines + failed_rows)
 
 
-def machine() -> Result:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import aiokafka
-
-    return {
-        "cpus": os.cpu_count(),
-        "cpu_model": model,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "aiokafka": aiokafka.__version__,
-    }
-
-
-def code_version() -> str:
-    """The commit of asyncconsumer's code, "+dirty" when its files differ from it."""
-    repo = Path(__file__).resolve().parent.parent
-
-    def git(*argv: str) -> str:
-        try:
-            done = subprocess.run(["git", *argv], cwd=repo, capture_output=True, text=True, check=False, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            return ""
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    head = git("rev-parse", "--short", "HEAD")
-    if not head:
-        return "unknown"
-    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "--", "asyncconsumer") else "")
-
-
 def _progress(scenario: str, rep: int, result: Result) -> str:
     client = result["client"]
     if scenario == "first":
@@ -817,12 +775,7 @@ def parent_main(args: argparse.Namespace) -> int:
             report["failures"] = failures
             Path(args.json).write_text(json.dumps(report, indent=2))
     print(f"\n# total {info['total_s']:.0f} s")
-    if failures:
-        print(f"\n{len(failures)} run(s) FAILED:", file=sys.stderr)
-        for message in failures:
-            print(message.splitlines()[0], file=sys.stderr)
-        return 1
-    return 0
+    return report_failures(failures)
 
 
 def report_main(path: str) -> int:

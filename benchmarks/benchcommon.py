@@ -1,0 +1,71 @@
+"""What the benchmark scripts share: the machine and code a run measured, and how a failed child is reported."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+class ChildFailed(RuntimeError):
+    """A measured child process failed or reported a result that does not check out."""
+
+
+def machine(modules: Sequence[str] = ("aiokafka",)) -> dict[str, Any]:
+    """CPU, platform, Python and the versions of ``modules`` (librdkafka's too when confluent_kafka is one)."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions: dict[str, str] = {}
+    for module in modules:
+        try:
+            mod = __import__(module)
+            versions[module] = str(getattr(mod, "__version__", "") or mod.version()[0])
+            if module == "confluent_kafka":
+                versions["librdkafka"] = mod.libversion()[0]
+        except Exception as exc:
+            versions[module] = f"unavailable ({type(exc).__name__})"
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        **versions,
+    }
+
+
+def code_version() -> str:
+    """The commit asyncconsumer's code is at, with "+dirty" when its files differ from it (children import the
+    working tree afresh, so a change during a run lands in the middle of it)."""
+    repo = Path(__file__).resolve().parent.parent
+
+    def git(*argv: str) -> str:
+        try:
+            done = subprocess.run(["git", *argv], cwd=repo, capture_output=True, text=True, check=False, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "--short", "HEAD")
+    if not head:
+        return "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "--", "asyncconsumer") else "")
+
+
+def report_failures(failures: Sequence[str]) -> int:
+    """Names every failed run on stderr; the exit code for the run (1 if any failed)."""
+    if not failures:
+        return 0
+    print(f"\n{len(failures)} run(s) FAILED:", file=sys.stderr)
+    for message in failures:
+        print(message.splitlines()[0], file=sys.stderr)
+    return 1
