@@ -76,14 +76,8 @@ def union_by_partition(seen: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
     return dict(out)
 
 
-class CommittingPoller:
-    """Polls in a task of the test's loop and commits each batch's next offsets before the next poll."""
-
-    def __init__(self, consumer: AsyncConsumer) -> None:
-        self.consumer = consumer
-        self.records: list[ConsumerRecord] = []
-        self._stopping = False
-        self._task: asyncio.Task[None] = asyncio.create_task(self._run())
+class CommittingPoller(Poller):
+    """A :class:`Poller` that commits each batch's next offsets before the next poll."""
 
     async def _run(self) -> None:
         while not self._stopping:
@@ -98,19 +92,6 @@ class CommittingPoller:
 
     def seen(self) -> set[tuple[int, int]]:
         return {(r.partition, r.offset) for r in self.records}
-
-    def check(self) -> None:
-        if self._task.done():
-            self._task.result()
-            raise AssertionError("the polling task ended without being stopped")
-
-    async def stop(self) -> None:
-        self._stopping = True
-        await asyncio.wait_for(self._task, 10)
-
-    async def abandon(self) -> None:
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
 
 
 # --- 1. members in separate processes, one killed with SIGKILL --------------------------------------------------

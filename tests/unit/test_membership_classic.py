@@ -103,6 +103,13 @@ class Harness:
         assert self.manager.state is MemberState.STABLE
 
 
+    def join_as_follower(self) -> None:
+        """Joins and syncs as a follower given both partitions; the assign callback is left pending."""
+        self.manager.subscribe()
+        self.one(0).on_response(joined("m-1", leader="m-2"), 1)
+        self.one(2).on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 3)
+
+
 def joined(member: str, leader: str, generation: int = 5, code: int = 0) -> JoinGroupResponse:
     members = (JoinGroupMember(member, None, Subscription(("t",)).encode()),) if member == leader else ()
     return JoinGroupResponse(code, generation, "consumer", "range", leader, member, members)
@@ -278,9 +285,7 @@ def test_a_cooperative_rebalance_notice_during_the_assign_callback_waits_for_it(
     on_partitions_assigned. The member finishes that callback (STABLE), then rejoins; before the fix it moved to
     JOINING at once and died with IllegalStateError('JOINING cannot move to STABLE') when the callback returned."""
     h = cooperative_harness()
-    h.manager.subscribe()
-    h.one(0).on_response(joined("m-1", leader="m-2"), 1)
-    h.one(2).on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 3)
+    h.join_as_follower()
     kind, _, done = h.calls[-1]
     assert kind == "assigned" and h.manager.state is MemberState.ASSIGNING
     h.manager.request_rejoin("the coordinator started a rebalance")
@@ -295,9 +300,7 @@ def test_a_cooperative_rebalance_notice_during_the_assign_callback_waits_for_it(
 
 def test_an_eager_rejoin_during_the_assign_callback_revokes_after_it() -> None:
     h = Harness()
-    h.manager.subscribe()
-    h.one(0).on_response(joined("m-1", leader="m-2"), 1)
-    h.one(2).on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 3)
+    h.join_as_follower()
     assigned = h.calls[-1][2]
     h.manager.request_rejoin("the coordinator started a rebalance")
     assert [c[0] for c in h.calls] == ["assigned"]  # no revoke of partitions the caller has not been given yet
@@ -309,9 +312,7 @@ def test_an_eager_rejoin_during_the_assign_callback_revokes_after_it() -> None:
 
 def test_leaving_while_a_callback_is_pending_abandons_what_was_to_follow_it() -> None:
     h = Harness()
-    h.manager.subscribe()
-    h.one(0).on_response(joined("m-1", leader="m-2"), 1)
-    h.one(2).on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 3)
+    h.join_as_follower()
     assigned = h.calls[-1][2]
     h.manager.leave_until_next_poll()  # the caller stopped polling before it ran on_partitions_assigned
     (leave,) = h.manager.poll(4).unsent_requests  # the pending callback does not hold the LeaveGroup back
