@@ -30,9 +30,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchcommon import ChildFailed, code_version, machine, report_failures
+from benchcommon import RESULT_MARKER, ChildFailed, code_version, machine, report_failures, spawn_child
 
-RESULT_MARKER = "BENCH_RESULT "
 CHILD_TIMEOUT_S = 300.0
 STALL_S = 30.0  # a child that sees no record for this long gives up and reports what it got
 POLL_MAX_RECORDS = 10_000
@@ -572,18 +571,7 @@ def spawn(
         str(expect),
     ]
     load = Load(broker_pid)
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired as exc:
-        stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        raise ChildFailed(f"{client}: no answer within {timeout_s:.0f} s (killed)\n{stderr[-3000:]}") from exc
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARKER)]
-    if proc.returncode != 0 or not lines:
-        detail = lines[-1][len(RESULT_MARKER) :] if lines else "no result line"
-        raise ChildFailed(
-            f"{client}: exit code {proc.returncode}: {detail}\n--- stderr (tail) ---\n{proc.stderr[-3000:]}"
-        )
-    result: Result = json.loads(lines[-1][len(RESULT_MARKER) :])
+    result = spawn_child(argv, client, timeout_s)
     result.update(load.finish())
     return result
 

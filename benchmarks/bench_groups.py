@@ -39,11 +39,10 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer
 from aiokafka.abc import ConsumerRebalanceListener as AioListener
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
-from benchcommon import ChildFailed, code_version, machine, report_failures
+from benchcommon import RESULT_MARKER, ChildFailed, code_version, machine, report_failures, spawn_child
 
 from asyncconsumer import AsyncConsumer, ConsumerRebalanceListener, TopicPartition
 
-RESULT_MARKER = "BENCH_RESULT "
 Result = dict[str, Any]
 
 SESSION_TIMEOUT_MS = 10_000
@@ -526,20 +525,7 @@ def spawn(scenario: str, client: str, bootstrap: str, topic: str, timeout_s: flo
         str(RECORDS[scenario]),
     ]
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired as exc:
-        stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        raise ChildFailed(
-            f"{scenario}/{client}: no answer within {timeout_s:.0f} s (killed)\n{stderr[-3000:]}"
-        ) from exc
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARKER)]
-    if proc.returncode != 0 or not lines:
-        raise ChildFailed(
-            f"{scenario}/{client}: exit code {proc.returncode}, {'a' if lines else 'no'} result line\n"
-            f"--- stderr (tail) ---\n{proc.stderr[-4000:]}"
-        )
-    result: Result = json.loads(lines[-1][len(RESULT_MARKER) :])
+    result = spawn_child(argv, f"{scenario}/{client}", timeout_s)
     result["child_wall_s"] = time.perf_counter() - t0
     return result
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -69,3 +70,24 @@ def report_failures(failures: Sequence[str]) -> int:
     for message in failures:
         print(message.splitlines()[0], file=sys.stderr)
     return 1
+
+
+RESULT_MARKER = "BENCH_RESULT "
+"""A child prints its result as one line: this marker, then JSON."""
+
+
+def spawn_child(argv: Sequence[str], label: str, timeout_s: float) -> dict[str, Any]:
+    """Runs one measured child and returns its result; ``ChildFailed`` (with its stderr) if it has none."""
+    try:
+        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired as exc:
+        stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        raise ChildFailed(f"{label}: no answer within {timeout_s:.0f} s (killed)\n{stderr[-3000:]}") from exc
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARKER)]
+    if proc.returncode != 0 or not lines:
+        detail = lines[-1][len(RESULT_MARKER) :] if lines else "no result line"
+        raise ChildFailed(
+            f"{label}: exit code {proc.returncode}: {detail}\n--- stderr (tail) ---\n{proc.stderr[-4000:]}"
+        )
+    result: dict[str, Any] = json.loads(lines[-1][len(RESULT_MARKER) :])
+    return result
