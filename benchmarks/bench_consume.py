@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchcommon import RESULT_MARKER, ChildFailed, code_version, machine, report_failures, spawn_child
+from benchcommon import RESULT_MARKER, ChildFailed, child_argv, code_version, machine, report_failures, spawn_child
 
 CHILD_TIMEOUT_S = 300.0
 STALL_S = 30.0  # a child that sees no record for this long gives up and reports what it got
@@ -556,20 +556,7 @@ def spawn(
     timeout_s: float,
     broker_pid: int | None = None,
 ) -> Result:
-    argv = [
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--child",
-        client,
-        "--bootstrap",
-        bootstrap,
-        "--topic",
-        topic,
-        "--partitions",
-        str(partitions),
-        "--expect",
-        str(expect),
-    ]
+    argv = child_argv(__file__, child=client, bootstrap=bootstrap, topic=topic, partitions=partitions, expect=expect)
     load = Load(broker_pid)
     result = spawn_child(argv, client, timeout_s)
     result.update(load.finish())

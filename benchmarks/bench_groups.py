@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer
 from aiokafka.abc import ConsumerRebalanceListener as AioListener
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
-from benchcommon import RESULT_MARKER, ChildFailed, code_version, machine, report_failures, spawn_child
+from benchcommon import RESULT_MARKER, ChildFailed, child_argv, code_version, machine, report_failures, spawn_child
 
 from asyncconsumer import AsyncConsumer, ConsumerRebalanceListener, TopicPartition
 
@@ -508,22 +508,15 @@ def produce(bootstrap: str, topic: str, partitions: int, records: int) -> None:
 
 
 def spawn(scenario: str, client: str, bootstrap: str, topic: str, timeout_s: float) -> Result:
-    argv = [
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--child",
-        scenario,
-        "--client",
-        client,
-        "--bootstrap",
-        bootstrap,
-        "--topic",
-        topic,
-        "--partitions",
-        str(PARTITIONS[scenario]),
-        "--expect",
-        str(RECORDS[scenario]),
-    ]
+    argv = child_argv(
+        __file__,
+        child=scenario,
+        client=client,
+        bootstrap=bootstrap,
+        topic=topic,
+        partitions=PARTITIONS[scenario],
+        expect=RECORDS[scenario],
+    )
     t0 = time.perf_counter()
     result = spawn_child(argv, f"{scenario}/{client}", timeout_s)
     result["child_wall_s"] = time.perf_counter() - t0

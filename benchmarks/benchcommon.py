@@ -91,3 +91,11 @@ def spawn_child(argv: Sequence[str], label: str, timeout_s: float) -> dict[str, 
         )
     result: dict[str, Any] = json.loads(lines[-1][len(RESULT_MARKER) :])
     return result
+
+
+def child_argv(script: str, **options: object) -> list[str]:
+    """The command line that runs ``script`` again as a measured child, with ``--key value`` for each option."""
+    argv = [sys.executable, str(Path(script).resolve())]
+    for key, value in options.items():
+        argv += [f"--{key}", str(value)]
+    return argv
