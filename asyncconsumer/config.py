@@ -20,6 +20,9 @@ Deserializer = Callable[[bytes | None], Any]
 _RESET = ("earliest", "latest", "none")
 _ISOLATION = ("read_uncommitted", "read_committed")
 _SECURITY = ("PLAINTEXT",)
+_GROUP_PROTOCOLS = ("classic", "consumer")
+_CLASSIC_ONLY = ("partition_assignment_strategy", "session_timeout_ms", "heartbeat_interval_ms")
+"""Settings Kafka rejects under group_protocol='consumer': the coordinator assigns and times sessions there."""
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -38,6 +41,10 @@ def _one_of(*allowed: str) -> Callable[[object, attrs.Attribute[str], str], None
             raise ConfigError(attribute.name, f"must be one of {', '.join(map(repr, allowed))}; got {value!r}")
 
     return check
+
+
+def _lower(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
 
 
 def _servers(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -144,6 +151,11 @@ class ConsumerConfig:
     """enable.auto.commit: commit positions every ``auto_commit_interval_ms``, before revocation and on close."""
     auto_commit_interval_ms: int = attrs.field(default=5_000, validator=_positive)
     """auto.commit.interval.ms"""
+    group_protocol: str = attrs.field(default="classic", converter=_lower, validator=_one_of(*_GROUP_PROTOCOLS))
+    """group.protocol: "classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848 ConsumerGroupHeartbeat, Kafka 4+)."""
+    group_remote_assignor: str | None = attrs.field(default=None, validator=_optional_name)
+    """group.remote.assignor: the coordinator-side assignor ("uniform", "range") under group_protocol="consumer";
+    None lets the coordinator choose."""
     partition_assignment_strategy: tuple[Any, ...] = attrs.field(
         default=("range",), converter=_strategies, validator=_check_strategies
     )
@@ -210,6 +222,18 @@ class ConsumerConfig:
                 f"must be below session_timeout_ms ({config.heartbeat_interval_ms} >= {config.session_timeout_ms})",
             )
         return config
+
+    def __attrs_post_init__(self) -> None:
+        if self.group_protocol == "consumer":
+            for field in attrs.fields(type(self)):
+                if field.name in _CLASSIC_ONLY and getattr(self, field.name) != field.default:
+                    raise ConfigError(
+                        field.name,
+                        "is not supported with group_protocol='consumer' (the group coordinator assigns partitions "
+                        "and sets the session and heartbeat timing); remove it or use group_protocol='classic'",
+                    )
+        elif self.group_remote_assignor is not None:
+            raise ConfigError("group_remote_assignor", "applies only to group_protocol='consumer'")
 
     def with_changes(self, **changes: Any) -> ConsumerConfig:
         return attrs.evolve(self, **changes)

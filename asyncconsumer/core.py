@@ -139,6 +139,7 @@ class ConsumerCore:
                 self.metadata,
                 self.background_events.put,
                 self.background_events.put,
+                api_supported=lambda key: self.delegate.supports_api(key),
             )
             if config.group_id is not None
             else None
@@ -353,7 +354,7 @@ class ConsumerCore:
         if group is None:
             return
         group.last_poll_ms = self.clock.now_ms()
-        if group.membership._rejoin_on_poll:
+        if group.membership.rejoin_on_poll:
             self.app_events.put(PolledEvent(deadline_ms=self.deadline(None)))
 
     # --- groups ----------------------------------------------------------------------------------------------

@@ -29,9 +29,12 @@ from asyncconsumer.managers.base import RequestManager
 from asyncconsumer.managers.commit import CommitManager
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.heartbeat_classic import ClassicHeartbeatManager, HeartbeatSettings
+from asyncconsumer.managers.heartbeat_consumer import ConsumerHeartbeatManager, ConsumerHeartbeatSettings
 from asyncconsumer.managers.membership_classic import ClassicMembershipManager, GroupSettings
+from asyncconsumer.managers.membership_consumer import ConsumerGroupSettings, ConsumerMembershipManager
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.protocol.base import ApiKey
 from asyncconsumer.protocol.consumer_protocol import Subscription
 from asyncconsumer.protocol.group import JoinGroupMember, JoinGroupProtocol
 from asyncconsumer.records import TopicPartition
@@ -51,19 +54,47 @@ class ConsumerGroup:
         metadata: MetadataManager,
         emit_error: Callable[[ErrorEvent], None],
         ask_caller: Callable[[RebalanceEvent], None],
+        *,
+        api_supported: Callable[[int], bool | None] = lambda key: None,
     ) -> None:
         assert config.group_id is not None
+        self._api_supported = api_supported
         self.group_id = config.group_id
         self._config = config
         self._clock = clock
         self._subs = subscriptions
         self._metadata = metadata
         self._ask_caller = ask_caller
-        self.assignors: list[PartitionAssignor] = [assignor_for(s) for s in config.partition_assignment_strategy]
         backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
-        self.protocol = rebalance_protocol(self.assignors)
         self.coordinator = CoordinatorManager(self.group_id, backoff, emit_error)
-        self.membership = ClassicMembershipManager(
+        self.last_poll_ms: int | None = None
+        self.assignors: list[PartitionAssignor] = []
+        self.membership: ClassicMembershipManager | ConsumerMembershipManager
+        self.heartbeat: ClassicHeartbeatManager | ConsumerHeartbeatManager
+        if config.group_protocol == "consumer":
+            self.membership, self.heartbeat = self._consumer_protocol(backoff, emit_error)
+        else:
+            self.membership, self.heartbeat = self._classic_protocol(backoff, emit_error)
+        self.commit = CommitManager(
+            self.coordinator,
+            self.membership.generation,
+            backoff,
+            subscriptions=subscriptions,
+            auto_commit_interval_ms=config.auto_commit_interval_ms if config.enable_auto_commit else None,
+            request_timeout_ms=config.request_timeout_ms,
+            member_epoch_in_fetch=config.group_protocol == "consumer",
+        )
+        self.has_listener = False
+        self._pattern: re.Pattern[str] | None = None
+        metadata.add_listener(self._on_metadata)
+
+    def _classic_protocol(
+        self, backoff: ExponentialBackoff, emit_error: Callable[[ErrorEvent], None]
+    ) -> tuple[ClassicMembershipManager, ClassicHeartbeatManager]:
+        config = self._config
+        self.assignors = [assignor_for(s) for s in config.partition_assignment_strategy]
+        self.protocol = rebalance_protocol(self.assignors)
+        membership = ClassicMembershipManager(
             GroupSettings(
                 self.group_id,
                 config.session_timeout_ms,
@@ -80,26 +111,47 @@ class ConsumerGroup:
             emit_error,
             cooperative=self.protocol is RebalanceProtocol.COOPERATIVE,
         )
-        self.commit = CommitManager(
-            self.coordinator,
-            self.membership.generation,
-            backoff,
-            subscriptions=subscriptions,
-            auto_commit_interval_ms=config.auto_commit_interval_ms if config.enable_auto_commit else None,
-            request_timeout_ms=config.request_timeout_ms,
-        )
-        self.last_poll_ms: int | None = None
-        self.heartbeat = ClassicHeartbeatManager(
+        heartbeat = ClassicHeartbeatManager(
             HeartbeatSettings(config.heartbeat_interval_ms, config.session_timeout_ms, config.max_poll_interval_ms),
             self.coordinator,
-            self.membership,
+            membership,
             lambda: self.last_poll_ms,
             backoff,
             emit_error,
         )
-        self.has_listener = False
-        self._pattern: re.Pattern[str] | None = None
-        metadata.add_listener(self._on_metadata)
+        return membership, heartbeat
+
+    def _consumer_protocol(
+        self, backoff: ExponentialBackoff, emit_error: Callable[[ErrorEvent], None]
+    ) -> tuple[ConsumerMembershipManager, ConsumerHeartbeatManager]:
+        config = self._config
+        self.protocol = RebalanceProtocol.COOPERATIVE  # only what moves is revoked
+        membership = ConsumerMembershipManager(
+            ConsumerGroupSettings(self.group_id, config.group_instance_id),
+            lambda: self._metadata.cluster,
+            self._metadata.request_update,
+            self._apply_assignment,
+            self._listener_call,
+            emit_error,
+        )
+        heartbeat = ConsumerHeartbeatManager(
+            ConsumerHeartbeatSettings(
+                self.group_id,
+                rebalance_timeout_ms=config.max_poll_interval_ms,
+                max_poll_interval_ms=config.max_poll_interval_ms,
+                group_instance_id=config.group_instance_id,
+                rack_id=config.client_rack or None,
+                server_assignor=config.group_remote_assignor,
+            ),
+            self.coordinator,
+            membership,
+            lambda: sorted(self._subs.subscription or ()),
+            lambda: self.last_poll_ms,
+            backoff,
+            emit_error,
+            lambda: self._api_supported(int(ApiKey.CONSUMER_GROUP_HEARTBEAT)),
+        )
+        return membership, heartbeat
 
     def set_pattern(self, pattern: re.Pattern[str] | None) -> None:
         """Subscribe to every topic whose whole name matches ``pattern`` (None: explicit topics)."""
@@ -137,6 +189,7 @@ class ConsumerGroup:
     def _protocols(self) -> list[JoinGroupProtocol]:
         topics = frozenset(self._subs.subscription or ())
         membership = self.membership
+        assert isinstance(membership, ClassicMembershipManager)
         owned = to_wire(membership.owned) if membership.cooperative else ()
         generation = membership.generation_id if membership.cooperative else -1
         return [

@@ -33,8 +33,10 @@ from asyncconsumer.subscription import SubscriptionState
 log = get_logger("asyncconsumer.commit")
 
 _COORDINATOR_MOVED = frozenset({15, 16})  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-# ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID
-_GROUP_MOVED_ON = frozenset({22, 25, 27, 82})
+# ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID, FENCED_MEMBER_EPOCH
+_GROUP_MOVED_ON = frozenset({22, 25, 27, 82, 110})
+_STALE_MEMBER_EPOCH = 113
+"""KIP-848: the commit carried an epoch older than the member's; the retry carries the current one."""
 
 Committed = dict[TopicPartition, OffsetAndMetadata | None]
 
@@ -88,8 +90,11 @@ class CommitManager:
         subscriptions: SubscriptionState | None = None,
         auto_commit_interval_ms: int | None = None,
         request_timeout_ms: int = 30_000,
+        member_epoch_in_fetch: bool = False,
     ) -> None:
         self._coordinator = coordinator
+        self._member_epoch_in_fetch = member_epoch_in_fetch
+        """KIP-848 groups: OffsetFetch v9+ names the member and its epoch (classic groups send null and -1)."""
         self._generation = generation
         self._backoff = backoff
         self._require_stable = require_stable
@@ -225,7 +230,14 @@ class CommitManager:
             by_topic[tp.topic].append(tp)
         if job.kind == "fetch":
             topics = tuple(OffsetFetchTopic(t, tuple(tp.partition for tp in tps)) for t, tps in by_topic.items())
-            return OffsetFetchRequest(group_id, topics, require_stable=self._require_stable)
+            member = self._generation() if self._member_epoch_in_fetch else NO_GENERATION
+            return OffsetFetchRequest(
+                group_id,
+                topics,
+                require_stable=self._require_stable,
+                member_id=member.member_id or None,
+                member_epoch=member.generation_id,
+            )
         generation = self._generation()
         return OffsetCommitRequest(
             group_id,
@@ -265,6 +277,8 @@ class CommitManager:
         error = for_code(code, what)
         if code in _COORDINATOR_MOVED:
             self._coordinator.mark_unknown(error.kafka_name)
+            self._retry(job, now_ms, error)
+        elif code == _STALE_MEMBER_EPOCH and self._generation() is not NO_GENERATION:
             self._retry(job, now_ms, error)
         elif job.kind == "commit" and code in _GROUP_MOVED_ON:
             job.fail(CommitFailedError(f"the group rebalanced or fenced this member before the commit: {error}"))

@@ -99,7 +99,7 @@ class ClassicMembershipManager:
         self._after_callback: MemberState | None = None
         self._continuation: Callable[[], None] | None = None
         self._rejoin_reason: str | None = None
-        self._rejoin_on_poll = False
+        self.rejoin_on_poll = False
         self.rebalances = 0
 
     # --- what others ask -------------------------------------------------------------------------------------
@@ -162,12 +162,12 @@ class ClassicMembershipManager:
     def leave_until_next_poll(self) -> None:
         """``max_poll_interval_ms`` passed without a ``poll``: leave now, join again when the caller polls."""
         self.leave()
-        self._rejoin_on_poll = True
+        self.rejoin_on_poll = True
 
     def caller_polled(self) -> None:
         """The caller's ``poll`` ran; a member that left for a poll timeout joins again."""
-        if self._rejoin_on_poll:
-            self._rejoin_on_poll = False
+        if self.rejoin_on_poll:
+            self.rejoin_on_poll = False
             self.subscribed = True
 
     # --- the manager contract --------------------------------------------------------------------------------

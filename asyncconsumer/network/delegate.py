@@ -101,6 +101,13 @@ class NetworkClientDelegate:
     def in_flight_count(self) -> int:
         return sum(len(c.in_flight) for c in self._connections.values())
 
+    def supports_api(self, api_key: int) -> bool | None:
+        """Whether the brokers offer ``api_key``, from the first connected broker's ApiVersions; None: none yet."""
+        for conn in self._connections.values():
+            if conn.state is ConnectionState.READY and conn.versions:
+                return api_key in conn.versions
+        return None
+
     def last_connection_error(self) -> KafkaError | None:
         errors = [b.last_error for b in self._backoff.values() if b.last_error is not None]
         return errors[-1] if errors else None
