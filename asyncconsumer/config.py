@@ -23,6 +23,10 @@ _SECURITY = ("PLAINTEXT",)
 _GROUP_PROTOCOLS = ("classic", "consumer")
 _CLASSIC_ONLY = ("partition_assignment_strategy", "session_timeout_ms", "heartbeat_interval_ms")
 """Settings Kafka rejects under group_protocol='consumer': the coordinator assigns and times sessions there."""
+_CLASSIC_ONLY_MESSAGE = (
+    "is not supported with group_protocol='consumer' (the group coordinator assigns partitions and sets the session "
+    "and heartbeat timing); remove it or use group_protocol='classic'"
+)
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -215,6 +219,10 @@ class ConsumerConfig:
         for key in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "auto_commit_interval_ms"):
             if isinstance(values.get(key), str) and values[key].strip().isdigit():
                 values[key] = int(values[key])
+        if _lower(values.get("group_protocol")) == "consumer":
+            for key in _CLASSIC_ONLY:
+                if key in values:  # like Java: set at all, even to the default, is an error
+                    raise ConfigError(key, _CLASSIC_ONLY_MESSAGE)
         config = cls(**values)
         if config.heartbeat_interval_ms >= config.session_timeout_ms:
             raise ConfigError(
@@ -227,11 +235,7 @@ class ConsumerConfig:
         if self.group_protocol == "consumer":
             for field in attrs.fields(type(self)):
                 if field.name in _CLASSIC_ONLY and getattr(self, field.name) != field.default:
-                    raise ConfigError(
-                        field.name,
-                        "is not supported with group_protocol='consumer' (the group coordinator assigns partitions "
-                        "and sets the session and heartbeat timing); remove it or use group_protocol='classic'",
-                    )
+                    raise ConfigError(field.name, _CLASSIC_ONLY_MESSAGE)
         elif self.group_remote_assignor is not None:
             raise ConfigError("group_remote_assignor", "applies only to group_protocol='consumer'")
 

@@ -88,3 +88,127 @@ def test_public_api_is_pinned() -> None:
     }
     for name in asyncconsumer.__all__:
         assert hasattr(asyncconsumer, name)
+
+
+# --- group.protocol (KIP-848) ---------------------------------------------------------------------------------
+
+
+def test_group_protocol_defaults_to_classic() -> None:
+    config = ConsumerConfig.from_kwargs("h:1")
+    assert config.group_protocol == "classic"
+    assert config.group_remote_assignor is None
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"group_protocol": "consumer"},
+        {"group_protocol": "CONSUMER"},
+        {"group_protocol": " Consumer "},
+        {"group.protocol": "consumer"},
+        {"group.protocol": "Consumer"},
+    ],
+)
+def test_group_protocol_consumer_in_any_case_and_spelling(kwargs: dict[str, object]) -> None:
+    assert ConsumerConfig.from_kwargs("h:1", **kwargs).group_protocol == "consumer"
+
+
+@pytest.mark.parametrize("value", ["Classic", "CLASSIC", "classic"])
+def test_group_protocol_classic_in_any_case(value: str) -> None:
+    assert ConsumerConfig.from_kwargs("h:1", **{"group.protocol": value}).group_protocol == "classic"
+
+
+@pytest.mark.parametrize("value", ["eager", "", "kip-848", "consumers", 1, None])
+def test_unknown_group_protocol_is_a_config_error_naming_the_key(value: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        ConsumerConfig.from_kwargs("h:1", group_protocol=value)
+    assert info.value.key == "group_protocol"
+    assert str(info.value).startswith("group_protocol: ")
+    assert "'classic', 'consumer'" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"group_protocol": "consumer", "group_remote_assignor": "uniform"},
+        {"group.protocol": "consumer", "group.remote.assignor": "range"},
+    ],
+)
+def test_group_remote_assignor_with_the_consumer_protocol(kwargs: dict[str, object]) -> None:
+    config = ConsumerConfig.from_kwargs("h:1", **kwargs)
+    assert config.group_protocol == "consumer"
+    assert config.group_remote_assignor in ("uniform", "range")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"group_remote_assignor": "uniform"},
+        {"group.remote.assignor": "uniform"},
+        {"group_protocol": "classic", "group_remote_assignor": "range"},
+    ],
+)
+def test_group_remote_assignor_requires_the_consumer_protocol(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ConfigError) as info:
+        ConsumerConfig.from_kwargs("h:1", **kwargs)
+    assert info.value.key == "group_remote_assignor"
+    assert "group_protocol='consumer'" in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_empty_group_remote_assignor_is_rejected(value: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        ConsumerConfig.from_kwargs("h:1", group_protocol="consumer", group_remote_assignor=value)
+    assert info.value.key == "group_remote_assignor"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({"partition_assignment_strategy": "roundrobin"}, "partition_assignment_strategy"),
+        ({"partition.assignment.strategy": ["cooperative-sticky"]}, "partition_assignment_strategy"),
+        ({"session_timeout_ms": 30_000}, "session_timeout_ms"),
+        ({"session.timeout.ms": "60000"}, "session_timeout_ms"),
+        ({"heartbeat_interval_ms": 1_000}, "heartbeat_interval_ms"),
+        ({"heartbeat.interval.ms": 5_000}, "heartbeat_interval_ms"),
+    ],
+)
+def test_classic_only_settings_are_rejected_under_the_consumer_protocol(kwargs: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        ConsumerConfig.from_kwargs("h:1", group_protocol="consumer", **kwargs)
+    assert info.value.key == key
+    assert str(info.value).startswith(f"{key}: ")
+    assert "group_protocol='classic'" in str(info.value)
+    # the very same settings are fine with the classic protocol
+    config = ConsumerConfig.from_kwargs("h:1", **kwargs)
+    assert config.group_protocol == "classic"
+
+
+def test_classic_only_settings_left_alone_are_fine_under_the_consumer_protocol() -> None:
+    config = ConsumerConfig.from_kwargs("h:1", group_protocol="consumer", group_remote_assignor="uniform")
+    classic = ConsumerConfig.from_kwargs("h:1")
+    assert config.partition_assignment_strategy == classic.partition_assignment_strategy
+    assert config.session_timeout_ms == classic.session_timeout_ms
+    assert config.heartbeat_interval_ms == classic.heartbeat_interval_ms
+
+
+def test_with_changes_checks_the_group_protocol_rules_too() -> None:
+    consumer = ConsumerConfig.from_kwargs("h:1", group_protocol="consumer", group_remote_assignor="uniform")
+    with pytest.raises(ConfigError) as info:
+        consumer.with_changes(session_timeout_ms=10_000)
+    assert info.value.key == "session_timeout_ms"
+    with pytest.raises(ConfigError) as info:
+        consumer.with_changes(group_protocol="classic")
+    assert info.value.key == "group_remote_assignor"
+    classic = ConsumerConfig.from_kwargs("h:1", heartbeat_interval_ms=1_000)
+    with pytest.raises(ConfigError) as info:
+        classic.with_changes(group_protocol="consumer")
+    assert info.value.key == "heartbeat_interval_ms"
+
+
+@pytest.mark.parametrize("key", ["session_timeout_ms", "heartbeat.interval.ms", "partition_assignment_strategy"])
+def test_a_classic_only_key_is_rejected_under_the_consumer_protocol_even_at_its_default(key: str) -> None:
+    defaults = {"session_timeout_ms": 45_000, "heartbeat.interval.ms": 3_000, "partition_assignment_strategy": "range"}
+    with pytest.raises(ConfigError) as caught:
+        ConsumerConfig.from_kwargs("h:1", group_protocol="consumer", **{key: defaults[key]})
+    assert caught.value.key == key.replace(".", "_")

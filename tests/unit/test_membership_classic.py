@@ -102,7 +102,6 @@ class Harness:
         self.manager.poll(now)
         assert self.manager.state is MemberState.STABLE
 
-
     def join_as_follower(self) -> None:
         """Joins and syncs as a follower given both partitions; the assign callback is left pending."""
         self.manager.subscribe()
