@@ -72,7 +72,9 @@ class ConsumerMembershipManager:
         self.member_epoch = JOIN_EPOCH
         self.subscribed = False
         self.owned: frozenset[TopicPartition] = frozenset()
-        """The partitions in effect (applied, assign callback run)."""
+        """The partitions in effect: applied to the subscription state (positions, fetching)."""
+        self._reported: frozenset[TopicPartition] = frozenset()
+        """What heartbeats report as owned: changes only once a reconciliation finished, callbacks included."""
         self.rebalances = 0
         self.rejoin_on_poll = False
         self.cooperative = True  # incremental by design: only what moves is revoked
@@ -181,6 +183,7 @@ class ConsumerMembershipManager:
         self.member_epoch = JOIN_EPOCH
         self._target = None
         lost, self.owned = self.owned, frozenset()
+        self._reported = frozenset()
         self._apply_assignment(frozenset())
         after = S.JOINING if self.subscribed and not leaving else S.UNSUBSCRIBED
         if lost:
@@ -198,10 +201,10 @@ class ConsumerMembershipManager:
             self._emit(ErrorEvent(error))
 
     def owned_by_topic_id(self) -> dict[uuid.UUID, tuple[int, ...]] | None:
-        """The partitions in effect as topic id -> partitions (None if a topic's id is unknown, which is a bug)."""
+        """What heartbeats report as owned, as topic id -> partitions (None if a topic's id is unknown: a bug)."""
         ids = {name: topic_id for topic_id, name in self._names.items()}
         by_topic: dict[uuid.UUID, list[int]] = {}
-        for tp in self.owned:
+        for tp in self._reported:
             topic_id = ids.get(tp.topic)
             if topic_id is None:
                 return None
@@ -278,7 +281,10 @@ class ConsumerMembershipManager:
             self.rebalances += 1
             if not unresolved:
                 self._reconciled_seq = seq
-            self._wait(self._listener("assigned", added), S.ACKNOWLEDGING)
+            self._wait(self._listener("assigned", added), S.ACKNOWLEDGING, report)
+
+        def report() -> None:
+            self._reported = target
 
         if revoked:
             self._wait(self._listener("revoked", revoked), S.RECONCILING, assign)
@@ -296,6 +302,7 @@ class ConsumerMembershipManager:
     def _prepare_leaving(self, *, notify: bool, lost: bool) -> None:
         self._move(S.PREPARE_LEAVING)
         self._target = None
+        self._reported = frozenset()
         given_up, self.owned = self.owned, frozenset()
         self._apply_assignment(frozenset())
         if given_up and notify:
