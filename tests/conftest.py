@@ -1,4 +1,5 @@
-"""Shared fixtures: the session's Tansu broker, topics, a producer, and a broker behind a fault proxy.
+"""Shared fixtures: the session's Tansu broker, topics, a producer, a broker behind a fault proxy, and a broker
+behind the KIP-848 coordinator shim.
 
 When the broker cannot start, broker tests are skipped with the reason, except when the ``CI`` environment
 variable is set: there they fail, so CI can never pass by skipping them.
@@ -10,13 +11,14 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import attrs
 import pytest
 
 from asyncconsumer.embedded_broker import BrokerStartError, EmbeddedBroker
 from tests.faultproxy import FaultProxy
+from tests.kip848_shim import Kip848Shim
 from tests.produce import ProduceHelper
 
 TopicFactory = Callable[..., str]
@@ -132,3 +134,67 @@ def proxied_broker() -> Iterator[ProxiedBroker]:
     if proxied.proxy.mutator_errors:
         errors = "; ".join(repr(error) for error in proxied.proxy.mutator_errors)
         pytest.fail(f"fault proxy mutators raised: {errors}", pytrace=False)
+
+
+@attrs.frozen
+class Kip848Broker:
+    """A broker that advertises the KIP-848 shim's port, so every client connection goes through ``shim``,
+    which answers ConsumerGroupHeartbeat, OffsetCommit and OffsetFetch itself."""
+
+    broker: EmbeddedBroker
+    shim: Kip848Shim
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The shim's address."""
+        return self.shim.address
+
+    @property
+    def produce(self) -> ProduceHelper:
+        """A producer for this broker (its traffic goes through the shim and shows in ``shim.counts``)."""
+        return ProduceHelper(self.bootstrap_servers)
+
+    def create_topic(self, partitions: int = 4, *, name: str | None = None) -> str:
+        """Create a topic (straight to the broker's listener, not through the shim) and return its name."""
+        topic_name = name or unique_topic_name("kip848")
+        self.broker.create_topic(topic_name, partitions)
+        return topic_name
+
+    def stop(self) -> None:
+        try:
+            self.shim.stop()
+        finally:
+            self.broker.stop()
+
+
+def start_kip848_broker(**shim_kwargs: Any) -> Kip848Broker:
+    """Start a KIP-848 shim (``Kip848Shim(**shim_kwargs)``) and a fresh broker that advertises the shim's port;
+    the caller stops both."""
+    shim = Kip848Shim(**shim_kwargs).start()
+    try:
+        started = EmbeddedBroker.start(advertised_port=shim.port)
+    except BaseException:
+        shim.stop()
+        raise
+    shim.set_target("127.0.0.1", started.port)
+    return Kip848Broker(broker=started, shim=shim)
+
+
+@pytest.fixture
+def kip848_broker() -> Iterator[Kip848Broker]:
+    """A fresh broker behind a default Kip848Shim (every client connection goes through the shim).
+
+    For other shim settings call ``start_kip848_broker(**kwargs)`` (and ``stop()``) in the test. Teardown
+    stops both and fails the test if the shim hit an unexpected error serving a connection.
+    """
+    try:
+        started = start_kip848_broker()
+    except BrokerStartError as exc:
+        _broker_unavailable(f"the embedded Tansu broker could not start: {exc}")
+    try:
+        yield started
+    finally:
+        started.stop()
+    if started.shim.errors:
+        errors = "; ".join(repr(error) for error in started.shim.errors)
+        pytest.fail(f"the KIP-848 shim raised: {errors}", pytrace=False)
