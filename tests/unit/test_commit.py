@@ -116,7 +116,7 @@ def test_a_lost_connection_retries_and_a_load_in_progress_waits() -> None:
     assert results == [{TP0: OffsetAndMetadata(5, "m", 3)}]
 
 
-@pytest.mark.parametrize("code", [22, 25, 27, 82])
+@pytest.mark.parametrize("code", [22, 25, 27, 82, 110])
 def test_a_commit_the_group_no_longer_accepts_fails_with_commit_failed(code: int) -> None:
     manager, _ = setup(Generation(3, "m"))
     errors: list[KafkaError] = []
@@ -135,3 +135,38 @@ def test_jobs_fail_with_a_timeout_at_their_deadline() -> None:
     assert manager.poll(0).time_until_next_poll_ms <= 1_000
     manager.poll(1_000)
     assert len(errors) == 1 and isinstance(errors[0], KafkaTimeoutError)
+
+
+def test_a_stale_member_epoch_is_retried_with_the_epoch_the_member_has_by_then() -> None:
+    """KIP-848: a commit built before the member's epoch moved on is answered STALE_MEMBER_EPOCH and resent."""
+    coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)
+    (find,) = coordinator.poll(0).unsent_requests
+    find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 0)
+    generation = [Generation(4, "m")]
+    manager = CommitManager(coordinator, lambda: generation[0], ExponentialBackoff(100, 1000, jitter=0))
+    done: list[Any] = []
+    manager.commit({TP0: OffsetAndMetadata(1)}, 10_000, done.append, done.append)
+    one(manager.poll(0).unsent_requests).on_response(committed_answer(error_code=113), 1)
+    assert done == []
+    generation[0] = Generation(5, "m")
+    retry = one(manager.poll(200).unsent_requests)
+    assert isinstance(retry.request, OffsetCommitRequest) and retry.request.generation_id_or_member_epoch == 5
+    retry.on_response(committed_answer(), 201)
+    assert done == [None]
+
+
+def test_offset_fetch_names_the_member_and_epoch_only_for_a_kip848_group() -> None:
+    for kip848, expected in ((False, (None, -1)), (True, ("m", 6))):
+        coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)
+        (find,) = coordinator.poll(0).unsent_requests
+        find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 0)
+        manager = CommitManager(
+            coordinator,
+            lambda: Generation(6, "m"),
+            ExponentialBackoff(100, 1000, jitter=0),
+            member_epoch_in_fetch=kip848,
+        )
+        manager.fetch_committed((TP0,), 10_000, lambda r: None, lambda e: None)
+        sent = one(manager.poll(0).unsent_requests).request
+        assert isinstance(sent, OffsetFetchRequest)
+        assert (sent.member_id, sent.member_epoch) == expected

@@ -429,3 +429,15 @@ def test_an_answer_arriving_after_leave_does_not_reconcile() -> None:
     unsent.on_response(answer(1, {T_ID: (0,)}), 1)
     assert h.applied[-1:] != [{T0}]
     assert h.membership.state in (S.LEAVING, S.UNSUBSCRIBED)
+
+
+def test_a_v0_coordinator_s_member_id_replaces_the_generated_one() -> None:
+    h = Harness()
+    h.membership.subscribe()
+    join, unsent = h.send(0)
+    unsent.on_response(answer(1, {T_ID: (0,)}, member_id="coordinator-made"), 1)
+    assert h.membership.member_id == "coordinator-made" != join.member_id
+    h.membership.poll(2)
+    h.finish_callbacks()
+    ack, _ = h.send(3)
+    assert ack.member_id == "coordinator-made"
