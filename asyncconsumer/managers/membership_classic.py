@@ -21,6 +21,7 @@ from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequ
 from asyncconsumer.managers.commit import NO_GENERATION, Generation
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.member_state import MemberState, transition
+from asyncconsumer.managers.pending_callback import PendingCallback
 from asyncconsumer.managers.request_state import ExponentialBackoff, RequestState
 from asyncconsumer.protocol.base import Request
 from asyncconsumer.protocol.consumer_protocol import Assignment
@@ -95,9 +96,7 @@ class ClassicMembershipManager:
         self.owned: frozenset[TopicPartition] = frozenset()
         self.subscribed = False
         self._pending_assignments: dict[str, bytes] = {}
-        self._waiting_for: Future[None] | None = None
-        self._after_callback: MemberState | None = None
-        self._continuation: Callable[[], None] | None = None
+        self._callback: PendingCallback[MemberState] = PendingCallback()
         self._rejoin_reason: str | None = None
         self.rejoin_on_poll = False
         self.rebalances = 0
@@ -122,7 +121,7 @@ class ClassicMembershipManager:
         if self.state in (MemberState.FATAL, MemberState.LEAVING) or not self.subscribed:
             return
         if self.state in (MemberState.STABLE, MemberState.ASSIGNING):
-            if self._waiting_for is not None:
+            if self._callback.pending:
                 self._rejoin_reason = reason  # after the pending callback: the rebalance it finishes comes first
                 return
             log.info("membership.rejoin", group=self._settings.group_id, reason=reason)
@@ -172,17 +171,9 @@ class ClassicMembershipManager:
 
     # --- the manager contract --------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> PollResult:
-        if self._waiting_for is not None:
-            if not self._waiting_for.done():
-                return PollResult(MAX_POLL_WAIT_MS)  # the caller wakes the loop when its callback returns
-            self._waiting_for = None
-            after, self._after_callback = self._after_callback, None
-            continuation, self._continuation = self._continuation, None
-            if after is not None and after is not self.state:
-                self._move(after)
-            if continuation is not None:
-                continuation()
-        if self._waiting_for is None and self._rejoin_reason is not None:
+        if not self._callback.resume(self.state, self._move):
+            return PollResult(MAX_POLL_WAIT_MS)
+        if not self._callback.pending and self._rejoin_reason is not None:
             reason, self._rejoin_reason = self._rejoin_reason, None
             self.request_rejoin(reason)
         if self.state is MemberState.UNJOINED and self.subscribed:
@@ -402,14 +393,11 @@ class ClassicMembershipManager:
 
     def _wait(self, future: Future[None], then: MemberState, after: Callable[[], None] | None = None) -> None:
         """Once the caller's callback returned: move to ``then``, then run ``after``."""
-        self._waiting_for = future
-        self._after_callback = then
-        self._continuation = after
+        self._callback.wait(future, then, after)
 
     def _move(self, new: MemberState) -> None:
         """Changes state; a change made while a callback is pending abandons what was to follow it."""
         self.state = transition(self.state, new)
-        if self._waiting_for is not None:
+        if self._callback.abandon():
             log.debug("membership.wait_abandoned", group=self._settings.group_id, state=new.name)
-            self._waiting_for = self._after_callback = self._continuation = None
             self._rejoin_reason = None

@@ -25,6 +25,7 @@ from asyncconsumer.managers.commit import NO_GENERATION, Generation
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as S
 from asyncconsumer.managers.member_state_consumer import transition
 from asyncconsumer.managers.membership_classic import ListenerCall
+from asyncconsumer.managers.pending_callback import PendingCallback
 from asyncconsumer.protocol.consumer_group_heartbeat import JOIN_EPOCH
 from asyncconsumer.records import TopicPartition
 
@@ -82,9 +83,7 @@ class ConsumerMembershipManager:
         self._target_seq = 0
         self._reconciled_seq = 0
         self._names: dict[uuid.UUID, str] = {}
-        self._waiting_for: Future[None] | None = None
-        self._after_callback: S | None = None
-        self._continuation: Callable[[], None] | None = None
+        self._callback: PendingCallback[S] = PendingCallback()
         self._stale_after_leave = False
         self._metadata_asked_for = -1
 
@@ -213,19 +212,11 @@ class ConsumerMembershipManager:
 
     # --- the manager contract --------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> PollResult:
-        if self._waiting_for is not None:
-            if not self._waiting_for.done():
-                return PollResult(MAX_POLL_WAIT_MS)  # the caller wakes the loop when its callback returns
-            self._waiting_for = None
-            after, self._after_callback = self._after_callback, None
-            continuation, self._continuation = self._continuation, None
-            if after is not None and after is not self.state:
-                self._move(after)
-            if continuation is not None:
-                continuation()
+        if not self._callback.resume(self.state, self._move):
+            return PollResult(MAX_POLL_WAIT_MS)
         if self.state is S.UNSUBSCRIBED and self.subscribed:
             self._join()
-        if self.state is S.RECONCILING and self._waiting_for is None:
+        if self.state is S.RECONCILING and not self._callback.pending:
             self._reconcile()
         return PollResult(MAX_POLL_WAIT_MS)
 
@@ -317,13 +308,10 @@ class ConsumerMembershipManager:
 
     def _wait(self, future: Future[None], then: S, after: Callable[[], None] | None = None) -> None:
         """Once the caller's callback returned: move to ``then``, then run ``after``."""
-        self._waiting_for = future
-        self._after_callback = then
-        self._continuation = after
+        self._callback.wait(future, then, after)
 
     def _move(self, new: S) -> None:
         """Changes state; a change made while a callback is pending abandons what was to follow it."""
         self.state = transition(self.state, new)
-        if self._waiting_for is not None:
+        if self._callback.abandon():
             log.debug("membership.wait_abandoned", group=self._settings.group_id, state=new.name)
-            self._waiting_for = self._after_callback = self._continuation = None
