@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any, NoReturn
+from collections.abc import Callable, Generator, Iterator
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 import attrs
 import pytest
@@ -19,6 +19,7 @@ import pytest
 from asyncconsumer.embedded_broker import BrokerStartError, EmbeddedBroker
 from tests.faultproxy import FaultProxy
 from tests.kip848_shim import Kip848Shim
+from tests.loop_thread import LoopThreadServer
 from tests.produce import ProduceHelper
 
 TopicFactory = Callable[..., str]
@@ -37,6 +38,23 @@ def unique_topic_name(hint: str = "topic") -> str:
     return f"{cleaned}-{uuid.uuid4().hex[:10]}"
 
 
+_Started = TypeVar("_Started", bound="EmbeddedBroker | _FrontedBroker")
+
+
+def _run_broker(start: Callable[[], _Started]) -> Generator[_Started, None, _Started]:
+    """A fixture body: yield what ``start`` started (skip, or fail in CI, if the broker cannot start), stop it
+    at teardown, then return it for the fixture's own checks."""
+    try:
+        started = start()
+    except BrokerStartError as exc:
+        _broker_unavailable(f"the embedded Tansu broker could not start: {exc}")
+    try:
+        yield started
+    finally:
+        started.stop()
+    return started
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
@@ -45,14 +63,7 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="session")
 def broker() -> Iterator[EmbeddedBroker]:
     """One Tansu broker for the whole session (memory-only: topics are per test, see ``topic``)."""
-    try:
-        started = EmbeddedBroker.start()
-    except BrokerStartError as exc:
-        _broker_unavailable(f"the embedded Tansu broker could not start: {exc}")
-    try:
-        yield started
-    finally:
-        started.stop()
+    yield from _run_broker(EmbeddedBroker.start)
 
 
 @pytest.fixture
@@ -74,47 +85,72 @@ def produce(broker: EmbeddedBroker) -> ProduceHelper:
 
 
 @attrs.frozen
-class ProxiedBroker:
-    """A broker that advertises its fault proxy's port, so every client connection goes through ``proxy``."""
+class _FrontedBroker:
+    """A broker that advertises a front server's port, so every client connection goes through that front."""
 
     broker: EmbeddedBroker
-    proxy: FaultProxy
+    _topic_hint: ClassVar[str] = "topic"
+
+    @property
+    def _front(self) -> LoopThreadServer[Any]:
+        raise NotImplementedError
 
     @property
     def bootstrap_servers(self) -> str:
-        """The proxy's address."""
-        return self.proxy.address
+        """The front's address."""
+        return self._front.address
 
     @property
     def produce(self) -> ProduceHelper:
-        """A producer for this broker (its traffic goes through the proxy too, and shows in its counters)."""
+        """A producer for this broker (its traffic goes through the front too, and shows in its counters)."""
         return ProduceHelper(self.bootstrap_servers)
 
     def create_topic(self, partitions: int = 4, *, name: str | None = None) -> str:
-        """Create a topic (straight to the broker's listener, not through the proxy) and return its name."""
-        topic_name = name or unique_topic_name("proxied")
+        """Create a topic (straight to the broker's listener, not through the front) and return its name."""
+        topic_name = name or unique_topic_name(self._topic_hint)
         self.broker.create_topic(topic_name, partitions)
         return topic_name
 
     def stop(self) -> None:
         try:
-            self.proxy.stop()
+            self._front.stop()
         finally:
             self.broker.stop()
 
 
+_Front = TypeVar("_Front", FaultProxy, Kip848Shim)
+
+
+def _broker_behind(front: _Front) -> EmbeddedBroker:
+    """Start a fresh broker that advertises the started ``front``'s port and point ``front`` at it; stops
+    ``front`` if the broker does not start."""
+    # The broker's port is known only once it runs; the front connects upstream lazily, so its target is set
+    # after the broker is up and before anyone can learn the front's address.
+    try:
+        started = EmbeddedBroker.start(advertised_port=front.port)
+    except BaseException:
+        front.stop()
+        raise
+    front.set_target("127.0.0.1", started.port)
+    return started
+
+
+@attrs.frozen
+class ProxiedBroker(_FrontedBroker):
+    """A broker that advertises its fault proxy's port, so every client connection goes through ``proxy``."""
+
+    proxy: FaultProxy
+    _topic_hint: ClassVar[str] = "proxied"
+
+    @property
+    def _front(self) -> FaultProxy:
+        return self.proxy
+
+
 def start_proxied_broker() -> ProxiedBroker:
     """Start a fault proxy and a fresh broker that advertises the proxy's port; the caller stops both."""
-    # The broker's port is known only once it runs; the proxy connects upstream lazily, so its target is set
-    # after the broker is up and before anyone can learn the proxy's address.
     proxy = FaultProxy("127.0.0.1", 0).start()
-    try:
-        started = EmbeddedBroker.start(advertised_port=proxy.port)
-    except BaseException:
-        proxy.stop()
-        raise
-    proxy.set_target("127.0.0.1", started.port)
-    return ProxiedBroker(broker=started, proxy=proxy)
+    return ProxiedBroker(broker=_broker_behind(proxy), proxy=proxy)
 
 
 @pytest.fixture
@@ -123,61 +159,30 @@ def proxied_broker() -> Iterator[ProxiedBroker]:
 
     Teardown stops both and fails the test if a proxy mutator raised.
     """
-    try:
-        proxied = start_proxied_broker()
-    except BrokerStartError as exc:
-        _broker_unavailable(f"the embedded Tansu broker could not start: {exc}")
-    try:
-        yield proxied
-    finally:
-        proxied.stop()
+    proxied = yield from _run_broker(start_proxied_broker)
     if proxied.proxy.mutator_errors:
         errors = "; ".join(repr(error) for error in proxied.proxy.mutator_errors)
         pytest.fail(f"fault proxy mutators raised: {errors}", pytrace=False)
 
 
 @attrs.frozen
-class Kip848Broker:
+class Kip848Broker(_FrontedBroker):
     """A broker that advertises the KIP-848 shim's port, so every client connection goes through ``shim``,
     which answers ConsumerGroupHeartbeat, OffsetCommit and OffsetFetch itself."""
 
-    broker: EmbeddedBroker
     shim: Kip848Shim
+    _topic_hint: ClassVar[str] = "kip848"
 
     @property
-    def bootstrap_servers(self) -> str:
-        """The shim's address."""
-        return self.shim.address
-
-    @property
-    def produce(self) -> ProduceHelper:
-        """A producer for this broker (its traffic goes through the shim and shows in ``shim.counts``)."""
-        return ProduceHelper(self.bootstrap_servers)
-
-    def create_topic(self, partitions: int = 4, *, name: str | None = None) -> str:
-        """Create a topic (straight to the broker's listener, not through the shim) and return its name."""
-        topic_name = name or unique_topic_name("kip848")
-        self.broker.create_topic(topic_name, partitions)
-        return topic_name
-
-    def stop(self) -> None:
-        try:
-            self.shim.stop()
-        finally:
-            self.broker.stop()
+    def _front(self) -> Kip848Shim:
+        return self.shim
 
 
 def start_kip848_broker(**shim_kwargs: Any) -> Kip848Broker:
     """Start a KIP-848 shim (``Kip848Shim(**shim_kwargs)``) and a fresh broker that advertises the shim's port;
     the caller stops both."""
     shim = Kip848Shim(**shim_kwargs).start()
-    try:
-        started = EmbeddedBroker.start(advertised_port=shim.port)
-    except BaseException:
-        shim.stop()
-        raise
-    shim.set_target("127.0.0.1", started.port)
-    return Kip848Broker(broker=started, shim=shim)
+    return Kip848Broker(broker=_broker_behind(shim), shim=shim)
 
 
 @pytest.fixture
@@ -187,14 +192,7 @@ def kip848_broker() -> Iterator[Kip848Broker]:
     For other shim settings call ``start_kip848_broker(**kwargs)`` (and ``stop()``) in the test. Teardown
     stops both and fails the test if the shim hit an unexpected error serving a connection.
     """
-    try:
-        started = start_kip848_broker()
-    except BrokerStartError as exc:
-        _broker_unavailable(f"the embedded Tansu broker could not start: {exc}")
-    try:
-        yield started
-    finally:
-        started.stop()
+    started = yield from _run_broker(start_kip848_broker)
     if started.shim.errors:
         errors = "; ".join(repr(error) for error in started.shim.errors)
         pytest.fail(f"the KIP-848 shim raised: {errors}", pytrace=False)

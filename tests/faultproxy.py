@@ -23,7 +23,6 @@ Plain TCP only: the proxy cannot read TLS.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import enum
 import socket
@@ -32,8 +31,8 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Self, TypeVar
+
+from tests.loop_thread import STREAM_LIMIT, LoopThreadServer, close_gracefully
 
 __all__ = [
     "API_API_VERSIONS",
@@ -80,9 +79,7 @@ UNKNOWN_API = -1
 """The api key given to a response whose correlation id matches no request seen on its connection."""
 
 _MAX_FRAME = 512 * 1024 * 1024
-_STREAM_LIMIT = 4 * 1024 * 1024
 _UPSTREAM_CONNECT_TIMEOUT_S = 10.0
-_CLOSE_GRACE_S = 1.0
 
 
 class Direction(enum.StrEnum):
@@ -104,8 +101,6 @@ CLOSE = FrameAction.CLOSE
 
 Mutator = Callable[[int, bytes], "bytes | FrameAction | None"]
 """``fn(api_key, payload) -> None | bytes | DROP | CLOSE``; see the module docstring."""
-
-_T = TypeVar("_T")
 
 
 # --- Kafka frame helpers ------------------------------------------------------------------------------------
@@ -197,8 +192,10 @@ class _Connection:
             pump.cancel()
 
 
-class FaultProxy:
+class FaultProxy(LoopThreadServer[_Connection]):
     """A Kafka-frame-aware TCP proxy on 127.0.0.1 that injects faults on request. See the module docstring."""
+
+    _what = "the fault proxy"
 
     def __init__(
         self,
@@ -208,17 +205,8 @@ class FaultProxy:
         *,
         listen_host: str = "127.0.0.1",
     ) -> None:
+        super().__init__(listen_host, listen_port)
         self._target = (target_host, target_port)
-        self._listen = (listen_host, listen_port or 0)
-        self._port: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._server: asyncio.Server | None = None
-        self._started = threading.Event()
-        self._start_error: BaseException | None = None
-        self._stopped = False
-        self._connections: set[_Connection] = set()
-        self._handlers: set[asyncio.Task[None]] = set()
         self._flowing: asyncio.Event | None = None
         self._mutators: dict[Direction, tuple[Mutator | None, bool]] = {
             Direction.REQUEST: (None, False),
@@ -258,69 +246,15 @@ class FaultProxy:
 
     # --- lifecycle ----------------------------------------------------------------------------------------
 
-    def start(self, timeout_s: float = 5.0) -> Self:
-        """Start listening; returns once the port is bound. Raises OSError if it cannot be bound."""
-        if self._thread is not None:
-            raise RuntimeError("FaultProxy.start() called twice")
-        self._thread = threading.Thread(target=self._run, name=f"faultproxy->{self._target[1]}", daemon=True)
-        self._thread.start()
-        if not self._started.wait(timeout_s):
-            raise TimeoutError(f"the fault proxy did not start within {timeout_s} s")
-        if self._start_error is not None:
-            self._thread.join(timeout_s)
-            raise self._start_error
-        return self
-
     def stop(self, timeout_s: float = 5.0) -> None:
         """Close the listener and every connection, then end the proxy's thread. Idempotent."""
-        if self._stopped or self._thread is None:
-            self._stopped = True
-            return
-        if threading.current_thread() is self._thread:
+        if not self._stopped and self._thread is not None and threading.current_thread() is self._thread:
             raise RuntimeError("FaultProxy.stop() cannot be called from a mutator")
-        self._stopped = True
-        loop = self._loop
-        if loop is not None and not loop.is_closed() and self._start_error is None:
-            try:
-                asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout_s)
-            finally:
-                with contextlib.suppress(RuntimeError):  # the loop is already closed
-                    loop.call_soon_threadsafe(loop.stop)
-        self._thread.join(timeout_s)
-        if self._thread.is_alive():
-            raise RuntimeError(f"the fault proxy's thread did not end within {timeout_s} s")
-
-    def __enter__(self) -> Self:
-        if self._thread is None:
-            self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("the fault proxy is not started")
-        return self._port
-
-    @property
-    def address(self) -> str:
-        """``"host:port"`` of the proxy's listener, usable as bootstrap servers."""
-        return f"{self._listen[0]}:{self.port}"
+        super().stop(timeout_s)
 
     @property
     def target(self) -> tuple[str, int]:
         return self._target
-
-    @property
-    def active_connections(self) -> int:
-        return len(self._connections)
 
     @property
     def blackholed(self) -> bool:
@@ -359,17 +293,6 @@ class FaultProxy:
             self._cut_after = after_bytes
             self._cut_remaining = count
 
-    def drop_connections(self) -> int:
-        """Close every current connection, client and upstream side, now. Returns how many were open."""
-
-        def drop() -> int:
-            connections = list(self._connections)
-            for connection in connections:
-                connection.abort()
-            return len(connections)
-
-        return self._call(drop)
-
     def blackhole(self, enabled: bool) -> None:
         """While enabled, forward nothing in either direction but keep connections open (a stalled broker).
 
@@ -403,64 +326,12 @@ class FaultProxy:
 
     # --- the proxy's thread -------------------------------------------------------------------------------
 
-    def _call(self, fn: Callable[[], _T], timeout_s: float = 5.0) -> _T:
-        """Run ``fn`` on the proxy's loop and return its result (directly when already on that thread)."""
-        loop = self._loop
-        if loop is None or self._port is None or self._stopped:
-            raise RuntimeError("the fault proxy is not running")
-        if threading.current_thread() is self._thread:
-            return fn()
-        result: concurrent.futures.Future[_T] = concurrent.futures.Future()
+    def _thread_name(self) -> str:
+        return f"faultproxy->{self._target[1]}"
 
-        def run() -> None:
-            try:
-                result.set_result(fn())
-            except BaseException as exc:
-                result.set_exception(exc)
-
-        loop.call_soon_threadsafe(run)
-        return result.result(timeout_s)
-
-    def _run(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            try:
-                loop.run_until_complete(self._open())
-            except BaseException as exc:
-                self._start_error = exc
-                return
-            finally:
-                self._started.set()
-            loop.run_forever()
-        finally:
-            leftovers = asyncio.all_tasks(loop)
-            for task in leftovers:
-                task.cancel()
-            if leftovers:
-                loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-
-    async def _open(self) -> None:
+    def _prepare(self) -> None:
         self._flowing = asyncio.Event()
         self._flowing.set()
-        host, port = self._listen
-        self._server = await asyncio.start_server(self._handle_client, host, port, limit=_STREAM_LIMIT)
-        self._port = self._server.sockets[0].getsockname()[1]
-
-    async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for connection in list(self._connections):
-            connection.abort()
-        if self._handlers:
-            _, pending = await asyncio.wait(set(self._handlers), timeout=_CLOSE_GRACE_S * 2)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
 
     async def _handle_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -485,7 +356,7 @@ class FaultProxy:
             for pump in connection.pumps:
                 pump.cancel()
             await asyncio.gather(*connection.pumps, return_exceptions=True)
-            await self._close_writers(connection)
+            await close_gracefully(connection.writers())
             self.connections_closed += 1
             self._handlers.discard(task)
 
@@ -493,7 +364,7 @@ class FaultProxy:
         try:
             host, port = self._target
             upstream_reader, upstream_writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=_STREAM_LIMIT), _UPSTREAM_CONNECT_TIMEOUT_S
+                asyncio.open_connection(host, port, limit=STREAM_LIMIT), _UPSTREAM_CONNECT_TIMEOUT_S
             )
         except (OSError, TimeoutError):
             self.upstream_connect_failures += 1
@@ -506,17 +377,6 @@ class FaultProxy:
             asyncio.create_task(self._pump(connection, Direction.RESPONSE, upstream_reader, connection.client_writer)),
         ]
         await asyncio.wait(connection.pumps, return_when=asyncio.FIRST_COMPLETED)
-
-    async def _close_writers(self, connection: _Connection) -> None:
-        """Close gracefully (so a cut response's bytes reach the client), aborting what will not close."""
-        writers = connection.writers()
-        for writer in writers:
-            writer.close()
-        for writer in writers:
-            try:
-                await asyncio.wait_for(writer.wait_closed(), _CLOSE_GRACE_S)
-            except (OSError, TimeoutError):
-                writer.transport.abort()
 
     async def _pump(
         self,

@@ -26,19 +26,15 @@ Control calls and snapshots are thread-safe and take effect before they return.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import itertools
 import re
 import struct
-import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Self, TypeVar
 
 import attrs
 
@@ -70,6 +66,7 @@ from asyncconsumer.protocol.offsets_commit import (
     OffsetFetchTopicResponse,
 )
 from tests.faultproxy import parse_request_header, response_correlation_id
+from tests.loop_thread import STREAM_LIMIT, LoopThreadServer, close_gracefully
 
 __all__ = [
     "API_CONSUMER_GROUP_HEARTBEAT",
@@ -117,11 +114,7 @@ _METADATA_MIN_REFRESH_S = 0.2
 _METADATA_MAX_AGE_S = 1.0
 _METADATA_TIMEOUT_S = 5.0
 _MAX_FRAME = 512 * 1024 * 1024
-_STREAM_LIMIT = 4 * 1024 * 1024
 _UPSTREAM_CONNECT_TIMEOUT_S = 10.0
-_CLOSE_GRACE_S = 1.0
-
-_T = TypeVar("_T")
 
 
 @attrs.frozen
@@ -205,8 +198,10 @@ class _ShimError(Exception):
         self.message = message
 
 
-class Kip848Shim:
+class Kip848Shim(LoopThreadServer[_Connection]):
     """A KIP-848 coordinator shim on ``host``; see the module docstring."""
+
+    _what = "the KIP-848 shim"
 
     def __init__(
         self,
@@ -220,7 +215,7 @@ class Kip848Shim:
         max_group_size: int | None = None,
         advertise_api68: bool = True,
     ) -> None:
-        self._listen = (host, port)
+        super().__init__(host, port)
         self._target: tuple[str, int] | None = None
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.session_timeout_ms = session_timeout_ms
@@ -230,16 +225,6 @@ class Kip848Shim:
         self._default_assignor = default_assignor
         self._max_group_size = max_group_size
         self._advertise_api68 = advertise_api68
-
-        self._port: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._server: asyncio.Server | None = None
-        self._started = threading.Event()
-        self._start_error: BaseException | None = None
-        self._stopped = False
-        self._connections: set[_Connection] = set()
-        self._handlers: set[asyncio.Task[None]] = set()
 
         self._groups: dict[str, _Group] = {}
         self._fail_code = 0
@@ -262,60 +247,6 @@ class Kip848Shim:
         """Unexpected exceptions while serving a connection (that connection was closed)."""
 
     # --- lifecycle ----------------------------------------------------------------------------------------
-
-    def start(self, timeout_s: float = 5.0) -> Self:
-        """Start listening; returns once the port is bound."""
-        if self._thread is not None:
-            raise RuntimeError("Kip848Shim.start() called twice")
-        self._thread = threading.Thread(target=self._run, name="kip848-shim", daemon=True)
-        self._thread.start()
-        if not self._started.wait(timeout_s):
-            raise TimeoutError(f"the KIP-848 shim did not start within {timeout_s} s")
-        if self._start_error is not None:
-            self._thread.join(timeout_s)
-            raise self._start_error
-        return self
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """Close the listener and every connection, then end the shim's thread. Idempotent."""
-        if self._stopped or self._thread is None:
-            self._stopped = True
-            return
-        self._stopped = True
-        loop = self._loop
-        if loop is not None and not loop.is_closed() and self._start_error is None:
-            try:
-                asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout_s)
-            finally:
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(loop.stop)
-        self._thread.join(timeout_s)
-        if self._thread.is_alive():
-            raise RuntimeError(f"the KIP-848 shim's thread did not end within {timeout_s} s")
-
-    def __enter__(self) -> Self:
-        if self._thread is None:
-            self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("the KIP-848 shim is not started")
-        return self._port
-
-    @property
-    def address(self) -> str:
-        """``"host:port"`` of the shim's listener, usable as bootstrap servers."""
-        return f"{self._listen[0]}:{self.port}"
 
     def set_target(self, host: str, port: int) -> None:
         """The upstream broker for connections made from now on (and for the shim's Metadata requests)."""
@@ -344,17 +275,6 @@ class Kip848Shim:
                     self._recompute(group, bump=True)
                     return group_id
             raise KeyError(f"no group has member {member_id!r}")
-
-        return self._call(apply)
-
-    def drop_connections(self) -> int:
-        """Close every client connection (and its upstream connection) now; returns how many were open."""
-
-        def apply() -> int:
-            connections = list(self._connections)
-            for connection in connections:
-                connection.abort()
-            return len(connections)
 
         return self._call(apply)
 
@@ -415,10 +335,6 @@ class Kip848Shim:
         """Client requests received, by api key (local and forwarded)."""
         return self._call(lambda: Counter(self._counts))
 
-    @property
-    def active_connections(self) -> int:
-        return len(self._connections)
-
     def reset_observations(self) -> None:
         """Forget the recorded heartbeats and request counts (not the groups)."""
 
@@ -430,66 +346,17 @@ class Kip848Shim:
 
     # --- the shim's thread --------------------------------------------------------------------------------
 
-    def _call(self, fn: Callable[[], _T], timeout_s: float = 5.0) -> _T:
-        """Run ``fn`` on the shim's loop and return its result."""
-        loop = self._loop
-        if loop is None or self._port is None or self._stopped:
-            raise RuntimeError("the KIP-848 shim is not running")
-        if threading.current_thread() is self._thread:
-            return fn()
-        result: concurrent.futures.Future[_T] = concurrent.futures.Future()
+    def _thread_name(self) -> str:
+        return "kip848-shim"
 
-        def run() -> None:
-            try:
-                result.set_result(fn())
-            except BaseException as exc:
-                result.set_exception(exc)
-
-        loop.call_soon_threadsafe(run)
-        return result.result(timeout_s)
-
-    def _run(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            try:
-                loop.run_until_complete(self._open())
-            except BaseException as exc:
-                self._start_error = exc
-                return
-            finally:
-                self._started.set()
-            loop.run_forever()
-        finally:
-            leftovers = asyncio.all_tasks(loop)
-            for task in leftovers:
-                task.cancel()
-            if leftovers:
-                loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-
-    async def _open(self) -> None:
+    def _prepare(self) -> None:
         self._metadata_lock = asyncio.Lock()
-        host, port = self._listen
-        self._server = await asyncio.start_server(self._handle_client, host, port, limit=_STREAM_LIMIT)
-        self._port = self._server.sockets[0].getsockname()[1]
 
-    async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for connection in list(self._connections):
-            connection.abort()
+    def _abort_connections(self) -> None:
+        super()._abort_connections()
         if self._metadata_conn is not None:
             self._metadata_conn[1].transport.abort()
             self._metadata_conn = None
-        if self._handlers:
-            _, pending = await asyncio.wait(set(self._handlers), timeout=_CLOSE_GRACE_S * 2)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
 
     async def _handle_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -513,13 +380,7 @@ class Kip848Shim:
             if pump is not None:
                 pump.cancel()
                 await asyncio.gather(pump, return_exceptions=True)
-            for w in connection.writers():
-                w.close()
-            for w in connection.writers():
-                try:
-                    await asyncio.wait_for(w.wait_closed(), _CLOSE_GRACE_S)
-                except (OSError, TimeoutError):
-                    w.transport.abort()
+            await close_gracefully(connection.writers())
             self._handlers.discard(task)
 
     async def _serve(self, connection: _Connection) -> None:
@@ -550,7 +411,7 @@ class Kip848Shim:
         host, port = self._target
         try:
             upstream_reader, upstream_writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=_STREAM_LIMIT), _UPSTREAM_CONNECT_TIMEOUT_S
+                asyncio.open_connection(host, port, limit=STREAM_LIMIT), _UPSTREAM_CONNECT_TIMEOUT_S
             )
         except (OSError, TimeoutError):
             return False
@@ -649,7 +510,7 @@ class Kip848Shim:
         if self._metadata_conn is None:
             if self._target is None:
                 raise OSError("the shim has no upstream target")
-            self._metadata_conn = await asyncio.open_connection(*self._target, limit=_STREAM_LIMIT)
+            self._metadata_conn = await asyncio.open_connection(*self._target, limit=STREAM_LIMIT)
         reader, writer = self._metadata_conn
         correlation_id = next(self._metadata_correlation)
         writer.write(encode_request(MetadataRequest(None), _METADATA_VERSION, correlation_id, "kip848-shim"))

@@ -131,8 +131,10 @@ async def test_three_members_join_one_by_one_never_share_a_partition_and_consume
         assert overlaps == []
         assert [len(c.assignment()) for c in consumers] == [2, 2, 2]
         assert set().union(*(c.assignment() for c in consumers)) == partitions
-        # The first member gave up 3 of its 6 to the second, then 1 of its 3 to the third; nobody lost any.
-        assert [len(parts) for parts in listeners[0].of("revoked") if parts] == [3, 1]
+        # The first member gave up 3 of its 6 when the second joined, and some again for the third (how many
+        # depends on the random member ids the shim's range assignor sorts by); nobody lost any.
+        revocations = [len(parts) for parts in listeners[0].of("revoked") if parts]
+        assert len(revocations) == 2 and revocations[0] == 3, revocations
         assert all(not listener.of("lost") for listener in listeners)
         # Each record once: what moved was committed (auto-commit before revoke) and resumed from there.
         per_partition: dict[int, list[int]] = defaultdict(list)
@@ -171,8 +173,12 @@ async def test_when_a_member_leaves_the_others_take_its_partitions_and_resume_at
         await p1.stop()
         left = c1.assignment()
         await c1.close()  # commits (auto-commit on close) and sends the leave heartbeat
-        await wait_for_async(lambda: c2.assignment() == all_partitions(name, 4), timeout=SETTLE_S, message="c2")
-        assert l2.of("assigned")[-1] == left
+        # The assignment is applied on the background side before the callback runs in c2's next poll: wait for both.
+        await wait_for_async(
+            lambda: c2.assignment() == all_partitions(name, 4) and l2.of("assigned")[-1:] == [left],
+            timeout=SETTLE_S,
+            message=lambda: f"c2 owns {describe(c2.assignment())}, its callbacks: {l2.events}",
+        )
         assert not l2.of("lost")
         more = await kip848_broker.produce.values_async(name, 40, 4)
         await wait_for_async(lambda: len(p2.records) + len(p1.records) == 440, timeout=SETTLE_S, message="440")
