@@ -78,7 +78,6 @@ class ConsumerMembershipManager:
         """What heartbeats report as owned: changes only once a reconciliation finished, callbacks included."""
         self.rebalances = 0
         self.rejoin_on_poll = False
-        self.cooperative = True  # incremental by design: only what moves is revoked
         self._target: dict[uuid.UUID, frozenset[int]] | None = None
         self._target_seq = 0
         self._reconciled_seq = 0
@@ -93,10 +92,6 @@ class ConsumerMembershipManager:
         if self.member_epoch > 0 and self.state not in _NOT_IN_GROUP and self.state is not S.LEAVING:
             return Generation(self.member_epoch, self.member_id, self._settings.group_instance_id)
         return NO_GENERATION
-
-    @property
-    def in_group(self) -> bool:
-        return self.generation() is not NO_GENERATION
 
     def should_heartbeat(self) -> bool:
         """False while there is nothing to tell the coordinator: not in the group, or giving partitions up to leave
@@ -114,9 +109,6 @@ class ConsumerMembershipManager:
         self.subscribed = True
         if self.state is S.UNSUBSCRIBED or (self.state is S.STALE and not self.rejoin_on_poll):
             self._join()
-
-    def request_rejoin(self, reason: str) -> None:
-        """Nothing to do on this protocol: the coordinator drives rebalances through heartbeats."""
 
     def caller_polled(self) -> None:
         """The caller's ``poll`` ran; a member that left for a poll timeout joins again."""
