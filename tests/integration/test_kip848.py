@@ -9,12 +9,14 @@ coordinator loss, and that records are neither skipped nor duplicated across all
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import defaultdict
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import pytest
 
-from asyncconsumer import AsyncConsumer, Consumer, TopicPartition
+from asyncconsumer import AsyncConsumer, Consumer, ConsumerRecord, TopicPartition
 from asyncconsumer.embedded_broker import EmbeddedBroker
 from asyncconsumer.errors import ConfigError, UnsupportedAssignorError, UnsupportedVersionError
 from tests.conftest import Kip848Broker, TopicFactory
@@ -29,6 +31,7 @@ from tests.integration.test_groups import (
     new_group_id,
     produced_offsets,
 )
+from tests.produce import ProducedRecord
 from tests.waiting import wait_for_async
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
@@ -193,18 +196,35 @@ async def test_when_a_member_leaves_the_others_take_its_partitions_and_resume_at
         await asyncio.gather(c1.close(), c2.close())
 
 
-async def test_a_fenced_member_loses_its_partitions_rejoins_at_epoch_zero_and_carries_on(
-    kip848_broker: Kip848Broker,
-) -> None:
+@contextlib.asynccontextmanager
+async def caught_up_member(
+    kip848_broker: Kip848Broker, records: int
+) -> AsyncIterator[tuple[str, AsyncConsumer, RecordingListener]]:
+    """One member of a new group on a new 2-partition topic, having consumed the ``records`` produced to it."""
     name = kip848_broker.create_topic(2)
-    await kip848_broker.produce.values_async(name, 100, 2)
-    group_id = new_group_id()
+    await kip848_broker.produce.values_async(name, records, 2)
     listener = RecordingListener()
-    consumer = member(kip848_broker.bootstrap_servers, group_id)
+    consumer = member(kip848_broker.bootstrap_servers, new_group_id())
     await consumer.start()
     try:
         await consumer.subscribe([name], listener=listener)
-        await consume_until(consumer, 100, SETTLE_S)
+        await consume_until(consumer, records, SETTLE_S)
+        yield name, consumer, listener
+    finally:
+        await consumer.close()
+
+
+def offsets(records: Iterable[ConsumerRecord] | dict[int, list[ProducedRecord]]) -> list[tuple[int, int]]:
+    """Sorted (partition, offset) of consumed records, or of what a produce helper returned."""
+    if isinstance(records, dict):
+        return sorted((p, r.offset) for p, recs in records.items() for r in recs)
+    return sorted((r.partition, r.offset) for r in records)
+
+
+async def test_a_fenced_member_loses_its_partitions_rejoins_at_epoch_zero_and_carries_on(
+    kip848_broker: Kip848Broker,
+) -> None:
+    async with caught_up_member(kip848_broker, 100) as (name, consumer, listener):
         await consumer.commit()
         first_epoch = consumer.group_metadata().generation_id
         member_id = consumer.group_metadata().member_id
@@ -218,23 +238,11 @@ async def test_a_fenced_member_loses_its_partitions_rejoins_at_epoch_zero_and_ca
         rejoins = [r for g, m, r, _ in kip848_broker.shim.heartbeats if m == member_id and r.member_epoch == 0]
         assert len(rejoins) == 2
         assert rejoins[1].subscribed_topic_names == (name,)  # a rejoin sends every field again
-        assert sorted((r.partition, r.offset) for r in got) == sorted(
-            (p, r.offset) for p, recs in more.items() for r in recs
-        )  # resumed at the commit: nothing again, nothing skipped
-    finally:
-        await consumer.close()
+        assert offsets(got) == offsets(more)  # resumed at the commit: nothing again, nothing skipped
 
 
 async def test_coordinator_loss_keeps_the_partitions_and_the_epoch(kip848_broker: Kip848Broker) -> None:
-    name = kip848_broker.create_topic(2)
-    await kip848_broker.produce.values_async(name, 50, 2)
-    group_id = new_group_id()
-    listener = RecordingListener()
-    consumer = member(kip848_broker.bootstrap_servers, group_id)
-    await consumer.start()
-    try:
-        await consumer.subscribe([name], listener=listener)
-        await consume_until(consumer, 50, SETTLE_S)
+    async with caught_up_member(kip848_broker, 50) as (name, consumer, listener):
         epoch = consumer.group_metadata().generation_id
         before = len(kip848_broker.shim.heartbeats)
         kip848_broker.shim.fail_heartbeats(16, count=2)  # NOT_COORDINATOR twice
@@ -246,14 +254,10 @@ async def test_coordinator_loss_keeps_the_partitions_and_the_epoch(kip848_broker
         )
         assert listener.nonempty() == [("assigned", [0, 1])]  # nothing revoked, nothing lost
         assert consumer.group_metadata().generation_id == epoch
-        assert sorted((r.partition, r.offset) for r in got) == sorted(
-            (p, r.offset) for p, recs in more.items() for r in recs
-        )
+        assert offsets(got) == offsets(more)
         after = [r for _, m, r, _ in kip848_broker.shim.heartbeats[before:]]
         assert all(r.member_epoch == epoch for r in after)
         assert any(r.subscribed_topic_names == (name,) for r in after)  # everything resent after the failures
-    finally:
-        await consumer.close()
 
 
 async def test_an_unknown_server_assignor_is_raised_once_from_poll(kip848_broker: Kip848Broker) -> None:

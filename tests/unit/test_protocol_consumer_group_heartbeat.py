@@ -27,7 +27,7 @@ from asyncconsumer.protocol.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatResponse,
     HeartbeatTopicPartitions,
 )
-from asyncconsumer.protocol.wire import Reader, Writer
+from tests.unit.codec import decode, encode
 
 VERSIONS = [0, 1]
 TOPIC_ID = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
@@ -37,20 +37,6 @@ TOPIC_ID_HEX = "00112233445566778899aabbccddeeff"
 def h(text: str) -> bytes:
     """Hex with spaces, newlines and ``#`` comments allowed."""
     return bytes.fromhex("".join(line.split("#", 1)[0] for line in text.splitlines()))
-
-
-def encode(message: base.Message, version: int) -> bytes:
-    w = Writer()
-    message.encode(w, version)
-    return w.getvalue()
-
-
-def decode(cls: Any, data: bytes, version: int) -> Any:
-    """Decodes ``data`` fully: leftover bytes mean encode and decode disagree about the layout."""
-    r = Reader(data)
-    message = cls.decode(r, version)
-    assert r.remaining == 0, f"{r.remaining} bytes left after decoding {cls.__name__} v{version}"
-    return message
 
 
 def test_api_key_and_versions_match_kafka() -> None:

@@ -58,7 +58,7 @@ from asyncconsumer.protocol.offsets_commit import (
     OffsetFetchTopic,
     OffsetFetchTopicResponse,
 )
-from asyncconsumer.protocol.wire import Reader, Writer
+from tests.unit.codec import decode, encode
 
 REQUEST_TYPES: dict[int, type[base.Request]] = {
     int(t.API_KEY): t
@@ -73,20 +73,6 @@ REQUEST_TYPES: dict[int, type[base.Request]] = {
     )
 }
 COORDINATOR_NOT_AVAILABLE = 15
-
-
-def encode(message: base.Message, version: int) -> bytes:
-    w = Writer()
-    message.encode(w, version)
-    return w.getvalue()
-
-
-def decode(cls: Any, data: bytes, version: int) -> Any:
-    """Decodes ``data`` fully: leftover bytes mean encode and decode disagree about the layout."""
-    r = Reader(data)
-    message = cls.decode(r, version)
-    assert r.remaining == 0, f"{r.remaining} bytes left after decoding {cls.__name__} v{version}"
-    return message
 
 
 def versions(request_type: type[base.Request]) -> list[int]:

@@ -55,7 +55,8 @@ from asyncconsumer.protocol.metadata import (
     MetadataResponse,
     MetadataTopic,
 )
-from asyncconsumer.protocol.wire import ZERO_UUID, Reader, Writer
+from asyncconsumer.protocol.wire import ZERO_UUID
+from tests.unit.codec import decode, encode
 
 REQUEST_TYPES: dict[int, type[base.Request]] = {
     int(t.API_KEY): t for t in (ApiVersionsRequest, MetadataRequest, ListOffsetsRequest, FetchRequest)
@@ -63,18 +64,6 @@ REQUEST_TYPES: dict[int, type[base.Request]] = {
 NO_AUTH_OPS = -2147483648
 
 
-def encode(message: base.Message, version: int) -> bytes:
-    w = Writer()
-    message.encode(w, version)
-    return w.getvalue()
-
-
-def decode(cls: Any, data: bytes, version: int) -> Any:
-    """Decodes ``data`` fully: leftover bytes mean encode and decode disagree about the layout."""
-    r = Reader(data)
-    message = cls.decode(r, version)
-    assert r.remaining == 0, f"{r.remaining} bytes left after decoding {cls.__name__} v{version}"
-    return message
 
 
 def versions(request_type: type[base.Request]) -> list[int]:
