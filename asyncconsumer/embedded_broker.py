@@ -322,18 +322,19 @@ class EmbeddedBroker:
         """Create a topic with ``tansu topic create``, sent to the listener port (not the advertised one)."""
         if partitions < 1:
             raise ValueError(f"partitions must be >= 1, got {partitions}")
+        self._topic_command("create", name, "--partitions", str(partitions))
+        log.info("embedded_broker.topic_created", topic=name, partitions=partitions, port=self._port)
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic with ``tansu topic delete`` (its records and offsets go with it)."""
+        self._topic_command("delete", name)
+        log.info("embedded_broker.topic_deleted", topic=name, port=self._port)
+
+    def _topic_command(self, verb: str, name: str, *args: str) -> None:
+        what = " ".join(("tansu topic", verb, repr(name), *args))
         if not self.running:
-            raise BrokerCommandError(f"cannot create topic {name!r}: the broker is not running")
-        argv = [
-            self._binary,
-            "topic",
-            "create",
-            name,
-            "--partitions",
-            str(partitions),
-            "--broker",
-            f"tcp://{_HOST}:{self._port}",
-        ]
+            raise BrokerCommandError(f"{what}: the broker is not running")
+        argv = [self._binary, "topic", verb, name, *args, "--broker", f"tcp://{_HOST}:{self._port}"]
         env = dict(os.environ)
         env["NO_COLOR"] = "1"
         try:
@@ -346,16 +347,10 @@ class EmbeddedBroker:
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise BrokerCommandError(
-                f"tansu topic create {name!r} did not finish within {_COMMAND_TIMEOUT_S} s"
-            ) from exc
+            raise BrokerCommandError(f"{what} did not finish within {_COMMAND_TIMEOUT_S} s") from exc
         if result.returncode != 0:
             output = _ANSI_ESCAPE.sub("", (result.stdout + result.stderr).decode("utf-8", "replace")).strip()
-            raise BrokerCommandError(
-                f"tansu topic create {name!r} --partitions {partitions} failed "
-                f"(exit code {result.returncode}): {output}"
-            )
-        log.info("embedded_broker.topic_created", topic=name, partitions=partitions, port=self._port)
+            raise BrokerCommandError(f"{what} failed (exit code {result.returncode}): {output}")
 
     # --- facts --------------------------------------------------------------------------------------------
 

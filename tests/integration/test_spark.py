@@ -1,0 +1,282 @@
+"""The PySpark data source against the real broker, on a local[2] Spark session (one per test session, ~5 s).
+
+Tansu answers ListOffsets LATEST with the last batch's base offset + 1, so every partition here ends with a
+one-record batch (``produce_exact``): "latest" is then the true log end, as on Kafka.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asyncconsumer import Consumer, TopicPartition
+from asyncconsumer.embedded_broker import EmbeddedBroker
+from asyncconsumer.errors import ConfigError
+from tests.conftest import TopicFactory
+from tests.produce import ProducedRecord, Record, produce_batches
+from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.broker]
+
+pyspark = pytest.importorskip("pyspark", reason="pip install asyncconsumer[spark]")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import asyncconsumer from this environment
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("asyncconsumer-tests")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    import asyncconsumer.spark
+
+    asyncconsumer.spark.register(session)
+    yield session
+    session.stop()
+
+
+def produce_exact(
+    bootstrap: str, topic: str, per_partition: int, partitions: int, *, start: int = 0
+) -> dict[int, list[ProducedRecord]]:
+    """``per_partition`` records on each partition, keys/values/headers from their index; the last batch is one
+    record so that Tansu's LATEST is the log end."""
+    out: dict[int, list[ProducedRecord]] = {}
+    for p in range(partitions):
+        records = [
+            Record(
+                value=f"v-{p}-{i}".encode(),
+                key=f"k-{p}-{i}".encode() if i % 2 else None,
+                headers=(("h", f"{i}".encode()), ("n", None)),
+                partition=p,
+                timestamp_ms=1_700_000_000_000 + i,
+            )
+            for i in range(start, start + per_partition)
+        ]
+        batches = [records[:-1], records[-1:]] if len(records) > 1 else [records]
+        out[p] = [r for batch in produce_batches(bootstrap, topic, batches, partition=p) for r in batch]
+    return out
+
+
+def kafka_options(broker: EmbeddedBroker, **extra: str) -> dict[str, str]:
+    return {"kafka.bootstrap.servers": broker.bootstrap_servers, **extra}
+
+
+def test_a_batch_read_returns_exactly_the_produced_records(
+    spark: Any, broker: EmbeddedBroker, topic: TopicFactory
+) -> None:
+    name = topic(3)
+    produced = produce_exact(broker.bootstrap_servers, name, 40, 3)
+    df = (
+        spark.read.format("asyncconsumer")
+        .options(**kafka_options(broker, subscribe=name, includeHeaders="true"))
+        .load()
+    )
+    assert [f.name for f in df.schema.fields] == [
+        "key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers",
+    ]  # fmt: skip
+    rows = df.collect()
+    assert len(rows) == 120
+    got = {(r.partition, r.offset): r for r in rows}
+    for p, records in produced.items():
+        for rec in records:
+            row = got[(p, rec.offset)]
+            assert (row.topic, row.key, row.value) == (name, rec.key, rec.value)
+            assert [(h.key, h.value) for h in row.headers] == list(rec.headers)
+            assert int(row.timestamp.timestamp() * 1000) == rec.timestamp_ms
+            assert row.timestampType == 0
+
+
+def test_starting_and_ending_offsets_json_and_min_partitions_split_the_ranges(
+    spark: Any, broker: EmbeddedBroker, topic: TopicFactory
+) -> None:
+    name = topic(2)
+    produce_exact(broker.bootstrap_servers, name, 50, 2)
+    df = (
+        spark.read.format("asyncconsumer")
+        .options(
+            **kafka_options(
+                broker,
+                assign=json.dumps({name: [0, 1]}),
+                startingOffsets=json.dumps({name: {"0": 10, "1": -2}}),
+                endingOffsets=json.dumps({name: {"0": 20, "1": -1}}),
+                minPartitions="6",
+                useArrow="false",
+            )
+        )
+        .load()
+    )
+    assert df.rdd.getNumPartitions() >= 6
+    got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+    assert got == [(0, o) for o in range(10, 20)] + [(1, o) for o in range(50)]
+
+
+@pytest.mark.parametrize(
+    ("options", "key"),
+    [
+        ({"subscribe": "t", "assign": '{"t": [0]}'}, "subscribe"),
+        ({"subscribe": "t", "startingOffsets": "{not json"}, "startingOffsets"),
+        ({"subscribe": "t", "endingOffsets": "earliest"}, "endingOffsets"),
+        ({"subscribe": "t", "maxOffsetsPerTrigger": "10"}, "maxOffsetsPerTrigger"),
+        ({"subscribe": "t", "kafka.group.id": "g"}, "kafka.group.id"),
+        ({"subscribe": "t", "kafka.fetch.max.wait.ms": "soon"}, "kafka.fetch_max_wait_ms"),
+        ({"subscribe": "t", "startingOffset": "earliest"}, "startingoffset"),
+    ],
+)
+def test_bad_options_fail_before_the_query_runs_naming_the_option(
+    spark: Any, broker: EmbeddedBroker, options: dict[str, str], key: str
+) -> None:
+    from asyncconsumer.spark.options import parse_options
+
+    with pytest.raises(ConfigError) as caught:
+        parse_options(kafka_options(broker, **options), streaming=False)
+    assert caught.value.key.lower() == key.lower()
+    with pytest.raises(Exception, match=key):
+        spark.read.format("asyncconsumer").options(**kafka_options(broker, **options)).load().collect()
+
+
+class Sink:
+    """An idempotent foreachBatch sink: a batch id written again replaces what it wrote before."""
+
+    def __init__(self) -> None:
+        self.batches: dict[int, list[tuple[int, int]]] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        rows = [(r.partition, r.offset) for r in df.select("partition", "offset").collect()]
+        with self.lock:
+            self.batches[batch_id] = rows
+
+    def all(self) -> list[tuple[int, int]]:
+        with self.lock:
+            return sorted(x for rows in self.batches.values() for x in rows)
+
+
+def stream(spark: Any, broker: EmbeddedBroker, **options: str) -> Any:
+    return spark.readStream.format("asyncconsumer").options(**kafka_options(broker, **options)).load()
+
+
+def test_available_now_with_max_offsets_per_trigger_then_more_data_then_a_restart_is_exactly_once(
+    spark: Any, broker: EmbeddedBroker, topic: TopicFactory, tmp_path: Path
+) -> None:
+    name = topic(3)
+    produce_exact(broker.bootstrap_servers, name, 30, 3)
+    checkpoint = str(tmp_path / "checkpoint")
+    sink = Sink()
+
+    def run() -> None:
+        df = stream(spark, broker, subscribe=name, startingOffsets="earliest", maxOffsetsPerTrigger="25")
+        query = df.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint).trigger(availableNow=True)
+        query.start().awaitTermination(120)
+
+    run()
+    assert sink.all() == [(p, o) for p in range(3) for o in range(30)]
+    assert len(sink.batches) >= 4  # 90 records at most 25 a batch
+    assert all(len(rows) <= 25 for rows in sink.batches.values())
+    produce_exact(broker.bootstrap_servers, name, 10, 3, start=30)
+    run()  # restarts from the checkpoint
+    assert sink.all() == [(p, o) for p in range(3) for o in range(40)]  # no gap, no duplicate
+
+
+def test_processing_time_trigger_while_producing(
+    spark: Any, broker: EmbeddedBroker, topic: TopicFactory, tmp_path: Path
+) -> None:
+    name = topic(2)
+    produce_exact(broker.bootstrap_servers, name, 5, 2)
+    sink = Sink()
+    df = stream(spark, broker, subscribe=name, startingOffsets="earliest")
+    query = (
+        df.writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    try:
+        for round_ in range(1, 4):
+            produce_exact(broker.bootstrap_servers, name, 5, 2, start=5 * round_)
+        wait_for(lambda: len(sink.all()) == 40, timeout=60, message=lambda: f"{len(sink.all())} of 40 rows")
+        assert sink.all() == [(p, o) for p in range(2) for o in range(20)]
+    finally:
+        query.stop()
+
+
+def test_subscribe_pattern_reads_every_matching_topic(spark: Any, broker: EmbeddedBroker, topic: TopicFactory) -> None:
+    prefix = f"sp-{uuid.uuid4().hex[:6]}"
+    a, b = topic(1, name=f"{prefix}-a"), topic(2, name=f"{prefix}-b")
+    topic(1, name=f"x{prefix}")
+    produce_exact(broker.bootstrap_servers, a, 3, 1)
+    produce_exact(broker.bootstrap_servers, b, 4, 2)
+    df = spark.read.format("asyncconsumer").options(**kafka_options(broker, subscribePattern=rf"{prefix}-.*")).load()
+    counts = {(r.topic, r["count"]) for r in df.groupBy("topic").count().collect()}
+    assert counts == {(a, 3), (b, 8)}
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_offsets_that_vanished_follow_fail_on_data_loss(
+    spark: Any, broker: EmbeddedBroker, topic: TopicFactory, tmp_path: Path, fail_on_data_loss: bool
+) -> None:
+    """A checkpoint ahead of the log (the topic was deleted and recreated, as after a retention wipe)."""
+    name = topic(1)
+    produce_exact(broker.bootstrap_servers, name, 20, 1)
+    checkpoint = str(tmp_path / "cp")
+    sink = Sink()
+
+    def run() -> None:
+        df = stream(
+            spark, broker, subscribe=name, startingOffsets="earliest", failOnDataLoss=str(fail_on_data_loss).lower()
+        )
+        query = df.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint).trigger(availableNow=True)
+        query.start().awaitTermination(120)
+
+    run()
+    assert len(sink.all()) == 20
+    broker.delete_topic(name)
+    broker.create_topic(name, 1)
+    produce_exact(broker.bootstrap_servers, name, 5, 1)
+    if fail_on_data_loss:
+        with pytest.raises(Exception, match="failOnDataLoss"):
+            run()
+    else:
+        run()
+        assert sorted(o for batch in list(sink.batches.values())[1:] for _, o in batch) == list(range(5))
+
+
+def test_with_group_commit_leaves_the_group_at_each_batch_end(
+    spark: Any, broker: EmbeddedBroker, topic: TopicFactory, tmp_path: Path
+) -> None:
+    from asyncconsumer.spark import with_group_commit
+
+    name = topic(2)
+    produce_exact(broker.bootstrap_servers, name, 30, 2)
+    group_id = f"spark-{uuid.uuid4().hex[:6]}"
+    sink = Sink()
+    df = stream(spark, broker, subscribe=name, startingOffsets="earliest", maxOffsetsPerTrigger="20")
+    process = with_group_commit(sink, group_id=group_id, bootstrap_servers=broker.bootstrap_servers)
+    query = (
+        df.writeStream.foreachBatch(process)
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert sink.all() == [(p, o) for p in range(2) for o in range(30)]
+    with Consumer(broker.bootstrap_servers, group_id=group_id) as consumer:
+        committed = consumer.committed([TopicPartition(name, 0), TopicPartition(name, 1)])
+    assert {tp.partition: c.offset for tp, c in committed.items() if c} == {0: 30, 1: 30}
