@@ -280,3 +280,17 @@ def test_with_group_commit_leaves_the_group_at_each_batch_end(
     with Consumer(broker.bootstrap_servers, group_id=group_id) as consumer:
         committed = consumer.committed([TopicPartition(name, 0), TopicPartition(name, 1)])
     assert {tp.partition: c.offset for tp, c in committed.items() if c} == {0: 30, 1: 30}
+
+
+def test_spark_finds_the_source_without_register_through_a_pyspark_module() -> None:
+    """Spark's data source lookup imports every top-level ``pyspark_*`` module and registers its DefaultSource."""
+    import pkgutil
+
+    from asyncconsumer.spark import KafkaDataSource
+
+    names = {info.name for info in pkgutil.iter_modules() if info.name.startswith("pyspark_")}
+    assert "pyspark_asyncconsumer" in names
+    import pyspark_asyncconsumer
+
+    assert pyspark_asyncconsumer.DefaultSource is KafkaDataSource
+    assert KafkaDataSource.name() == "asyncconsumer"
