@@ -47,7 +47,7 @@ def arrow_schema(include_headers: bool) -> Any:
 
 def records(options: SourceOptions, r: OffsetRange) -> Iterator[list[ConsumerRecord]]:
     """The records of ``r`` in order, in chunks; ``KafkaTimeoutError`` if the broker stops giving any."""
-    config = {**options.consumer, "max.poll.records": "100000", "fetch.max.wait.ms": "100"}
+    config = {"max.poll.records": "100000", "fetch.max.wait.ms": "100", **options.consumer}  # the user's win
     tp = TopicPartition(r.topic, r.partition)
     with Consumer(**config) as consumer:
         consumer.assign([tp])
