@@ -6,6 +6,7 @@ cooperative rebalance takes (see the README's list of Tansu differences).
 
 from __future__ import annotations
 
+import select
 import socket
 import struct
 import time
@@ -59,6 +60,11 @@ class RawMember:
         frame = self._read(size)
         assert struct.unpack_from(">i", frame)[0] == correlation
         return decode_response(frame, request_type, version)
+
+    def silent_for(self, timeout_s: float) -> bool:
+        """True when no answer starts arriving within ``timeout_s`` (a request the broker is holding)."""
+        readable, _, _ = select.select([self._sock], [], [], timeout_s)
+        return not readable
 
     def _read(self, n: int) -> bytes:
         data = b""
@@ -202,6 +208,9 @@ def test_a_follower_keeps_its_assignment_when_the_leader_rejoins_right_after_syn
         generation = rejoined.generation_id
         # Round one of a cooperative rebalance: the leader keeps partition 0 and revokes 1, the newcomer gets nothing.
         newcomer.send(SyncGroupRequest(group_id, generation, newcomer.member_id, ()), SYNC_VERSION)
+        # A follower's SyncGroup waits for the leader's: checking that it is held also orders it before the
+        # leader's at the broker (sent from two sockets, they could otherwise arrive the other way round).
+        assert newcomer.silent_for(0.5), "Tansu answered the follower's SyncGroup before the leader synced"
         nothing = Assignment(()).encode()
         leader.send(
             SyncGroupRequest(
