@@ -19,6 +19,7 @@ from asyncconsumer.errors import (
     UnknownTopicOrPartitionError,
 )
 from asyncconsumer.listener import ConsumerRebalanceListener
+from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics
 from asyncconsumer.records import (
     ConsumerRecord,
     ConsumerRecords,
@@ -39,6 +40,7 @@ __all__ = [
     "ConfigError",
     "Consumer",
     "ConsumerConfig",
+    "ConsumerMetrics",
     "ConsumerRebalanceListener",
     "ConsumerRecord",
     "ConsumerRecords",
@@ -54,6 +56,7 @@ __all__ = [
     "OffsetAndTimestamp",
     "OffsetOutOfRangeError",
     "PartitionInfo",
+    "PartitionMetrics",
     "PollIntervalExceededError",
     "RecordDeserializationError",
     "TopicPartition",

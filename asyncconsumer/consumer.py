@@ -16,6 +16,7 @@ from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.core import ConsumerCore, to_partition
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.listener import ConsumerRebalanceListener
+from asyncconsumer.metrics import ConsumerMetrics
 from asyncconsumer.records import (
     ConsumerRecord,
     ConsumerRecords,
@@ -105,6 +106,11 @@ class AsyncConsumer:
 
     def paused(self) -> set[TopicPartition]:
         return self._core.subscriptions.paused()
+
+    def metrics(self) -> ConsumerMetrics:
+        """A snapshot: records and bytes consumed (totals, rates), fetch latency, buffered bytes, per-partition
+        position and lag, rebalances, heartbeat age, coordinator, connections. Cheap; safe to call any time."""
+        return self._core.metrics()
 
     def highwater(self, partition: TopicPartition | tuple[str, int]) -> int | None:
         """The high watermark seen in the last fetch of ``partition`` (None before any)."""

@@ -49,6 +49,7 @@ from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, RateMeter
 from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.protocol.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from asyncconsumer.records import (
@@ -175,6 +176,7 @@ class ConsumerCore:
         )
         self.buffer.set_space_waiter(self.thread.wakeup)
         self.collector = FetchCollector(config, self.subscriptions, self.buffer)
+        self.meter = RateMeter()
         self.listener: ConsumerRebalanceListener | None = None
         self.started = False
         self.closed = False
@@ -442,4 +444,37 @@ class ConsumerCore:
         limit = self.config.max_poll_records if max_records is None else max_records
         if limit <= 0:
             raise ValueError(f"max_records must be positive, got {limit}")
-        return ConsumerRecords(self.collector.collect(limit))
+        records = ConsumerRecords(self.collector.collect(limit))
+        self.meter.sample(self.clock.now_ms(), self.collector.records_returned, self.collector.bytes_returned)
+        return records
+
+    # --- observability ---------------------------------------------------------------------------------------
+    def metrics(self) -> ConsumerMetrics:
+        now = self.clock.now_ms()
+        collector = self.collector
+        records_rate, bytes_rate = self.meter.rates(now, collector.records_returned, collector.bytes_returned)
+        latency_avg, latency_max = self.fetch.latency.summary()
+        partitions: dict[TopicPartition, PartitionMetrics] = {}
+        for tp in sorted(self.subscriptions.assigned()):
+            position = self.subscriptions.position(tp)
+            high = self.subscriptions.high_watermark(tp)
+            lag = None if position is None or high is None else max(0, high - position)
+            partitions[tp] = PartitionMetrics(position, high, lag)
+        group = self.group
+        coordinator = group.coordinator.coordinator if group is not None else None
+        last_heartbeat = group.heartbeat.last_heartbeat_ms if group is not None else None
+        return ConsumerMetrics(
+            records_consumed_total=collector.records_returned,
+            bytes_consumed_total=collector.bytes_returned,
+            records_consumed_rate=records_rate,
+            bytes_consumed_rate=bytes_rate,
+            fetch_latency_avg_ms=latency_avg,
+            fetch_latency_max_ms=latency_max,
+            fetch_requests_in_flight=self.fetch.nodes_in_flight,
+            buffered_bytes=self.buffer.buffered_bytes,
+            partitions=partitions,
+            rebalances=group.membership.rebalances if group is not None else 0,
+            last_heartbeat_age_ms=None if last_heartbeat is None else now - last_heartbeat,
+            coordinator_id=None if coordinator is None else coordinator.broker_node_id,
+            connection_count=self.delegate.connection_count,
+        )

@@ -25,6 +25,7 @@ from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.metrics import LatencyWindow
 from asyncconsumer.protocol.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from asyncconsumer.protocol.records import complete_prefix
 from asyncconsumer.records import TopicPartition
@@ -61,6 +62,8 @@ class FetchManager:
         self._backoff = backoff
         self._emit = emit
         self._in_flight: set[int] = set()
+        self.latency = LatencyWindow()
+        """Fetch round trips, for ``metrics()``."""
         self._node_retry_at: dict[int, int] = {}
         self._node_failures: dict[int, int] = {}
         self._isolation = 1 if config.isolation_level == "read_committed" else 0
@@ -91,7 +94,7 @@ class FetchManager:
                 continue
             max_bytes = override or self._config.max_partition_fetch_bytes
             by_node[leader][tp] = _Sent(offset, epoch, max_bytes)
-        requests = tuple(self._request(node, sent) for node, sent in by_node.items())
+        requests = tuple(self._request(node, sent, now_ms) for node, sent in by_node.items())
         return PollResult(wait, requests)
 
     def poll_on_close(self, now_ms: int) -> PollResult:
@@ -100,7 +103,7 @@ class FetchManager:
     def maximum_time_to_wait(self, now_ms: int) -> int:
         return 5_000
 
-    def _request(self, node: int, sent: dict[TopicPartition, _Sent]) -> UnsentRequest:
+    def _request(self, node: int, sent: dict[TopicPartition, _Sent], now_ms: int) -> UnsentRequest:
         self._in_flight.add(node)
         by_topic: dict[str, list[FetchPartition]] = defaultdict(list)
         cluster = self._metadata.cluster
@@ -118,7 +121,10 @@ class FetchManager:
             rack_id=self._config.client_rack,
         )
 
+        sent_at = now_ms
+
         def on_response(result: object, now_ms: int) -> None:
+            self.latency.add(now_ms - sent_at)
             self._on_response(node, sent, result, now_ms)
 
         return UnsentRequest(

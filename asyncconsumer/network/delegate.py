@@ -95,7 +95,8 @@ class NetworkClientDelegate:
 
     @property
     def connection_count(self) -> int:
-        return sum(1 for c in self._connections.values() if c.state is ConnectionState.READY)
+        # list(): also read from the caller's thread (metrics), while the background may add a connection
+        return sum(1 for c in list(self._connections.values()) if c.state is ConnectionState.READY)
 
     @property
     def in_flight_count(self) -> int:

@@ -244,3 +244,27 @@ async def test_records_produced_while_consuming_arrive_in_order(
             got.extend(await consume_until(consumer, 20))
             assert [r.value for r in got[-20:]] == [p.value for p in produced]
     assert [r.offset for r in got] == list(range(100))
+
+
+async def test_metrics_count_what_poll_returned_and_show_positions_and_lag(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(2)
+    produce.values(name, 200, 2)
+    async with AsyncConsumer(broker.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+        before = consumer.metrics()
+        assert (before.records_consumed_total, before.partitions, before.coordinator_id) == (0, {}, None)
+        await consumer.assign([TopicPartition(name, 0), TopicPartition(name, 1)])
+        got = 0
+        for _ in range(200):
+            got += (await consumer.poll(timeout_ms=200, max_records=30)).count()
+            if got >= 200:
+                break
+        metrics = consumer.metrics()
+    assert metrics.records_consumed_total == 200
+    assert metrics.bytes_consumed_total > 200 * 32
+    assert metrics.records_consumed_rate > 0
+    assert metrics.fetch_latency_avg_ms is not None and metrics.fetch_latency_max_ms is not None
+    assert metrics.connection_count >= 1
+    assert {tp.partition: m.position for tp, m in metrics.partitions.items()} == {0: 100, 1: 100}
+    assert all(m.lag == 0 for m in metrics.partitions.values())  # nothing left behind the high watermark

@@ -219,6 +219,13 @@ async def test_one_member_owns_every_partition_and_commits_its_positions(
         assert meta.group_id == group_id
         assert meta.member_id
         assert meta.generation_id >= 0  # Tansu numbers a group's first generation 0; Kafka starts at 1
+        metrics = consumer.metrics()
+        assert metrics.coordinator_id is not None and metrics.rebalances == 1
+        assert metrics.records_consumed_total == 400
+        assert {m.lag for m in metrics.partitions.values()} == {0} and len(metrics.partitions) == 4
+        await wait_for_async(
+            lambda: consumer.metrics().last_heartbeat_age_ms is not None, timeout=5, message="no heartbeat answered"
+        )
 
         await consumer.commit()
         committed = await consumer.committed(sorted(partitions))
