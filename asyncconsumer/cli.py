@@ -1,25 +1,34 @@
-"""The ``asyncconsumer`` command: ``demo`` (embedded broker, produce, consume, report) and ``consume``.
+"""The ``asyncconsumer`` command: ``demo``, ``consume``, ``groups describe`` and ``offsets``.
 
-Output for people goes to stdout through ``_out``; logs stay in structlog and are off unless ``--verbose``.
+Output for people goes to stdout; errors are one ``error: ...`` line on stderr and a non-zero exit status; a
+progress line goes to stderr when it is a terminal. Logs stay in structlog and are off unless ``--verbose``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import logging
 import os
+import re
 import resource
 import signal
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
+from asyncconsumer.admin import AdminClient, GroupDescription, GroupNotFoundError, PartitionOffsets, TopicNotFoundError
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.records import ConsumerRecord, TopicPartition
+
+EXIT_ERROR = 1
+EXIT_NOT_FOUND = 2
+EXIT_INTERRUPTED = 130
+FORMATS = ("utf8", "hex", "base64", "raw")
 
 
 def _out(line: str = "") -> None:
@@ -142,15 +151,26 @@ async def _demo(args: argparse.Namespace) -> int:
 # --- consume --------------------------------------------------------------------------------------------------
 
 
-def _decode(data: bytes | None, how: str) -> Any:
+class UsageError(Exception):
+    """A command line that cannot work; exits 2 with its message."""
+
+
+def decode_bytes(data: bytes | None, how: str) -> str | None:
+    """``data`` shown as ``how`` (utf8, hex, base64; raw is utf8 with undecodable bytes kept as escapes)."""
     if data is None:
         return None
     if how == "hex":
         return data.hex()
+    if how == "base64":
+        return base64.b64encode(data).decode("ascii")
+    if how == "raw":
+        return data.decode("utf-8", errors="surrogateescape")
     return data.decode("utf-8", errors="replace")
 
 
-def _format(record: ConsumerRecord, fmt: str, decode: str) -> str:
+def format_record(record: ConsumerRecord, fmt: str, key_format: str, value_format: str) -> str:
+    """One output line for ``record``: ``topic-partition@offset<TAB>key<TAB>value`` or a JSON object."""
+    key, value = decode_bytes(record.key, key_format), decode_bytes(record.value, value_format)
     if fmt == "json":
         return json.dumps(
             {
@@ -158,58 +178,261 @@ def _format(record: ConsumerRecord, fmt: str, decode: str) -> str:
                 "partition": record.partition,
                 "offset": record.offset,
                 "timestamp": record.timestamp,
-                "key": _decode(record.key, decode),
-                "value": _decode(record.value, decode),
-                "headers": {k: _decode(v, decode) for k, v in record.headers},
+                "key": key,
+                "value": value,
+                "headers": {k: decode_bytes(v, value_format) for k, v in record.headers},
             }
         )
-    key, value = _decode(record.key, decode), _decode(record.value, decode)
     return f"{record.topic}-{record.partition}@{record.offset}\t{key}\t{value}"
 
 
-async def _consume(args: argparse.Namespace) -> int:
-    reset = "earliest" if args.from_beginning else "latest"
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, stop.set)
-    seen = 0
-    config: dict[str, Any] = {"auto_offset_reset": reset, "client_id": "asyncconsumer-cli"}
+def _write_line(line: str) -> None:
+    # surrogateescape: --key-format/--value-format raw writes the record's own bytes back out.
+    sys.stdout.buffer.write(line.encode("utf-8", errors="surrogateescape") + b"\n")
+    sys.stdout.flush()
+
+
+class Progress:
+    """A one-line progress display on a terminal: ``\r``-rewritten at most every ``interval_s``, cleared at the end.
+
+    Does nothing when ``stream`` is not a TTY, so pipes and files get no control characters.
+    """
+
+    def __init__(
+        self, stream: TextIO, *, interval_s: float = 0.25, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._stream = stream
+        self._enabled = stream.isatty()
+        self._interval_s = interval_s
+        self._clock = clock
+        self._started = clock()
+        self._shown_at = float("-inf")
+        self._shown = False
+
+    def update(self, count: int, total: int | None = None, *, force: bool = False) -> None:
+        if not self._enabled:
+            return
+        now = self._clock()
+        if not force and now - self._shown_at < self._interval_s:
+            return
+        self._shown_at = now
+        elapsed = max(now - self._started, 1e-9)
+        done = f"{count:,}" if total is None else f"{count:,}/{total:,} ({100 * count / max(total, 1):.0f}%)"
+        self._stream.write(f"\r\x1b[K  {done} records  {count / elapsed:,.0f}/s  {elapsed:.0f} s")
+        self._stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._shown:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+            self._shown = False
+
+
+def _consumer_config(args: argparse.Namespace) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "auto_offset_reset": "earliest" if args.from_beginning else "latest",
+        "client_id": "asyncconsumer-cli",
+    }
     if args.group:
         config["group_id"] = args.group
     for item in args.property:
         key, sep, value = item.partition("=")
-        if not sep or not key:
-            _err(f"error: --property takes KEY=VALUE, got {item!r}")
-            return 2
+        if not sep or not key.strip():
+            raise UsageError(f"--property takes KEY=VALUE, got {item!r}")
         config[key.strip()] = value.strip()
-    async with AsyncConsumer(args.bootstrap_server, **config) as consumer:
-        infos = await consumer.partitions_for(args.topic, timeout_ms=args.timeout_ms)
-        if not infos:
-            _err(f"error: topic {args.topic!r} does not exist on {args.bootstrap_server}")
-            return 2
-        if args.group:
-            await consumer.subscribe([args.topic])  # positions are committed on close (auto-commit)
-        else:
-            await consumer.assign([TopicPartition(args.topic, p.partition) for p in infos])
-        stopped = asyncio.ensure_future(stop.wait())
+    return config
+
+
+async def _start(consumer: AsyncConsumer, args: argparse.Namespace) -> None:
+    """Subscribe (with a group) or assign every partition of the topic or of the topics the pattern matches."""
+    if args.pattern is not None:
         try:
-            while not stop.is_set() and (args.max_messages is None or seen < args.max_messages):
-                # Never take more records than will be printed: with a group, what poll returns gets committed.
-                limit = 500 if args.max_messages is None else args.max_messages - seen
-                poll = asyncio.ensure_future(consumer.poll(timeout_ms=500, max_records=limit))
-                await asyncio.wait([poll, stopped], return_when=asyncio.FIRST_COMPLETED)
-                if not poll.done():
-                    poll.cancel()
-                    break
-                for record in poll.result().records():
-                    _out(_format(record, args.format, args.decode))
-                    seen += 1
-        finally:
-            stopped.cancel()
-    return 130 if stop.is_set() else 0
+            pattern = re.compile(args.pattern)
+        except re.error as exc:
+            raise UsageError(f"--pattern {args.pattern!r} is not a regular expression: {exc}") from exc
+        if args.group:
+            await consumer.subscribe(pattern=pattern)
+            return
+        topics = await consumer.topics(timeout_ms=args.timeout_ms)
+        matched = sorted(t for t in topics if pattern.fullmatch(t))
+        if not matched:
+            raise TopicNotFoundError(f"no topic on {args.bootstrap_server} matches {args.pattern!r}")
+        await consumer.assign([TopicPartition(t, p.partition) for t in matched for p in topics[t]])
+        return
+    infos = await consumer.partitions_for(args.topic, timeout_ms=args.timeout_ms)
+    if not infos:
+        raise TopicNotFoundError(f"topic {args.topic!r} does not exist on {args.bootstrap_server}")
+    if args.group:
+        await consumer.subscribe([args.topic])
+    else:
+        await consumer.assign([TopicPartition(args.topic, p.partition) for p in infos])
+
+
+async def _consume(args: argparse.Namespace) -> int:
+    if args.format == "json" and "raw" in (args.key_format, args.value_format):
+        raise UsageError("raw bytes cannot go into JSON: use --key-format/--value-format utf8, hex or base64")
+    config = _consumer_config(args)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def interrupted() -> None:
+        stop.set()
+        # A second Ctrl-C while closing is not swallowed: it interrupts the close itself.
+        loop.remove_signal_handler(signal.SIGINT)
+
+    loop.add_signal_handler(signal.SIGINT, interrupted)
+    progress = Progress(sys.stderr)
+    seen = 0
+    try:
+        async with AsyncConsumer(args.bootstrap_server, **config) as consumer:
+            await _start(consumer, args)
+            stopped = asyncio.ensure_future(stop.wait())
+            try:
+                while not stop.is_set() and (args.max_messages is None or seen < args.max_messages):
+                    # Never take more records than will be printed: with a group, what poll returns gets committed.
+                    limit = 500 if args.max_messages is None else args.max_messages - seen
+                    poll = asyncio.ensure_future(consumer.poll(timeout_ms=500, max_records=limit))
+                    await asyncio.wait([poll, stopped], return_when=asyncio.FIRST_COMPLETED)
+                    if not poll.done():
+                        poll.cancel()
+                        break
+                    for record in poll.result().records():
+                        _write_line(format_record(record, args.format, args.key_format, args.value_format))
+                        seen += 1
+                    progress.update(seen, args.max_messages)
+            finally:
+                stopped.cancel()
+                progress.close()
+            if args.group:
+                # Everything printed is committed before the group is left (close would auto-commit too, but an
+                # explicit commit reports its failure).
+                await consumer.commit(timeout_ms=args.timeout_ms)
+    finally:
+        if not stop.is_set():
+            loop.remove_signal_handler(signal.SIGINT)
+    return EXIT_INTERRUPTED if stop.is_set() else 0
+
+
+# --- offsets and groups ---------------------------------------------------------------------------------------
+
+
+def _table(rows: Sequence[Sequence[object]]) -> list[str]:
+    """Left-aligned columns, two spaces apart (numbers right-aligned)."""
+    cells = [["-" if c is None else (f"{c:,}" if isinstance(c, int) else str(c)) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    numeric = [all(isinstance(row[i], int) or row[i] is None for row in rows[1:]) for i in range(len(widths))]
+    return [
+        "  ".join(c.rjust(w) if n and r else c.ljust(w) for c, w, n in zip(row, widths, numeric, strict=True)).rstrip()
+        for r, row in enumerate(cells)
+    ]
+
+
+def offsets_lines(rows: Sequence[PartitionOffsets], fmt: str) -> list[str]:
+    if fmt == "json":
+        return [
+            json.dumps(
+                [
+                    {
+                        "topic": r.partition.topic,
+                        "partition": r.partition.partition,
+                        "beginning": r.beginning,
+                        "end": r.end,
+                        "records": r.records,
+                    }
+                    for r in rows
+                ]
+            )
+        ]
+    header: list[object] = ["TOPIC", "PARTITION", "BEGINNING", "END", "RECORDS"]
+    return _table([header, *([r.partition.topic, r.partition.partition, r.beginning, r.end, r.records] for r in rows)])
+
+
+def group_lines(group: GroupDescription, fmt: str) -> list[str]:
+    if fmt == "json":
+        return [json.dumps(_group_json(group))]
+    lines = [
+        f"group {group.group_id}: {group.state}, protocol type {group.protocol_type or '-'}, "
+        f"assignor {group.protocol or '-'}, coordinator node {group.coordinator}, {len(group.members)} member(s), "
+        f"total lag {group.total_lag:,}"
+    ]
+    if group.members:
+        lines.append("")
+        header: list[object] = ["MEMBER", "CLIENT-ID", "HOST", "PARTITIONS"]
+        rows: list[list[object]] = [header]
+        for m in group.members:
+            assigned = ",".join(str(tp) for tp in m.partitions) if m.partitions else "(none reported)"
+            rows.append([m.member_id, m.client_id or "-", m.client_host or "-", assigned])
+        lines += _table(rows)
+    if group.partitions:
+        lines.append("")
+        header = ["TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "MEMBER"]
+        lines += _table(
+            [
+                header,
+                *(
+                    [p.partition.topic, p.partition.partition, p.committed, p.end, p.lag, p.member_id]
+                    for p in group.partitions
+                ),
+            ]
+        )
+    return lines
+
+
+def _group_json(group: GroupDescription) -> dict[str, object]:
+    return {
+        "group_id": group.group_id,
+        "state": group.state,
+        "protocol_type": group.protocol_type,
+        "protocol": group.protocol,
+        "coordinator": group.coordinator,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "group_instance_id": m.group_instance_id,
+                "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in m.partitions],
+            }
+            for m in group.members
+        ],
+        "total_lag": group.total_lag,
+        "partitions": [
+            {
+                "topic": p.partition.topic,
+                "partition": p.partition.partition,
+                "committed": p.committed,
+                "log_end": p.end,
+                "lag": p.lag,
+                "member_id": p.member_id,
+            }
+            for p in group.partitions
+        ],
+    }
+
+
+async def _offsets(args: argparse.Namespace) -> int:
+    async with AdminClient(args.bootstrap_server, timeout_ms=args.timeout_ms) as admin:
+        rows = await admin.topic_offsets(args.topic)
+    for line in offsets_lines(rows, args.format):
+        _out(line)
+    return 0
+
+
+async def _groups_describe(args: argparse.Namespace) -> int:
+    async with AdminClient(args.bootstrap_server, timeout_ms=args.timeout_ms) as admin:
+        group = await admin.describe_group(args.group)
+    for line in group_lines(group, args.format):
+        _out(line)
+    return 0
 
 
 # --- entry point ----------------------------------------------------------------------------------------------
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-server", required=True, help="HOST:PORT[,HOST:PORT...]")
+    parser.add_argument("--timeout-ms", type=int, default=30_000, help="give up on the brokers after this long")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -220,10 +443,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--records", type=int, default=200_000)
     demo.add_argument("--size", type=int, default=100, help="value size in bytes")
     demo.add_argument("--partitions", type=int, default=4)
-    consume = sub.add_parser("consume", help="print records from a topic")
-    consume.add_argument("--bootstrap-server", required=True, help="HOST:PORT[,HOST:PORT...]")
-    consume.add_argument("--topic", required=True)
-    consume.add_argument("--from-beginning", action="store_true")
+
+    consume = sub.add_parser("consume", help="print records from a topic (Ctrl-C stops, commits, exits 130)")
+    _add_common(consume)
+    source = consume.add_mutually_exclusive_group(required=True)
+    source.add_argument("--topic")
+    source.add_argument("--pattern", help="every topic whose whole name matches this regular expression")
+    consume.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
     consume.add_argument("--group", default=None, help="consume as a member of this consumer group (commits on exit)")
     consume.add_argument(
         "--property",
@@ -232,25 +458,66 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="any consumer setting, Java or Python spelling (e.g. session.timeout.ms=6000); repeatable",
     )
-    consume.add_argument("--max-messages", type=int, default=None)
+    consume.add_argument("--max-messages", type=int, default=None, help="stop after printing this many records")
     consume.add_argument("--format", choices=("text", "json"), default="text")
-    consume.add_argument("--decode", choices=("utf-8", "hex"), default="utf-8")
-    consume.add_argument("--timeout-ms", type=int, default=30_000, help="for metadata look-ups")
+    consume.add_argument("--key-format", choices=FORMATS, default="utf8", help="how keys are shown (default utf8)")
+    consume.add_argument("--value-format", choices=FORMATS, default="utf8", help="how values are shown (default utf8)")
+    consume.add_argument("--decode", choices=("utf-8", "hex"), default=None, help=argparse.SUPPRESS)  # old spelling
+
+    offsets = sub.add_parser("offsets", help="beginning and end offset of every partition of a topic")
+    offsets.add_argument("topic")
+    _add_common(offsets)
+    offsets.add_argument("--format", choices=("text", "json"), default="text")
+
+    groups = sub.add_parser("groups", help="consumer groups")
+    groups_sub = groups.add_subparsers(dest="groups_command", required=True)
+    describe = groups_sub.add_parser(
+        "describe", help="members, their partitions, committed offsets, log-end offsets and lag"
+    )
+    describe.add_argument("group")
+    _add_common(describe)
+    describe.add_argument("--format", choices=("text", "json"), default="text")
     return parser
+
+
+def _configure_logging(verbose: bool) -> None:
+    if verbose:
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+        return
+    # Quiet: not even warnings (Python's last-resort handler would print them).
+    quiet = logging.getLogger("asyncconsumer")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        return asyncio.run(_demo(args))
+    if args.command == "offsets":
+        return asyncio.run(_offsets(args))
+    if args.command == "groups":
+        return asyncio.run(_groups_describe(args))
+    if args.decode is not None:
+        args.key_format = args.value_format = "hex" if args.decode == "hex" else "utf8"
+    return asyncio.run(_consume(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
+    _configure_logging(args.verbose)
     try:
-        if args.command == "demo":
-            return asyncio.run(_demo(args))
-        return asyncio.run(_consume(args))
+        return _run(args)
+    except UsageError as exc:
+        _err(f"error: {exc}")
+        return EXIT_NOT_FOUND
+    except (TopicNotFoundError, GroupNotFoundError) as exc:
+        _err(f"error: {exc}")
+        return EXIT_NOT_FOUND
     except KafkaError as exc:
         _err(f"error: {type(exc).__name__}: {exc}")
-        return 1
+        return EXIT_ERROR
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

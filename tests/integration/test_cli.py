@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
+from typing import Any
 
 import pytest
 
 from asyncconsumer.embedded_broker import EmbeddedBroker
+from asyncconsumer.records import TopicPartition
 from tests.conftest import TopicFactory
 from tests.produce import ProduceHelper, Record
 
@@ -101,3 +104,214 @@ def test_consume_with_a_group_commits_what_it_printed(
     second = run_cli(*args)  # the same group resumes after what the first run printed
     assert second.returncode == 0, second.stderr
     assert [json.loads(line)["offset"] for line in second.stdout.splitlines()] == [4, 5, 6, 7]
+
+
+def _spawn(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "asyncconsumer.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _single_record_tail(name: str, partition: int, count: int) -> list[list[Record]]:
+    """``count`` records for ``partition`` whose last batch holds one record (Tansu's LATEST is the last batch's
+    base offset + 1)."""
+    head = [Record(b"p%d-%d" % (partition, i), partition=partition) for i in range(count - 1)]
+    return (
+        [head, [Record(b"p%d-last" % partition, partition=partition)]]
+        if head
+        else [[Record(b"x", partition=partition)]]
+    )
+
+
+def test_offsets_shows_beginning_and_end_per_partition(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(2)
+    produce.batches(name, _single_record_tail(name, 0, 5), partition=0)
+    produce.batches(name, _single_record_tail(name, 1, 2), partition=1)
+    result = run_cli("offsets", name, "--bootstrap-server", broker.bootstrap_servers, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [(r["partition"], r["beginning"], r["end"], r["records"]) for r in rows] == [(0, 0, 5, 5), (1, 0, 2, 2)]
+    text = run_cli("offsets", name, "--bootstrap-server", broker.bootstrap_servers)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0].split() == ["TOPIC", "PARTITION", "BEGINNING", "END", "RECORDS"]
+    assert lines[1].split() == [name, "0", "0", "5", "5"]
+    assert lines[2].split() == [name, "1", "0", "2", "2"]
+
+
+def test_offsets_of_a_missing_topic_prints_one_line(broker: EmbeddedBroker) -> None:
+    result = run_cli("offsets", "no-such-topic-xyz", "--bootstrap-server", broker.bootstrap_servers)
+    assert result.returncode != 0
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == ["error: topic 'no-such-topic-xyz' does not exist"]
+
+
+def test_groups_describe_of_an_unknown_group_prints_one_line(broker: EmbeddedBroker) -> None:
+    result = run_cli("groups", "describe", "no-such-group-xyz", "--bootstrap-server", broker.bootstrap_servers)
+    assert result.returncode != 0
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "no-such-group-xyz" in lines[0]
+
+
+def test_groups_describe_from_an_unreachable_server_prints_one_line() -> None:
+    from asyncconsumer.embedded_broker import free_port
+
+    address = f"127.0.0.1:{free_port()}"
+    result = run_cli("groups", "describe", "g", "--bootstrap-server", address, "--timeout-ms", "1500", timeout=30)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "127.0.0.1" in lines[0], result.stderr
+
+
+def test_groups_describe_shows_the_running_member_then_committed_offsets_and_lag(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    from asyncconsumer.sync import Consumer
+    from tests.waiting import wait_for
+
+    name = topic(2)
+    produce.batches(name, _single_record_tail(name, 0, 6), partition=0)
+    produce.batches(name, _single_record_tail(name, 1, 3), partition=1)
+    group = f"describe-{name}"
+
+    def describe() -> dict[str, Any]:
+        result = run_cli(
+            "groups", "describe", group, "--bootstrap-server", broker.bootstrap_servers, "--format", "json"
+        )
+        assert result.returncode == 0, result.stderr
+        return dict(json.loads(result.stdout))
+
+    with Consumer(
+        broker.bootstrap_servers,
+        group_id=group,
+        session_timeout_ms=6_000,
+        heartbeat_interval_ms=500,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    ) as consumer:
+        consumer.subscribe([name])
+        # poll runs the rebalance, so the assignment shows up (the broker holds a first join ~3 s)
+        wait_for(
+            lambda: (consumer.poll(100), consumer.assignment())[1],
+            timeout=30,
+            interval=0.01,
+            message="the consumer got partitions",
+        )
+        member_id = consumer.group_metadata().member_id
+        running = wait_for(
+            lambda: (d := describe())["state"] == "Stable" and d["members"] and d,
+            timeout=30,
+            interval=0.2,
+            message="the group is stable with a member",
+        )
+        assert [m["member_id"] for m in running["members"]] == [member_id]
+        text = run_cli("groups", "describe", group, "--bootstrap-server", broker.bootstrap_servers)
+        assert text.returncode == 0, text.stderr
+        assert f"group {group}: Stable" in text.stdout and member_id in text.stdout
+
+        consumer.commit({TopicPartition(name, 0): 4, TopicPartition(name, 1): 3})
+        committed = describe()
+        rows = {p["partition"]: (p["committed"], p["log_end"], p["lag"]) for p in committed["partitions"]}
+        assert rows == {0: (4, 6, 2), 1: (3, 3, 0)}
+        assert committed["total_lag"] == 2
+    after = describe()  # the member left; the offsets stay
+    assert after["members"] == []
+    assert {p["partition"]: p["lag"] for p in after["partitions"]} == {0: 2, 1: 0}
+
+
+def test_sigint_stops_a_group_consume_commits_what_it_printed_and_exits_130(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    import signal
+
+    from asyncconsumer.sync import Consumer
+    from tests.waiting import wait_for
+
+    name = topic(1)
+    produce(name, [Record(b"s-%d" % i, partition=0) for i in range(3)])
+    group = f"sigint-{name}"
+    proc = _spawn(
+        "consume",
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic",
+        name,
+        "--from-beginning",
+        "--group",
+        group,
+        "--format",
+        "json",
+        "--property",
+        "session.timeout.ms=6000",
+        "--property",
+        "heartbeat_interval_ms=500",
+    )
+    try:
+        assert proc.stdout is not None
+        printed = [json.loads(proc.stdout.readline()) for _ in range(3)]  # blocks until printed (pytest timeout)
+        assert [r["offset"] for r in printed] == [0, 1, 2]
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert stdout == "" and "Traceback" not in stderr
+    with Consumer(broker.bootstrap_servers, group_id=group) as checker:
+        committed = wait_for(lambda: checker.committed([TopicPartition(name, 0)]), timeout=10)
+    offset = committed[TopicPartition(name, 0)]
+    assert offset is not None and offset.offset == 3
+
+
+def test_consume_decodes_keys_and_values_and_follows_a_pattern(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    import base64
+
+    prefix = f"pat-{uuid.uuid4().hex[:8]}"
+    first, second = topic(1, name=f"{prefix}-a"), topic(1, name=f"{prefix}-b")
+    produce(first, [Record(b"\x00\xff", key=b"k1", partition=0)])
+    produce(second, [Record(b"hello", key=b"\x01", partition=0)])
+    result = run_cli(
+        "consume",
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--pattern",
+        f"{prefix}-.*",
+        "--from-beginning",
+        "--max-messages",
+        "2",
+        "--format",
+        "json",
+        "--key-format",
+        "hex",
+        "--value-format",
+        "base64",
+    )
+    assert result.returncode == 0, result.stderr
+    got = {r["topic"]: (r["key"], r["value"]) for r in map(json.loads, result.stdout.splitlines())}
+    assert got == {
+        first: (b"k1".hex(), base64.b64encode(b"\x00\xff").decode()),
+        second: ("01", base64.b64encode(b"hello").decode()),
+    }
+    assert "\r" not in result.stderr  # no progress line when stderr is not a terminal
+
+
+def test_consume_verbose_shows_structured_logs(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(1)
+    produce(name, [Record(b"v", partition=0)])
+    args = ["consume", "--bootstrap-server", broker.bootstrap_servers, "--topic", name, "--from-beginning"]
+    quiet = run_cli(*args, "--max-messages", "1")
+    loud = run_cli("--verbose", *args, "--max-messages", "1")
+    assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
+    assert quiet.stderr == ""
+    assert "event='consumer.started'" in loud.stderr or "consumer.started" in loud.stderr

@@ -1,0 +1,408 @@
+"""A small asyncio admin client for the CLI: topic offsets and consumer-group descriptions.
+
+It is not a consumer: no background thread, no managers. It runs a ``NetworkClientDelegate`` on the caller's
+own event loop (every socket stays in ``network/``) and sends one request at a time: Metadata, ListOffsets,
+FindCoordinator, DescribeGroups and OffsetFetch. What the answers mean is worked out by plain functions
+(``partition_offsets``, ``group_description``) that take decoded responses and do no I/O, so they are unit-tested
+with hand-built responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Self, TypeVar
+
+import anyio
+import anyio.abc
+import attrs
+
+from asyncconsumer.clock import Clock, SystemClock
+from asyncconsumer.errors import (
+    CorruptResponseError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    for_code,
+)
+from asyncconsumer.logs import get_logger
+from asyncconsumer.managers.base import UnsentRequest
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.network.delegate import NetworkClientDelegate
+from asyncconsumer.protocol.base import Request
+from asyncconsumer.protocol.consumer_protocol import Assignment
+from asyncconsumer.protocol.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
+from asyncconsumer.protocol.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from asyncconsumer.protocol.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+)
+from asyncconsumer.protocol.metadata import MetadataRequest, MetadataResponse
+from asyncconsumer.protocol.offsets_commit import OffsetFetchGroupResponse, OffsetFetchRequest, OffsetFetchResponse
+from asyncconsumer.records import TopicPartition
+
+__all__ = [
+    "AdminClient",
+    "GroupDescription",
+    "GroupMember",
+    "GroupNotFoundError",
+    "PartitionLag",
+    "PartitionOffsets",
+    "TopicNotFoundError",
+    "group_description",
+    "partition_offsets",
+]
+
+log = get_logger("asyncconsumer.admin")
+
+EARLIEST = -2
+LATEST = -1
+_UNKNOWN_TOPIC_OR_PARTITION = 3
+_RETRY_BACKOFF_MS = 100
+
+ResponseT = TypeVar("ResponseT")
+
+
+class TopicNotFoundError(KafkaError):
+    """The topic does not exist."""
+
+
+class GroupNotFoundError(KafkaError):
+    """The coordinator knows nothing of the group: no members and no committed offsets."""
+
+
+# --- results --------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class PartitionOffsets:
+    """The first offset still in the log and the offset the next record will get."""
+
+    partition: TopicPartition
+    beginning: int
+    end: int
+
+    @property
+    def records(self) -> int:
+        """How many records the partition holds now."""
+        return self.end - self.beginning
+
+
+@attrs.frozen
+class GroupMember:
+    """One member of a group and the partitions the leader gave it."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    group_instance_id: str | None
+    partitions: tuple[TopicPartition, ...]
+
+
+@attrs.frozen
+class PartitionLag:
+    """A partition the group consumes or has committed for."""
+
+    partition: TopicPartition
+    committed: int | None
+    """None: nothing committed."""
+    end: int | None
+    """The log-end offset; None when it could not be read."""
+    member_id: str | None
+    """The member that owns it now; None when nobody does."""
+
+    @property
+    def lag(self) -> int | None:
+        if self.end is None or self.committed is None:
+            return None
+        return self.end - self.committed
+
+
+@attrs.frozen
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    coordinator: int
+    members: tuple[GroupMember, ...]
+    partitions: tuple[PartitionLag, ...]
+
+    @property
+    def total_lag(self) -> int:
+        return sum(p.lag or 0 for p in self.partitions)
+
+
+# --- what the answers mean (no I/O) ---------------------------------------------------------------------------
+
+
+def _check(code: int, what: str) -> None:
+    if code != 0:
+        raise for_code(code, what)
+
+
+def partition_offsets(
+    topic: str, partitions: Iterable[int], beginnings: Mapping[int, int], ends: Mapping[int, int]
+) -> tuple[PartitionOffsets, ...]:
+    """One row per partition, in partition order."""
+    return tuple(PartitionOffsets(TopicPartition(topic, p), beginnings[p], ends[p]) for p in sorted(partitions))
+
+
+def _members(group: DescribedGroup) -> tuple[GroupMember, ...]:
+    members = []
+    for m in group.members:
+        partitions: tuple[TopicPartition, ...] = ()
+        if group.protocol_type in ("consumer", "") and m.member_assignment:
+            try:
+                assignment = Assignment.decode(m.member_assignment)
+            except CorruptResponseError:
+                assignment = Assignment(())
+            partitions = tuple(sorted(TopicPartition(t, p) for t, ps in assignment.partitions for p in ps))
+        members.append(GroupMember(m.member_id, m.client_id, m.client_host, m.group_instance_id, partitions))
+    return tuple(sorted(members, key=lambda m: m.member_id))
+
+
+def group_description(
+    described: DescribedGroup,
+    committed: OffsetFetchGroupResponse,
+    end_offsets: Mapping[TopicPartition, int],
+    coordinator: int,
+) -> GroupDescription:
+    """Members (with their decoded assignments) and, for every partition assigned or committed, its committed
+    offset, log-end offset and owner. Raises ``GroupNotFoundError`` for a group with neither members nor offsets."""
+    _check(described.error_code, f"describing group {described.group_id!r}")
+    _check(committed.error_code, f"fetching the offsets of group {described.group_id!r}")
+    members = _members(described)
+    offsets: dict[TopicPartition, int] = {}
+    for topic in committed.topics:
+        for p in topic.partitions:
+            if p.error_code == 0 and p.committed_offset >= 0:
+                offsets[TopicPartition(topic.name, p.partition_index)] = p.committed_offset
+    if not members and not offsets and described.group_state in ("Dead", "Empty", ""):
+        raise GroupNotFoundError(f"group {described.group_id!r} has no members and no committed offsets")
+    owner = {tp: m.member_id for m in members for tp in m.partitions}
+    rows = tuple(
+        PartitionLag(tp, offsets.get(tp), end_offsets.get(tp), owner.get(tp))
+        for tp in sorted(set(owner) | set(offsets))
+    )
+    return GroupDescription(
+        described.group_id,
+        described.group_state,
+        described.protocol_type,
+        described.protocol_data,
+        coordinator,
+        members,
+        rows,
+    )
+
+
+# --- the client -----------------------------------------------------------------------------------------------
+
+
+class _Directory:
+    """The delegate's node directory: bootstrap servers as -1, -2, ... then the brokers metadata named."""
+
+    def __init__(self, bootstrap_servers: Iterable[str]) -> None:
+        self.bootstrap: dict[int, tuple[str, int]] = {}
+        for i, server in enumerate(bootstrap_servers):
+            host, _, port = server.strip().rpartition(":")
+            self.bootstrap[-(i + 1)] = (host.strip("[]"), int(port))
+        self.brokers: dict[int, tuple[str, int]] = {}
+
+    def address(self, node_id: int) -> tuple[str, int] | None:
+        return self.brokers.get(node_id) or self.bootstrap.get(node_id)
+
+    def candidate_nodes(self) -> list[int]:
+        return list(self.brokers) or list(self.bootstrap)
+
+
+class AdminClient:
+    """``async with AdminClient("host:9092") as admin: await admin.describe_group("g")``.
+
+    Every call gives up with ``KafkaTimeoutError`` (or the last connection error) after ``timeout_ms``.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Iterable[str],
+        *,
+        client_id: str = "asyncconsumer-admin",
+        timeout_ms: int = 30_000,
+        clock: Clock | None = None,
+    ) -> None:
+        servers = bootstrap_servers.split(",") if isinstance(bootstrap_servers, str) else list(bootstrap_servers)
+        if not servers or any(":" not in s for s in servers):
+            raise KafkaConnectionError(f"bootstrap servers must be HOST:PORT, got {bootstrap_servers!r}")
+        self._directory = _Directory(servers)
+        self._clock: Clock = clock or SystemClock()
+        self._timeout_ms = timeout_ms
+        self._delegate = NetworkClientDelegate(
+            self._clock,
+            self._directory,
+            client_id=client_id,
+            request_timeout_ms=timeout_ms,
+            connection_setup_timeout_ms=min(timeout_ms, 10_000),
+            max_in_flight=5,
+            reconnect_backoff=ExponentialBackoff(50, 1_000),
+        )
+        self._stack = AsyncExitStack()
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> Self:
+        self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        self._delegate.attach(self._tg)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        # The body's exception is not handed to the task group (it would come back wrapped in an exception
+        # group): the connections are closed and their tasks cancelled, then the exception goes on unchanged.
+        try:
+            await self._delegate.close()
+        finally:
+            if self._tg is not None:
+                self._tg.cancel_scope.cancel()
+            await self._stack.aclose()
+
+    # --- one request ------------------------------------------------------------------------------------------
+    async def _send(self, request: Request, node_id: int | None, response_type: type[ResponseT]) -> ResponseT:
+        """Sends ``request`` and drives the delegate until its answer (or a ``KafkaError``) arrives."""
+        done: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+
+        def on_response(result: object, now_ms: int) -> None:
+            if not done.done():
+                done.set_result(result)
+
+        self._delegate.add_all([UnsentRequest(request, node_id, on_response)], self._clock.now_ms())
+        while not done.done():
+            await self._delegate.poll(1_000, self._clock.now_ms())
+        result = done.result()
+        if isinstance(result, KafkaError):
+            raise result
+        if not isinstance(result, response_type):
+            raise CorruptResponseError(f"{request.API_KEY.name} answered with {type(result).__name__}")
+        return result
+
+    async def _retrying(self, what: str, attempt: Callable[[], Awaitable[ResponseT]]) -> ResponseT:
+        """Runs ``attempt`` until it returns, a non-retriable error, or the deadline."""
+        deadline = self._clock.now_ms() + self._timeout_ms
+        failures = 0
+        while True:
+            try:
+                return await attempt()
+            except KafkaError as exc:
+                failures += 1
+                if not exc.retriable or self._clock.now_ms() >= deadline:
+                    if exc.retriable:
+                        raise KafkaTimeoutError(f"{what} did not succeed within {self._timeout_ms} ms: {exc}") from exc
+                    raise
+                log.debug("admin.retry", what=what, error=str(exc), failures=failures)
+                await anyio.sleep(min(_RETRY_BACKOFF_MS * failures, 1_000) / 1000)
+
+    # --- metadata and offsets ---------------------------------------------------------------------------------
+    async def _metadata(self, topics: tuple[str, ...] | None) -> MetadataResponse:
+        response = await self._send(MetadataRequest(topics), None, MetadataResponse)
+        self._directory.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
+        return response
+
+    async def partition_leaders(self, topic: str) -> dict[int, int]:
+        """partition → leader node id; ``TopicNotFoundError`` if the topic does not exist."""
+
+        async def attempt() -> dict[int, int]:
+            response = await self._metadata((topic,))
+            for t in response.topics:
+                if t.name != topic:
+                    continue
+                if t.error_code == _UNKNOWN_TOPIC_OR_PARTITION:
+                    raise TopicNotFoundError(f"topic {topic!r} does not exist")
+                _check(t.error_code, f"metadata for topic {topic!r}")
+                for p in t.partitions:
+                    _check(p.error_code, f"metadata for {topic}-{p.partition_index}")
+                return {p.partition_index: p.leader_id for p in t.partitions}
+            raise TopicNotFoundError(f"topic {topic!r} does not exist")
+
+        return await self._retrying(f"metadata for {topic!r}", attempt)
+
+    async def _list_offsets(self, topic: str, leaders: Mapping[int, int], timestamp: int) -> dict[int, int]:
+        by_leader: dict[int, list[int]] = {}
+        for partition, leader in leaders.items():
+            by_leader.setdefault(leader, []).append(partition)
+        found: dict[int, int] = {}
+        for leader, partitions in sorted(by_leader.items()):
+            request = ListOffsetsRequest(
+                (ListOffsetsTopic(topic, tuple(ListOffsetsPartition(p, timestamp) for p in sorted(partitions))),)
+            )
+            response = await self._send(request, leader, ListOffsetsResponse)
+            for t in response.topics:
+                for p in t.partitions:
+                    _check(p.error_code, f"offsets of {topic}-{p.partition_index}")
+                    found[p.partition_index] = p.offset
+        return found
+
+    async def topic_offsets(self, topic: str) -> tuple[PartitionOffsets, ...]:
+        """Beginning and end offset of every partition of ``topic``."""
+        leaders = await self.partition_leaders(topic)
+
+        async def attempt() -> tuple[PartitionOffsets, ...]:
+            beginnings = await self._list_offsets(topic, leaders, EARLIEST)
+            ends = await self._list_offsets(topic, leaders, LATEST)
+            return partition_offsets(topic, leaders, beginnings, ends)
+
+        return await self._retrying(f"offsets of {topic!r}", attempt)
+
+    # --- groups -----------------------------------------------------------------------------------------------
+    async def find_coordinator(self, group_id: str) -> int:
+        """The node id of ``group_id``'s coordinator (its address joins the directory)."""
+        if not self._directory.brokers:
+            await self._retrying("metadata", lambda: self._metadata(()))
+
+        async def attempt() -> int:
+            response = await self._send(FindCoordinatorRequest(group_id), None, FindCoordinatorResponse)
+            found = response.for_key(group_id)
+            _check(found.error_code, f"finding the coordinator of group {group_id!r}")
+            self._directory.brokers.setdefault(found.node_id, (found.host, found.port))
+            log.debug("admin.coordinator", group=group_id, node=found.node_id, host=found.host, port=found.port)
+            return found.node_id
+
+        return await self._retrying(f"the coordinator of {group_id!r}", attempt)
+
+    async def describe_group(self, group_id: str) -> GroupDescription:
+        """Members, assignments, committed offsets, log-end offsets and lag of ``group_id``."""
+
+        async def attempt() -> tuple[int, DescribedGroup, OffsetFetchGroupResponse]:
+            node = await self.find_coordinator(group_id)
+            described = await self._send(DescribeGroupsRequest((group_id,)), node, DescribeGroupsResponse)
+            group = next((g for g in described.groups if g.group_id == group_id), None)
+            if group is None:
+                raise CorruptResponseError(f"DescribeGroups answered without group {group_id!r}")
+            if group.error_code:
+                raise for_code(group.error_code, f"describing group {group_id!r}")
+            fetched = await self._send(OffsetFetchRequest(group_id, None), node, OffsetFetchResponse)
+            committed = fetched.partitions_for(group_id)
+            if committed.error_code:
+                raise for_code(committed.error_code, f"fetching the offsets of group {group_id!r}")
+            return node, group, committed
+
+        node, group, committed = await self._retrying(f"describing group {group_id!r}", attempt)
+        topics = {tp.topic for m in _members(group) for tp in m.partitions}
+        topics |= {t.name for t in committed.topics}
+        ends: dict[TopicPartition, int] = {}
+        for topic in sorted(topics):
+            try:
+                leaders = await self.partition_leaders(topic)
+                offsets = await self._retrying(
+                    f"end offsets of {topic!r}",
+                    functools.partial(self._list_offsets, topic, leaders, LATEST),
+                )
+            except TopicNotFoundError:
+                continue
+            ends.update({TopicPartition(topic, p): o for p, o in offsets.items()})
+        description = group_description(group, committed, ends, node)
+        log.debug("admin.group_described", group=group_id, state=description.state, members=len(description.members))
+        return description
