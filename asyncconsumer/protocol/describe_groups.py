@@ -13,7 +13,6 @@ from typing import ClassVar, Self
 
 import attrs
 
-from asyncconsumer.errors import CorruptResponseError
 from asyncconsumer.protocol.base import ApiKey, Response
 from asyncconsumer.protocol.wire import Reader, Writer
 
@@ -21,13 +20,6 @@ __all__ = ["DescribeGroupsRequest", "DescribeGroupsResponse", "DescribedGroup", 
 
 _FLEXIBLE_FROM = 5
 _NO_AUTHORIZED_OPERATIONS = -(2**31)
-
-
-def _read_bytes(r: Reader, flexible: bool) -> bytes:
-    value = r.nbytes(flexible)
-    if value is None:
-        raise CorruptResponseError("null where non-nullable bytes were expected")
-    return bytes(value)
 
 
 @attrs.define(frozen=True, slots=True)
@@ -59,8 +51,8 @@ class DescribedGroupMember:
         group_instance_id = r.nstr(flexible) if version >= 4 else None
         client_id = r.str_(flexible)
         client_host = r.str_(flexible)
-        metadata = _read_bytes(r, flexible)
-        assignment = _read_bytes(r, flexible)
+        metadata = r.bytes_(flexible)
+        assignment = r.bytes_(flexible)
         r.end_struct(flexible)
         return cls(member_id, client_id, client_host, metadata, assignment, group_instance_id)
 

@@ -21,7 +21,6 @@ from typing import ClassVar, Self
 
 import attrs
 
-from asyncconsumer.errors import CorruptResponseError
 from asyncconsumer.protocol.base import ApiKey, Response
 from asyncconsumer.protocol.wire import Reader, Writer
 
@@ -48,14 +47,6 @@ _LEAVE_FLEXIBLE_FROM = 4
 _LEAVE_BATCHED_FROM = 3
 
 
-def _read_bytes(r: Reader, flexible: bool) -> bytes:
-    """A non-nullable ``bytes`` field, copied out of the buffer (metadata and assignments are small)."""
-    value = r.nbytes(flexible)
-    if value is None:
-        raise CorruptResponseError("null where non-nullable bytes were expected")
-    return bytes(value)
-
-
 # --- JoinGroup ------------------------------------------------------------------------------------------------
 
 
@@ -76,7 +67,7 @@ class JoinGroupProtocol:
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _JOIN_FLEXIBLE_FROM
         name = r.str_(flexible)
-        metadata = _read_bytes(r, flexible)
+        metadata = r.bytes_(flexible)
         r.end_struct(flexible)
         return cls(name, metadata)
 
@@ -102,7 +93,7 @@ class JoinGroupMember:
         flexible = version >= _JOIN_FLEXIBLE_FROM
         member_id = r.str_(flexible)
         group_instance_id = r.nstr(flexible) if version >= 5 else None
-        metadata = _read_bytes(r, flexible)
+        metadata = r.bytes_(flexible)
         r.end_struct(flexible)
         return cls(member_id, group_instance_id, metadata)
 
@@ -242,7 +233,7 @@ class SyncGroupAssignment:
     def decode(cls, r: Reader, version: int) -> Self:
         flexible = version >= _SYNC_FLEXIBLE_FROM
         member_id = r.str_(flexible)
-        assignment = _read_bytes(r, flexible)
+        assignment = r.bytes_(flexible)
         r.end_struct(flexible)
         return cls(member_id, assignment)
 
@@ -274,7 +265,7 @@ class SyncGroupResponse:
         error_code = r.int16()
         protocol_type = r.nstr(flexible) if version >= 5 else None
         protocol_name = r.nstr(flexible) if version >= 5 else None
-        assignment = _read_bytes(r, flexible)
+        assignment = r.bytes_(flexible)
         r.end_struct(flexible)
         return cls(error_code, assignment, throttle_time_ms, protocol_type, protocol_name)
 

@@ -134,6 +134,13 @@ class Reader:
         n = self.uvarint() - 1
         return None if n < 0 else self.raw(n)
 
+    def bytes_(self, flexible: bool) -> bytes:
+        """A non-nullable ``bytes`` field, copied out of the buffer (for small fields: metadata, assignments)."""
+        value = self.nbytes(flexible)
+        if value is None:
+            raise CorruptResponseError("null where non-nullable bytes were expected")
+        return bytes(value)
+
     def str_(self, flexible: bool) -> str:
         return self.compact_string() if flexible else self.string()
 
