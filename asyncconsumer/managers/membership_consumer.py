@@ -114,6 +114,8 @@ class ConsumerMembershipManager:
         """The caller's ``poll`` ran; a member that left for a poll timeout joins again."""
         if self.rejoin_on_poll:
             self.rejoin_on_poll = False
+            # Polled before the leave heartbeat went out: that leave ends UNSUBSCRIBED, and ``poll`` joins again.
+            self._stale_after_leave = False
             if self.state is S.STALE and self.subscribed:
                 self._join()
 

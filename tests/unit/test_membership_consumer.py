@@ -441,3 +441,21 @@ def test_a_v0_coordinator_s_member_id_replaces_the_generated_one() -> None:
     h.finish_callbacks()
     ack, _ = h.send(3)
     assert ack.member_id == "coordinator-made"
+
+
+def test_a_poll_before_the_poll_timeout_leave_went_out_still_rejoins() -> None:
+    """The caller polls between the timeout and the leave heartbeat: the member must not stay STALE for good."""
+    h = Harness(max_poll_interval_ms=10_000)
+    h.last_poll = 0
+    h.join({T_ID: (0,)})
+    h.finish_callbacks()
+    _, unsent = h.send(1)
+    unsent.on_response(answer(1), 2)
+    assert h.tick(10_001) == []  # timeout seen; the leave goes on the next turn
+    h.last_poll = 10_002
+    h.membership.caller_polled()  # the caller's poll arrives first
+    leave, unsent = h.send(10_003)
+    assert leave.member_epoch == -1
+    unsent.on_response(answer(-1), 10_004)
+    rejoin, _ = h.send(10_005)
+    assert rejoin.member_epoch == 0 and h.membership.state is S.JOINING
