@@ -23,6 +23,7 @@ from asyncconsumer.assignors import (
 from asyncconsumer.clock import Clock
 from asyncconsumer.cluster import Cluster
 from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import KafkaError
 from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
 from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import RequestManager
@@ -152,6 +153,14 @@ class ConsumerGroup:
             lambda: self._api_supported(int(ApiKey.CONSUMER_GROUP_HEARTBEAT)),
         )
         return membership, heartbeat
+
+    def subscribed(self, on_ok: Callable[[None], None], on_error: Callable[[KafkaError], None]) -> None:
+        """What ``subscribe`` waits for: nothing on the classic protocol; on the consumer protocol, brokers seen to
+        offer ConsumerGroupHeartbeat (``on_error`` names the API and suggests the classic protocol otherwise)."""
+        if isinstance(self.heartbeat, ConsumerHeartbeatManager):
+            self.heartbeat.check_support(on_ok, on_error)
+        else:
+            on_ok(None)
 
     def set_pattern(self, pattern: re.Pattern[str] | None) -> None:
         """Subscribe to every topic whose whole name matches ``pattern`` (None: explicit topics)."""

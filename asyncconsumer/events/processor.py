@@ -24,7 +24,6 @@ from asyncconsumer.events.application import (
 )
 from asyncconsumer.group import ConsumerGroup
 from asyncconsumer.logs import get_logger
-from asyncconsumer.managers.heartbeat_consumer import ConsumerHeartbeatManager
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.records import OffsetAndMetadata, PartitionInfo
@@ -99,11 +98,8 @@ class ApplicationEventProcessor:
                 self._metadata.set_topics(self._subs.topics() | topics)
                 if pattern is None:
                     group.membership.subscribe()
-                if isinstance(group.heartbeat, ConsumerHeartbeatManager):
-                    self._track(event)  # done once the brokers are seen to speak KIP-848
-                    group.heartbeat.check_support(event.complete, event.fail)
-                else:
-                    event.complete(None)
+                self._track(event)
+                group.subscribed(event.complete, event.fail)
             case UnsubscribeEvent():
                 if self._group is not None:
                     self._group.set_pattern(None)
