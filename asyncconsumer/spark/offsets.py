@@ -13,9 +13,12 @@ from collections.abc import Mapping
 import attrs
 
 from asyncconsumer.errors import ConfigError, KafkaError
+from asyncconsumer.logs import get_logger
 from asyncconsumer.records import TopicPartition
 from asyncconsumer.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 from asyncconsumer.sync import Consumer
+
+log = get_logger("asyncconsumer.spark")
 
 Offsets = dict[TopicPartition, int]
 
@@ -152,6 +155,4 @@ def plan(
 def _lost(fail: bool, what: str) -> None:
     if fail:
         raise DataLossError(f"{what}; set failOnDataLoss=false to skip what is gone and carry on")
-    from asyncconsumer.logs import get_logger
-
-    get_logger("asyncconsumer.spark").warning("spark.data_lost", detail=what)
+    log.warning("spark.data_lost", detail=what)
