@@ -16,7 +16,7 @@ import anyio
 import attrs
 
 from asyncconsumer.clock import Clock
-from asyncconsumer.errors import ClientClosedError
+from asyncconsumer.errors import ClientClosedError, KafkaError, PluginError
 from asyncconsumer.events.application import CloseEvent
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.events.processor import ApplicationEventProcessor
@@ -107,7 +107,11 @@ class ConsumerNetworkThread:
             except Exception as exc:
                 log.error("background.failed", error=repr(exc))
                 self.failure = exc
-                error = ClientClosedError(f"the consumer's background thread failed: {exc!r}")
+                error: KafkaError = (
+                    exc  # plugin_errors="fatal": the plugin's error is the one to raise
+                    if isinstance(exc, PluginError)
+                    else ClientClosedError(f"the consumer's background thread failed: {exc!r}")
+                )
                 self._background_events.put(ErrorEvent(error))
                 self._processor.fail_all(error)
                 for event in self._app_events.drain():

@@ -9,11 +9,14 @@ from __future__ import annotations
 import difflib
 import ssl
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from asyncconsumer.errors import ConfigError
+
+if TYPE_CHECKING:
+    from asyncconsumer.plugins.registry import Plugin
 
 Deserializer = Callable[[bytes | None], Any]
 
@@ -21,6 +24,7 @@ _RESET = ("earliest", "latest", "none")
 _ISOLATION = ("read_uncommitted", "read_committed")
 _SECURITY = ("PLAINTEXT",)
 _GROUP_PROTOCOLS = ("classic", "consumer")
+_PLUGIN_ERRORS = ("isolate", "fatal")
 _CLASSIC_ONLY = ("partition_assignment_strategy", "session_timeout_ms", "heartbeat_interval_ms")
 """Settings Kafka rejects under group_protocol='consumer': the coordinator assigns and times sessions there."""
 _CLASSIC_ONLY_MESSAGE = (
@@ -90,6 +94,43 @@ def _check_strategies(instance: object, attribute: attrs.Attribute[tuple[Any, ..
         raise ConfigError(attribute.name, "at least one assignor is required")
     for strategy in value:
         assignor_for(strategy)
+
+
+def _plugins(value: Any) -> tuple[Any, ...]:
+    if isinstance(value, str):
+        return tuple(s.strip() for s in value.split(",") if s.strip())
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,)
+
+
+def _check_plugin_list(instance: object, attribute: attrs.Attribute[tuple[Any, ...]], value: tuple[Any, ...]) -> None:
+    from asyncconsumer.plugins.registry import check_plugins  # late: the plugins package imports this module
+
+    check_plugins(value)
+
+
+def _plugin_options(value: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(value, Mapping):
+        raise ConfigError("plugin_options", f"must map plugin names to option dicts, got {type(value).__name__}")
+    options: dict[str, dict[str, Any]] = {}
+    for name, opts in value.items():
+        if not isinstance(opts, Mapping):
+            raise ConfigError("plugin_options", f"options of plugin {name!r} must be a dict, got {type(opts).__name__}")
+        options[name] = dict(opts)
+    return options
+
+
+def _check_plugin_options(
+    instance: ConsumerConfig, attribute: attrs.Attribute[dict[str, dict[str, Any]]], value: dict[str, dict[str, Any]]
+) -> None:
+    from asyncconsumer.plugins.registry import plugin_name
+
+    enabled = {plugin_name(p) for p in instance.plugins}
+    for name in value:
+        if name not in enabled:
+            listed = ", ".join(sorted(enabled)) or "none"
+            raise ConfigError("plugin_options", f"plugin {name!r} is not enabled in plugins (enabled: {listed})")
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -169,6 +210,16 @@ class ConsumerConfig:
     """security.protocol"""
     ssl_context: ssl.SSLContext | None = None
     """No Java twin: reserved for TLS (a later release)."""
+    plugins: tuple[str | Plugin, ...] = attrs.field(default=(), converter=_plugins, validator=_check_plugin_list)
+    """No Java twin: request managers to run in the background loop, by installed name (entry-point group
+    ``asyncconsumer.managers``, e.g. "lag-monitor") or as ``Plugin(name, factory)`` objects."""
+    plugin_options: dict[str, dict[str, Any]] = attrs.field(
+        factory=dict, converter=_plugin_options, validator=_check_plugin_options
+    )
+    """No Java twin: options per plugin name, handed to the plugin as ``context.options``."""
+    plugin_errors: str = attrs.field(default="isolate", converter=_lower, validator=_one_of(*_PLUGIN_ERRORS))
+    """No Java twin: "isolate" switches a failing plugin off and keeps consuming; "fatal" stops the consumer and
+    raises the ``PluginError`` from the caller's next call."""
     key_deserializer: Deserializer | None = attrs.field(default=None, validator=_callable_or_none)
     """key.deserializer: a callable taking the raw bytes (or None)."""
     value_deserializer: Deserializer | None = attrs.field(default=None, validator=_callable_or_none)

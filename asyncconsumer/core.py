@@ -51,6 +51,7 @@ from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, RateMeter
 from asyncconsumer.network.delegate import NetworkClientDelegate
+from asyncconsumer.plugins.loader import load_plugins
 from asyncconsumer.protocol.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from asyncconsumer.records import (
     ConsumerRecords,
@@ -166,12 +167,19 @@ class ConsumerCore:
             last_error=lambda: self.delegate.last_connection_error() or self.metadata.last_error,
             group=self.group,
         )
+        self.plugins = load_plugins(config, self.clock, self.metadata, self.subscriptions, self.background_events.put)
         self.thread = ConsumerNetworkThread(
             self.clock,
             self.app_events,
             self.background_events,
             self.processor,
-            [*(self.group.managers if self.group is not None else ()), self.metadata, self.offsets, self.fetch],
+            [
+                *(self.group.managers if self.group is not None else ()),
+                self.metadata,
+                self.offsets,
+                self.fetch,
+                *(guarded for guarded, _ in self.plugins.values()),
+            ],
             self.delegate,
         )
         self.buffer.set_space_waiter(self.thread.wakeup)
@@ -477,4 +485,5 @@ class ConsumerCore:
             last_heartbeat_age_ms=None if last_heartbeat is None else now - last_heartbeat,
             coordinator_id=None if coordinator is None else coordinator.broker_node_id,
             connection_count=self.delegate.connection_count,
+            plugins={name: store.snapshot() for name, (_, store) in self.plugins.items()},
         )

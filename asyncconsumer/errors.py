@@ -107,6 +107,14 @@ class CommitFailedError(KafkaError):
     """The group no longer accepts this member's commit (it rebalanced or fenced the member); not retriable."""
 
 
+class PluginError(KafkaError):
+    """A plugin could not be loaded, or its request manager raised; ``plugin`` names it, ``__cause__`` is why."""
+
+    def __init__(self, plugin: str, message: str) -> None:
+        super().__init__(f"plugin {plugin!r}: {message}")
+        self.plugin = plugin
+
+
 class CorruptRecordError(KafkaError):
     """A record batch failed its CRC check or could not be decoded; ``seek`` past ``offset`` to skip it."""
 

@@ -19,14 +19,19 @@ _FALLBACK_PROCESSORS: list[Any] = [
 ]
 
 
-class _LazyLogger:
+class Logger:
     """Chooses structlog's configuration or the stdlib fallback at first use."""
 
-    __slots__ = ("_logger", "_name")
+    __slots__ = ("_bound", "_logger", "_name")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, bound: dict[str, Any] | None = None) -> None:
         self._name = name
+        self._bound = bound or {}
         self._logger: Any = None
+
+    def bind(self, **kw: Any) -> Logger:
+        """A logger that adds ``kw`` to every event (e.g. ``plugin=name``)."""
+        return Logger(self._name, {**self._bound, **kw})
 
     def _bind(self) -> Any:
         if self._logger is None:
@@ -38,6 +43,8 @@ class _LazyLogger:
                     processors=_FALLBACK_PROCESSORS,
                     wrapper_class=structlog.stdlib.BoundLogger,
                 )
+            if self._bound:
+                self._logger = self._logger.bind(**self._bound)
         return self._logger
 
     def debug(self, event: str, **kw: Any) -> None:
@@ -56,5 +63,5 @@ class _LazyLogger:
         self._bind().error(event, **kw)
 
 
-def get_logger(name: str) -> _LazyLogger:
-    return _LazyLogger(name)
+def get_logger(name: str) -> Logger:
+    return Logger(name)

@@ -7,6 +7,8 @@ fields (as Java's metrics are). Rates are over the last ``RATE_WINDOW_S`` second
 from __future__ import annotations
 
 import collections
+import threading
+from collections.abc import Mapping
 
 import attrs
 
@@ -22,6 +24,15 @@ class PartitionMetrics:
     position: int | None
     high_watermark: int | None
     lag: int | None
+
+
+@attrs.define(frozen=True, slots=True)
+class PluginMetrics:
+    """What one plugin published: plain values, values per partition, and why it stopped (None while it runs)."""
+
+    values: dict[str, float]
+    partitions: dict[TopicPartition, dict[str, float]]
+    failed: str | None = None
 
 
 @attrs.define(frozen=True, slots=True)
@@ -44,6 +55,8 @@ class ConsumerMetrics:
     coordinator_id: int | None
     """The group coordinator's broker node id (None without a group or while it is looked up)."""
     connection_count: int
+    plugins: dict[str, PluginMetrics] = attrs.field(factory=dict)
+    """Per enabled plugin, by name (see ``asyncconsumer.plugins``)."""
 
 
 class RateMeter:
@@ -89,3 +102,36 @@ class LatencyWindow:
         if not values:
             return None, None
         return sum(values) / len(values), max(values)
+
+
+class PluginMetricsStore:
+    """Written by one plugin on the background thread, read by the caller's; the lock makes each snapshot whole."""
+
+    __slots__ = ("_failed", "_lock", "_partitions", "_values")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[str, float] = {}
+        self._partitions: dict[str, dict[TopicPartition, float]] = {}
+        self._failed: str | None = None
+
+    def set(self, name: str, value: float) -> None:
+        with self._lock:
+            self._values[name] = value
+
+    def set_partitions(self, name: str, values: Mapping[TopicPartition, float]) -> None:
+        """Replaces metric ``name`` for every partition: partitions not in ``values`` no longer have it."""
+        with self._lock:
+            self._partitions[name] = dict(values)
+
+    def fail(self, reason: str) -> None:
+        with self._lock:
+            self._failed = reason
+
+    def snapshot(self) -> PluginMetrics:
+        with self._lock:
+            partitions: dict[TopicPartition, dict[str, float]] = {}
+            for name, values in self._partitions.items():
+                for tp, value in values.items():
+                    partitions.setdefault(tp, {})[name] = value
+            return PluginMetrics(dict(self._values), dict(sorted(partitions.items())), self._failed)

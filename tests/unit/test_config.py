@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import asyncconsumer
+import asyncconsumer.plugins
 from asyncconsumer import AsyncConsumer, ConfigError, Consumer
 from asyncconsumer.config import ConsumerConfig
 
@@ -83,6 +84,7 @@ def test_public_api_is_pinned() -> None:
         "OffsetOutOfRangeError",
         "PartitionInfo",
         "PartitionMetrics",
+        "PluginError",
         "RecordDeserializationError",
         "TopicPartition",
         "UnknownTopicOrPartitionError",
@@ -90,6 +92,26 @@ def test_public_api_is_pinned() -> None:
     }
     for name in asyncconsumer.__all__:
         assert hasattr(asyncconsumer, name)
+    assert set(asyncconsumer.plugins.__all__) == {
+        "ENTRY_POINT_GROUP",
+        "MAX_POLL_WAIT_MS",
+        "Broker",
+        "Clock",
+        "Cluster",
+        "Plugin",
+        "PluginContext",
+        "PluginError",
+        "PluginFactory",
+        "PluginMetrics",
+        "PollResult",
+        "RequestManager",
+        "ResponseCallback",
+        "TopicInfo",
+        "UnsentRequest",
+        "installed_plugins",
+    }
+    for name in asyncconsumer.plugins.__all__:
+        assert hasattr(asyncconsumer.plugins, name)
 
 
 # --- group.protocol (KIP-848) ---------------------------------------------------------------------------------
