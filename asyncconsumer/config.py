@@ -155,8 +155,10 @@ class ConsumerConfig:
     """fetch.max.bytes: the most a broker returns for one fetch (it still returns one batch larger than this)."""
     max_partition_fetch_bytes: int = attrs.field(default=1_048_576, validator=_positive)
     """max.partition.fetch.bytes"""
-    fetch_buffer_bytes: int = attrs.field(default=67_108_864, validator=_positive)
-    """No Java twin: fetched bytes buffered for the caller; no new fetch is sent while the buffer holds more."""
+    fetch_buffer_bytes: int = attrs.field(default=8_388_608, validator=_positive)
+    """No Java twin: the bound on fetched bytes held for the caller plus what fetches in flight may bring (each
+    asks the broker for at most the room left, and at most half the bound). Exceeded only by a batch larger
+    than the room, which a broker returns whole so the consumer makes progress."""
     max_poll_records: int = attrs.field(default=500, validator=_positive)
     """max.poll.records"""
     check_crcs: bool = True

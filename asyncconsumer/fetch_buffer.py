@@ -1,7 +1,9 @@
 """Fetched record sets on their way from the background thread to the caller, bounded by bytes.
 
 The background adds ``CompletedFetch``es; the caller takes them in arrival order and decodes them. The buffer
-counts raw record-set bytes so the fetch manager stops fetching while the caller is behind.
+counts what is held: a whole response's record bytes until the last of its partitions is released (their
+memoryviews keep the response alive), plus what fetches in flight may bring (their request ``max_bytes``). The
+fetch manager sends only within what is left of ``fetch_buffer_bytes``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,14 @@ from asyncconsumer.records import TopicPartition
 from asyncconsumer.signal import CallerSignal
 
 
+@attrs.define(slots=True)
+class ResponseShare:
+    """One fetch response's bytes, shared by its completed fetches: freed when the last of them is released."""
+
+    size: int
+    parts: int = 0
+
+
 @attrs.define(frozen=True, slots=True)
 class CompletedFetch:
     """The complete batches fetched for one partition, starting at ``fetch_offset``."""
@@ -28,6 +38,8 @@ class CompletedFetch:
     records: memoryview
     high_watermark: int
     aborted_transactions: tuple[AbortedTransaction, ...] | None = None
+    share: ResponseShare | None = attrs.field(default=None, eq=False, repr=False)
+    """The response this came from; ``None`` counts ``size`` alone."""
 
     @property
     def size(self) -> int:
@@ -41,6 +53,7 @@ class FetchBuffer:
         self._lock = threading.Lock()
         self._fetches: deque[CompletedFetch] = deque()
         self._bytes = 0
+        self._reserved = 0
         self._max_bytes = max_bytes
         self._signal = signal
         self._space_waiter: Callable[[], None] | None = None
@@ -54,21 +67,50 @@ class FetchBuffer:
     def buffered_bytes(self) -> int:
         return self._bytes
 
-    def has_space(self) -> bool:
-        """Background side: may another fetch be sent? If not, the caller will wake it when it drains."""
-        with self._lock:
-            if self._bytes < self._max_bytes:
-                return True
-            self._background_waiting = True
-            return False
+    @property
+    def reserved_bytes(self) -> int:
+        return self._reserved
 
-    def add_all(self, fetches: Iterable[CompletedFetch]) -> None:
+    def room(self, floor: int) -> int:
+        """Background side: bytes a new fetch may bring, or 0 (then the caller wakes it when it frees space).
+
+        At least ``floor`` must be free, unless nothing at all is held or in flight: then the whole bound is offered,
+        so a consumer whose bound is below one batch still makes progress.
+        """
+        with self._lock:
+            free = self._max_bytes - self._bytes - self._reserved
+            if free >= floor or (self._bytes == 0 and self._reserved == 0):
+                return max(free, 1)
+            self._background_waiting = True
+            return 0
+
+    def has_space(self) -> bool:
+        """Background side: is any room left? (``room`` with no floor.)"""
+        return self.room(1) > 0
+
+    def reserve(self, size: int) -> None:
+        """Background side: a fetch that may bring ``size`` bytes was sent."""
+        with self._lock:
+            self._reserved += size
+
+    def unreserve(self, size: int) -> None:
+        """Background side: that fetch answered (its bytes, if any, were added) or failed."""
+        with self._lock:
+            self._reserved -= size
+
+    def add_all(self, fetches: Iterable[CompletedFetch], share: ResponseShare | None = None) -> None:
+        """Adds fetches; with ``share``, they are all of one response and it is counted once, whole."""
         added = False
         with self._lock:
             for fetch in fetches:
                 self._fetches.append(fetch)
-                self._bytes += fetch.size
+                if share is None:
+                    self._bytes += fetch.size
+                else:
+                    share.parts += 1
                 added = True
+            if share is not None and added:
+                self._bytes += share.size
         if added:
             self._signal.notify()
 
@@ -83,12 +125,18 @@ class FetchBuffer:
         with self._lock:
             self._fetches.extendleft(reversed(list(fetches)))
 
-    def release(self, size: int) -> None:
-        """Caller side: ``size`` bytes were consumed or dropped."""
+    def release(self, fetch: CompletedFetch) -> None:
+        """Caller side: ``fetch`` was consumed or dropped; its response is freed with its last part."""
         wake = False
         with self._lock:
-            self._bytes -= size
-            if self._background_waiting and self._bytes < self._max_bytes:
+            share = fetch.share
+            if share is None:
+                self._bytes -= fetch.size
+            else:
+                share.parts -= 1
+                if share.parts == 0:
+                    self._bytes -= share.size
+            if self._background_waiting and self._bytes + self._reserved < self._max_bytes:
                 self._background_waiting = False
                 wake = True
         if wake and self._space_waiter is not None:

@@ -124,13 +124,13 @@ class FetchCollector:
                 return None
             tp = fetch.tp
             if self._subs.epoch(tp) != fetch.epoch or self._subs.is_paused(tp):
-                self._buffer.release(fetch.size)
+                self._buffer.release(fetch)
                 continue
             position = self._subs.position(tp)
             if position is None or position < fetch.fetch_offset:
                 # Only a bug could open a gap here; fetch again from the caller's position rather than skip.
                 log.warning("fetch.gap", partition=str(tp), position=position, fetch_offset=fetch.fetch_offset)
-                self._buffer.release(fetch.size)
+                self._buffer.release(fetch)
                 if position is not None:
                     self._subs.seek(tp, position)
                 continue
@@ -144,7 +144,7 @@ class FetchCollector:
     def _finish(self, drain: _Drain) -> None:
         if self._current is drain:
             self._current = None
-            self._buffer.release(drain.fetch.size)
+            self._buffer.release(drain.fetch)
             self.bytes_returned += drain.fetch.size
 
     def _take(self, drain: _Drain, out: list[ConsumerRecord], limit: int) -> bool:

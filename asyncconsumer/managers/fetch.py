@@ -1,5 +1,8 @@
 """Fetch: one request in flight per leader, sent again as soon as the last one answered and the buffer has room.
 
+What is buffered plus what fetches in flight may bring stays within ``fetch_buffer_bytes``: each request asks
+the broker for at most the room left (``max_bytes``), so memory is bounded whatever the topics hold.
+
 Each partition is fetched from its ``fetch_position``, which runs ahead of the caller's position, so the broker
 works on the next fetch while the caller decodes the previous one. Responses are cut to their complete batches
 (walking batch headers only) and handed to the fetch buffer; no record is decoded here.
@@ -20,7 +23,7 @@ from asyncconsumer.errors import (
     for_code,
 )
 from asyncconsumer.events.background import ErrorEvent
-from asyncconsumer.fetch_buffer import CompletedFetch, FetchBuffer
+from asyncconsumer.fetch_buffer import CompletedFetch, FetchBuffer, ResponseShare
 from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
@@ -67,6 +70,10 @@ class FetchManager:
         self._node_retry_at: dict[int, int] = {}
         self._node_failures: dict[int, int] = {}
         self._isolation = 1 if config.isolation_level == "read_committed" else 0
+        self._room_floor = min(config.max_partition_fetch_bytes, config.fetch_buffer_bytes)
+        """No fetch is sent into less free buffer than one partition's worth (unless the buffer is empty)."""
+        self._rotation = 0
+        self._half_bound = max(1, config.fetch_buffer_bytes // 2)
         self.fetches_completed = 0
         self.bytes_fetched = 0
 
@@ -76,7 +83,10 @@ class FetchManager:
 
     def poll(self, now_ms: int) -> PollResult:
         fetchable = self._subs.fetchable()
-        if not fetchable or not self._buffer.has_space():
+        if not fetchable:
+            return PollResult()
+        room = self._buffer.room(self._room_floor)
+        if not room:
             return PollResult()
         cluster = self._metadata.cluster
         by_node: dict[int, dict[TopicPartition, _Sent]] = defaultdict(dict)
@@ -94,7 +104,13 @@ class FetchManager:
                 continue
             max_bytes = override or self._config.max_partition_fetch_bytes
             by_node[leader][tp] = _Sent(offset, epoch, max_bytes)
-        requests = tuple(self._request(node, sent, now_ms) for node, sent in by_node.items())
+        if not by_node:
+            return PollResult(wait)
+        # The request's max_bytes is how the broker is held to the buffer's bound (a soft limit: a first batch
+        # larger than it still comes whole). The room is shared evenly by the leaders fetched from now, and no
+        # request takes more than half the bound, so the next fetch can be under way while the caller decodes.
+        share = max(1, min(self._config.fetch_max_bytes, self._half_bound, room // len(by_node)))
+        requests = tuple(self._request(node, sent, share, now_ms) for node, sent in by_node.items())
         return PollResult(wait, requests)
 
     def poll_on_close(self, now_ms: int) -> PollResult:
@@ -103,11 +119,18 @@ class FetchManager:
     def maximum_time_to_wait(self, now_ms: int) -> int:
         return 5_000
 
-    def _request(self, node: int, sent: dict[TopicPartition, _Sent], now_ms: int) -> UnsentRequest:
+    def _request(self, node: int, sent: dict[TopicPartition, _Sent], max_bytes: int, now_ms: int) -> UnsentRequest:
         self._in_flight.add(node)
+        self._buffer.reserve(max_bytes)
         by_topic: dict[str, list[FetchPartition]] = defaultdict(list)
         cluster = self._metadata.cluster
-        for tp, s in sent.items():
+        # A broker fills partitions in request order until max_bytes: rotate the order so none starves (KIP-74).
+        order = list(sent.items())
+        self._rotation += 1
+        if len(order) > 1:
+            cut = self._rotation % len(order)
+            order = order[cut:] + order[:cut]
+        for tp, s in order:
             epoch = cluster.leader_epoch(tp)
             by_topic[tp.topic].append(
                 FetchPartition(tp.partition, s.fetch_offset, s.max_bytes, -1 if epoch is None else epoch)
@@ -115,7 +138,7 @@ class FetchManager:
         request = FetchRequest(
             max_wait_ms=self._config.fetch_max_wait_ms,
             min_bytes=self._config.fetch_min_bytes,
-            max_bytes=self._config.fetch_max_bytes,
+            max_bytes=max_bytes,
             topics=tuple(FetchTopic(t, tuple(ps)) for t, ps in by_topic.items()),
             isolation_level=self._isolation,
             rack_id=self._config.client_rack,
@@ -125,7 +148,10 @@ class FetchManager:
 
         def on_response(result: object, now_ms: int) -> None:
             self.latency.add(now_ms - sent_at)
-            self._on_response(node, sent, result, now_ms)
+            try:
+                self._on_response(node, sent, result, now_ms)
+            finally:
+                self._buffer.unreserve(max_bytes)
 
         return UnsentRequest(
             request, node, on_response, timeout_ms=self._config.request_timeout_ms + self._config.fetch_max_wait_ms
@@ -151,6 +177,7 @@ class FetchManager:
             return
         completed: list[CompletedFetch] = []
         size = 0
+        share = ResponseShare(sum(len(p.records) for t in result.responses for p in t.partitions if p.records))
         for topic in result.responses:
             for part in topic.partitions:
                 tp = TopicPartition(topic.topic, part.partition_index)
@@ -198,13 +225,14 @@ class FetchManager:
                             view[:length],
                             part.high_watermark,
                             part.aborted_transactions,
+                            share,
                         )
                     )
                     size += length
         self.fetches_completed += 1
         self.bytes_fetched += size
         if completed:
-            self._buffer.add_all(completed)
+            self._buffer.add_all(completed, share)
         log.debug("fetch.completed", node=node, partitions=len(completed), bytes=size)
 
     def _partition_error(self, tp: TopicPartition, s: _Sent, code: int) -> None:

@@ -233,7 +233,7 @@ def test_list_offsets_for_a_missing_partition_fails_naming_it() -> None:
 
 
 def fetch_fixture(
-    buffer_bytes: int = 1 << 20, **config: object
+    buffer_bytes: int = 16 << 20, **config: object
 ) -> tuple[FetchManager, MetadataManager, SubscriptionState, FetchBuffer, list[ErrorEvent]]:
     cfg = ConsumerConfig.from_kwargs("h:1", fetch_buffer_bytes=buffer_bytes, **config)
     metadata = MetadataManager(["h:1"], 60_000, no_jitter())
@@ -302,9 +302,88 @@ def test_no_fetch_while_the_buffer_is_full_and_release_wakes_the_background() ->
     assert manager.poll(2).unsent_requests == ()
     fetched = buffer.take()
     assert fetched is not None
-    buffer.release(fetched.size)
+    buffer.release(fetched)
     assert woken == [True]
     assert only(manager.poll(3).unsent_requests)
+
+
+def fetch_order(request: UnsentRequest) -> list[int]:
+    assert isinstance(request.request, FetchRequest)
+    return [p.partition for t in request.request.topics for p in t.partitions]
+
+
+def test_fetch_asks_the_broker_for_no_more_than_the_room_left_in_the_buffer() -> None:
+    manager, _, subs, buffer, _ = fetch_fixture(buffer_bytes=3 << 20)
+    subs.assign([TP0, TP1])
+    subs.seek(TP0, 0)
+    subs.seek(TP1, 0)
+    first = only(manager.poll(0).unsent_requests)
+    assert isinstance(first.request, FetchRequest)
+    assert first.request.max_bytes == 3 << 19  # half the bound, so a second fetch fits while this one is decoded
+    assert buffer.reserved_bytes == 3 << 19
+    answer = fetch_answer({0: (0, build_batch(0, [b"a" * 100])), 1: (0, build_batch(0, [b"b" * 100]))})
+    first.on_response(answer, 1)
+    held = buffer.buffered_bytes
+    assert buffer.reserved_bytes == 0 and held > 200
+    second = only(manager.poll(2).unsent_requests)
+    assert isinstance(second.request, FetchRequest)
+    assert second.request.max_bytes == 3 << 19
+    second.on_response(fetch_answer({0: (0, None), 1: (0, None)}), 3)
+    buffer.reserve((3 << 20) - held - (1 << 20) - 10)  # as if another leader's fetch were in flight
+    third = only(manager.poll(4).unsent_requests)
+    assert isinstance(third.request, FetchRequest)
+    assert third.request.max_bytes == (1 << 20) + 10  # what is left of the bound
+
+
+def test_no_fetch_into_less_room_than_one_partition_fetch() -> None:
+    manager, _, subs, buffer, _ = fetch_fixture(buffer_bytes=(1 << 20) + 100, max_partition_fetch_bytes=1 << 20)
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    only(manager.poll(0).unsent_requests).on_response(fetch_answer({0: (0, build_batch(0, [b"a" * 200]))}), 1)
+    assert buffer.buffered_bytes > 100
+    assert manager.poll(2).unsent_requests == ()  # room < 1 MiB: wait for the caller
+
+
+def test_a_bound_below_one_batch_still_makes_progress() -> None:
+    manager, _, subs, buffer, _ = fetch_fixture(buffer_bytes=10)
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    request = only(manager.poll(0).unsent_requests)
+    assert isinstance(request.request, FetchRequest)
+    assert request.request.max_bytes == 5  # the broker still returns one whole first batch
+    request.on_response(fetch_answer({0: (0, build_batch(0, [b"a" * 50]))}), 1)
+    assert buffer.take() is not None
+
+
+def test_a_response_is_freed_only_when_its_last_partition_is_released() -> None:
+    manager, _, subs, buffer, _ = fetch_fixture()
+    subs.assign([TP0, TP1])
+    subs.seek(TP0, 0)
+    subs.seek(TP1, 0)
+    answer = fetch_answer({0: (0, build_batch(0, [b"a" * 100])), 1: (0, build_batch(0, [b"b" * 300]))})
+    only(manager.poll(0).unsent_requests).on_response(answer, 1)
+    whole = buffer.buffered_bytes
+    first, second = buffer.take(), buffer.take()
+    assert first is not None and second is not None
+    assert whole == first.size + second.size  # both partitions' bytes, counted once
+    buffer.release(first)
+    assert buffer.buffered_bytes == whole  # the response is still alive through the other view
+    buffer.release(second)
+    assert buffer.buffered_bytes == 0
+
+
+def test_partition_order_rotates_between_fetches_so_none_starves() -> None:
+    manager, _, subs, _, _ = fetch_fixture()
+    subs.assign([TP0, TP1])
+    subs.seek(TP0, 0)
+    subs.seek(TP1, 0)
+    orders = []
+    for now in range(3):
+        request = only(manager.poll(now * 10).unsent_requests)
+        orders.append(fetch_order(request))
+        request.on_response(fetch_answer({0: (0, None), 1: (0, None)}), now * 10 + 1)
+    assert orders[0] != orders[1] and orders[0] == orders[2]
+    assert sorted(orders[0]) == [0, 1]
 
 
 def test_offset_out_of_range_resets_with_the_configured_strategy() -> None:
