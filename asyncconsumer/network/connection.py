@@ -131,16 +131,23 @@ class BrokerConnection:
         raise KafkaConnectionError(f"ApiVersions to node {self.node_id} could not agree on a version")
 
     @staticmethod
-    async def _read_exactly(stream: anyio.abc.ByteStream, n: int) -> bytes:
-        chunks: list[bytes] = []
-        remaining = n
-        while remaining:
-            chunk = await stream.receive(min(remaining, 4 << 20))
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    async def _read_exactly(stream: anyio.abc.ByteStream, n: int) -> memoryview:
+        """Reads ``n`` bytes; a frame that arrives in pieces is copied once into one buffer of its size (joining
+        the pieces would hold the frame twice at its peak)."""
+        first = await stream.receive(min(n, 4 << 20))
+        if len(first) == n:
+            return memoryview(first)
+        view = memoryview(bytearray(n))
+        got = len(first)
+        view[:got] = first
+        del first
+        while got < n:
+            chunk = await stream.receive(min(n - got, 4 << 20))
+            view[got : got + len(chunk)] = chunk
+            got += len(chunk)
+        return view
 
-    async def _read_frame(self, stream: anyio.abc.ByteStream) -> bytes:
+    async def _read_frame(self, stream: anyio.abc.ByteStream) -> memoryview:
         size = int(_SIZE.unpack(await self._read_exactly(stream, 4))[0])
         if size < 4 or size > MAX_FRAME_BYTES:
             raise CorruptResponseError(f"node {self.node_id} sent a frame of {size} bytes")
