@@ -8,7 +8,6 @@ when a consumer is built.
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -16,6 +15,8 @@ import attrs
 from asyncconsumer.errors import ConfigError, PluginError
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     from asyncconsumer.managers.base import RequestManager
     from asyncconsumer.plugins.context import PluginContext
 
@@ -45,6 +46,8 @@ class Plugin:
 
 def installed_plugins() -> dict[str, EntryPoint]:
     """Every plugin installed in this environment, by name (the first distribution wins on a clash)."""
+    from importlib.metadata import entry_points  # late: ~2 MB of imports a consumer without plugins never needs
+
     found: dict[str, EntryPoint] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep)
