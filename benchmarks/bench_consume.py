@@ -1,22 +1,27 @@
 """Consume throughput of asyncconsumer against its peers, each client in its own process.
 
-    python benchmarks/bench_consume.py                        # both workloads, every client, 5 interleaved reps
-    python benchmarks/bench_consume.py --workload small --clients asyncconsumer,aiokafka --reps 3 --json out.json
+    python benchmarks/bench_consume.py                        # every workload, every client, 5 interleaved reps
+    python benchmarks/bench_consume.py --workload small,lz4 --clients asyncconsumer,aiokafka --reps 3
+    python benchmarks/bench_consume.py --report benchmarks/results/consume-XXXXXXX.json   # tables, .md, .png again
 
 The parent starts an embedded Tansu broker (or uses ``--bootstrap``), creates one topic per workload, produces
 it once with aiokafka's producer, then runs every client in a fresh subprocess per repetition, interleaved
 (rep 1: a, b, c...; rep 2: a, b, c...). Each child consumes the whole topic from the beginning with manual
 assignment of all partitions, touches every value (sums ``len(value)``), and prints one JSON result line. The
-parent checks each child consumed exactly what was produced, and prints per-client medians and ratios to
-asyncconsumer as a markdown table (and JSON with ``--json``). See benchmarks/README.md.
+parent checks each child consumed exactly what was produced, prints per-client medians and ratios to
+asyncconsumer as markdown tables, and writes every run to ``benchmarks/results/consume-<code>.json`` with the
+tables (``.md``) and a bar chart (``.png``, needs matplotlib) beside it. See benchmarks/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import importlib.util
 import json
 import os
+import random
 import resource
 import signal
 import socket
@@ -27,10 +32,22 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchcommon import RESULT_MARKER, ChildFailed, child_argv, code_version, machine, report_failures, spawn_child
+from benchcommon import (
+    RESULT_MARKER,
+    ChildFailed,
+    child_argv,
+    code_version,
+    default_results_path,
+    machine,
+    peak_rss_bytes,
+    report_failures,
+    spawn_child,
+)
 
 CHILD_TIMEOUT_S = 300.0
 STALL_S = 30.0  # a child that sees no record for this long gives up and reports what it got
@@ -43,12 +60,45 @@ ALL_CLIENTS = (
     "aiokafka",
     "confluent",
     "confluent-tuned",
+    "kafka-python",
     "raw",
 )
+OPTIONAL_CLIENTS = {"kafka-python": "kafka"}
+"""Clients in the default list only when their module is importable (client -> module)."""
 BASELINE = "asyncconsumer"
 
-# name -> (records, value size); --records/--size/--partitions override the "small" one.
-WORKLOADS: dict[str, tuple[int, int]] = {"small": (1_000_000, 100), "large": (200_000, 1_000)}
+
+def default_clients() -> tuple[str, ...]:
+    return tuple(c for c in ALL_CLIENTS if c not in OPTIONAL_CLIENTS or importlib.util.find_spec(OPTIONAL_CLIENTS[c]))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One topic: ``records`` values of exactly ``size`` bytes spread evenly over ``partitions``.
+
+    ``compression`` is the producer's ``compression_type``; a compressed workload's values are drawn in turn from
+    ``compressible_values`` (identical values would compress far better than real data), the others repeat one
+    random value.
+    """
+
+    records: int
+    size: int
+    partitions: int
+    compression: str | None = None
+
+    def describe(self) -> str:
+        text = f"{self.records:,} x {self.size} B in {self.partitions} partitions"
+        return text + (f", {self.compression}" if self.compression else "")
+
+
+# The defaults; --records/--size set every 100 B workload, --large-* the large one, --partitions all but small16.
+WORKLOADS: dict[str, Workload] = {
+    "small": Workload(1_000_000, 100, 4),
+    "large": Workload(200_000, 1_000, 4),
+    "small16": Workload(1_000_000, 100, 16),
+    "lz4": Workload(1_000_000, 100, 4, "lz4"),
+    "zstd": Workload(1_000_000, 100, 4, "zstd"),
+}
 
 Result = dict[str, Any]
 
@@ -292,6 +342,40 @@ def child_confluent(bootstrap: str, topic: str, partitions: int, expect: int, *,
     return result
 
 
+def child_kafka_python(bootstrap: str, topic: str, partitions: int, expect: int) -> Result:
+    """kafka-python's ``KafkaConsumer`` with its defaults (``check_crcs=True``, as aiokafka and asyncconsumer)."""
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
+    tps = [KTopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    meter = Meter()
+    count = value_bytes = 0
+    next_offset: dict[int, int] = {}
+    meter.begin()
+    while count < expect:
+        batch = consumer.poll(timeout_ms=1_000, max_records=POLL_MAX_RECORDS)
+        if not batch:
+            if meter.stalled():
+                raise Stalled(count, next_offset)
+            continue
+        before = count
+        for tp, records in batch.items():
+            for record in records:
+                value_bytes += len(record.value)
+            _check_contiguous(next_offset, tp.partition, records[0].offset, records[-1].offset, len(records))
+            count += len(records)
+        meter.got(count - before)
+    result = meter.result("kafka-python", count, value_bytes)
+    result["positions"] = {tp.partition: consumer.position(tp) for tp in tps}
+    consumer.close()
+    return result
+
+
 # --- raw: one Fetch v4 in flight, a blocking socket, no record decoding -------------------------------------
 
 _I16 = struct.Struct(">h")
@@ -392,12 +476,14 @@ def run_child(client: str, bootstrap: str, topic: str, partitions: int, expect: 
         "aiokafka": lambda: asyncio.run(child_aiokafka(bootstrap, topic, partitions, expect)),
         "confluent": lambda: child_confluent(bootstrap, topic, partitions, expect, tuned=False),
         "confluent-tuned": lambda: child_confluent(bootstrap, topic, partitions, expect, tuned=True),
+        "kafka-python": lambda: child_kafka_python(bootstrap, topic, partitions, expect),
         "raw": lambda: child_raw(bootstrap, topic, partitions, expect),
     }
     result = runners[client]()
-    # ru_maxrss is in KiB on Linux (bytes on macOS); the peak of the whole child, setup and imports included.
-    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result["peak_rss_mb"] = maxrss / (1 << 20) if sys.platform == "darwin" else maxrss / 1024
+    # The peak of the whole child, setup and imports included (not ru_maxrss alone: see peak_rss_bytes).
+    peak, source = peak_rss_bytes()
+    result["peak_rss_mb"] = peak / (1 << 20)
+    result["peak_rss_source"] = source
     return result
 
 
@@ -416,12 +502,90 @@ def child_main(args: argparse.Namespace) -> int:
 # ==========================================================================================================
 
 
-def produce(bootstrap: str, topic: str, partitions: int, records: int, size: int, batch_bytes: int) -> list[int]:
-    """Writes ``records`` values of ``size`` bytes spread evenly over the partitions; returns per-partition counts."""
+# Repeated parts of the compressible values: what log lines and events share from one record to the next.
+_PHRASES = (
+    "level=INFO",
+    "level=WARN",
+    "service=checkout",
+    "service=search",
+    "service=payments",
+    "region=eu-west-1",
+    "region=us-east-1",
+    "method=GET",
+    "method=POST",
+    "path=/api/v2/orders",
+    "path=/api/v2/users/profile",
+    "status=200",
+    "status=404",
+    "status=503",
+    "client=mobile-ios",
+    "client=web",
+    "cache=hit",
+    "cache=miss",
+)
+COMPRESSIBLE_POOL = 4_096
+RANDOM_SHARE = 0.45  # of the tokens: random hex or base64 (the rest are _PHRASES); ~2:1 with lz4 at 100 B
+
+
+def compressible_values(size: int, count: int = COMPRESSIBLE_POOL, seed: int = 20261123) -> list[bytes]:
+    """``count`` values of exactly ``size`` bytes, log-line-like text that compresses about 2:1 (a bit more with
+    zstd, which also squeezes the hex): space-separated tokens, ~45% random ``id=<hex>``/``tok=<base64>``, the
+    rest repeated phrases. Deterministic (``seed``); distinct unless ``size`` is tiny."""
+    rng = random.Random(seed)
+    values = []
+    for _ in range(count):
+        tokens: list[str] = []
+        length = -1  # of " ".join(tokens)
+        while length < size:
+            if rng.random() < RANDOM_SHARE:
+                raw = rng.randbytes(9)
+                token = "id=" + raw[:8].hex() if rng.random() < 0.5 else "tok=" + base64.b64encode(raw).decode()
+            else:
+                token = rng.choice(_PHRASES)
+            tokens.append(token)
+            length += len(token) + 1
+        values.append(" ".join(tokens).encode()[:size])
+    return values
+
+
+def compression_ratio(values: Sequence[bytes], compression: str, sample_bytes: int) -> float:
+    """Uncompressed / compressed size of about ``sample_bytes`` of ``values`` in turn, with aiokafka's codec (the
+    producer's), as one batch would hold them (record framing left out)."""
+    from aiokafka import codec
+
+    encode: dict[str, Callable[[bytes], bytes]] = {
+        "gzip": codec.gzip_encode,
+        "snappy": codec.snappy_encode,
+        "lz4": codec.lz4_encode,
+        "zstd": codec.zstd_encode,
+    }
+    n = max(1, sample_bytes // max(1, len(values[0])))
+    data = b"".join(values[i % len(values)] for i in range(n))
+    return len(data) / len(encode[compression](data))
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    records: int,
+    size: int,
+    batch_bytes: int,
+    *,
+    compression: str | None = None,
+    values: Sequence[bytes] | None = None,
+) -> list[int]:
+    """Writes ``records`` values of ``size`` bytes spread evenly over the partitions; returns per-partition counts.
+
+    The values are ``values`` in turn (each must be ``size`` bytes), or one random value repeated. ``compression``
+    is the producer's ``compression_type``; ``batch_bytes`` bounds a batch's uncompressed size.
+    """
     from aiokafka import AIOKafkaProducer
 
     counts = [records // partitions + (1 if p < records % partitions else 0) for p in range(partitions)]
-    value = os.urandom(size)
+    pool = list(values) if values else [os.urandom(size)]
+    if any(len(v) != size for v in pool):
+        raise ValueError(f"every value must be {size} bytes")
 
     async def run() -> None:
         producer = AIOKafkaProducer(
@@ -430,7 +594,7 @@ def produce(bootstrap: str, topic: str, partitions: int, records: int, size: int
             linger_ms=50,
             max_batch_size=batch_bytes,
             max_request_size=max(1_048_576, 2 * batch_bytes),
-            compression_type=None,
+            compression_type=compression,
             enable_idempotence=False,
             request_timeout_ms=120_000,
         )
@@ -438,14 +602,16 @@ def produce(bootstrap: str, topic: str, partitions: int, records: int, size: int
         try:
             pending: list[asyncio.Future[Any]] = []
             left = list(counts)
+            i = 0
             while any(left):
                 for p in range(partitions):  # round-robin, one batch per partition at a time
                     if not left[p]:
                         continue
                     batch = producer.create_batch()
                     n = 0
-                    while n < left[p] and batch.append(timestamp=None, key=None, value=value) is not None:
+                    while n < left[p] and batch.append(timestamp=None, key=None, value=pool[i % len(pool)]) is not None:
                         n += 1
+                        i += 1
                     left[p] -= n
                     pending.append(await producer.send_batch(batch, topic, partition=p))
                     if len(pending) >= 64:
@@ -671,17 +837,250 @@ def table(summary: dict[str, Result]) -> str:
     return "\n".join(lines)
 
 
+def unsupported(client: str, compression: str | None) -> str | None:
+    """Why ``client`` cannot read a workload compressed with ``compression`` here (None: it can).
+
+    Only kafka-python's codecs are optional extras (``lz4``, ``zstandard``, ``python-snappy``); aiokafka, and so
+    asyncconsumer, decode with cramjam, librdkafka has its own.
+    """
+    if client != "kafka-python" or compression is None:
+        return None
+    from kafka import codec
+
+    checks: dict[str, tuple[Callable[[], bool], str]] = {
+        "gzip": (codec.has_gzip, ""),
+        "snappy": (codec.has_snappy, "python-snappy"),
+        "lz4": (codec.has_lz4, "lz4"),
+        "zstd": (codec.has_zstd, "zstandard"),
+    }
+    has, package = checks[compression]
+    return None if has() else f"kafka-python has no {compression} codec here (pip install {package})"
+
+
+def parse_workloads(text: str) -> list[str]:
+    """``--workload``: a comma list of names, ``all``, or ``both`` (small and large, as before)."""
+    names: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        expanded = {"all": list(WORKLOADS), "both": ["small", "large"]}.get(part, [part])
+        for name in expanded:
+            if name not in WORKLOADS:
+                raise ValueError(f"unknown workload {name!r}; choose from {', '.join(WORKLOADS)}, all")
+            if name not in names:
+                names.append(name)
+    if not names:
+        raise ValueError("no workload given")
+    return names
+
+
+def workloads_from(args: argparse.Namespace) -> dict[str, Workload]:
+    return {
+        "small": Workload(args.records, args.size, args.partitions),
+        "large": Workload(args.large_records, args.large_size, args.partitions),
+        "small16": Workload(args.records, args.size, args.partitions16),
+        "lz4": Workload(args.records, args.size, args.partitions, "lz4"),
+        "zstd": Workload(args.records, args.size, args.partitions, "zstd"),
+    }
+
+
+# ==========================================================================================================
+# output: markdown tables and a bar chart, from a run's report (also a saved JSON one)
+# ==========================================================================================================
+
+
+def summaries_of(report: Result) -> dict[str, dict[str, Result]]:
+    """Every workload's summary, recomputed from its runs (so a saved report gets this version's columns)."""
+    return {name: summarise(w["runs"], w["value_size"]) for name, w in report["workloads"].items()}
+
+
+def describe_entry(entry: Result) -> str:
+    """A report's workload entry in words (entries saved before compression existed have none)."""
+    shape = Workload(entry["records"], entry["value_size"], entry["partitions"], entry.get("compression"))
+    return shape.describe()
+
+
+def header(report: Result) -> str:
+    info = report["machine"]
+    code, end = info.get("code", "unknown"), info.get("code_at_end")
+    labels = {"aiokafka": "aiokafka", "confluent_kafka": "confluent-kafka", "librdkafka": "librdkafka"}
+    labels |= {"kafka": "kafka-python", "cramjam": "cramjam"}
+    versions = ", ".join(f"{label} {info[key]}" for key, label in labels.items() if key in info)
+    if "kafka_crc32c" in info:
+        versions += f" (kafka-python's CRC32C: {info['kafka_crc32c']})"
+    when = f"{report['started']}; " if report.get("started") else ""
+    lines = [
+        f"# bench_consume.py: asyncconsumer at `{code}`"
+        + (f" (`{end}` at the end: code changed during the run)" if end and end != code else ""),
+        "",
+        f"{when}{info['cpus']} CPUs ({info['cpu_model']}), {info['platform']}, Python {info['python']}; {versions}; "
+        f"broker {info.get('broker', 'external')}.",
+    ]
+    if report.get("command") is not None:
+        lines.append(f"Command: `bench_consume.py {' '.join(report['command'])}`.")
+    return "\n".join(lines)
+
+
+def workload_section(name: str, entry: Result, summary: dict[str, Result]) -> str:
+    reps = max((e["reps"] for e in summary.values()), default=0)
+    ratio = entry.get("compression_ratio")
+    compressed = f"; values compress {ratio:.1f}:1" if ratio else ""
+    lines = [
+        f"### {name}: {describe_entry(entry)}{compressed}; produced in {entry['produce_s']:.1f} s; "
+        f"medians of {reps} reps (ratio to asyncconsumer)",
+        "",
+        table(summary),
+    ]
+    notes = [f"{client} skipped: {why}" for client, why in entry.get("skipped", {}).items()]
+    notes += [f"{client}: no successful run" for client, runs in entry["runs"].items() if not runs]
+    if notes:
+        lines += ["", *notes]
+    return "\n".join(lines)
+
+
+def markdown(report: Result, summaries: dict[str, dict[str, Result]]) -> str:
+    parts = [header(report)]
+    parts += [workload_section(name, entry, summaries[name]) for name, entry in report["workloads"].items()]
+    if report.get("failures"):
+        parts.append("### Failed runs\n\n" + "\n".join(f"- {f.splitlines()[0]}" for f in report["failures"]))
+    return "\n\n".join(parts) + "\n"
+
+
+_CLIENT_COLOURS = {
+    "asyncconsumer": "#1d4f91",
+    "asyncconsumer-iter": "#3f7fcf",
+    "asyncconsumer-sync": "#86b3ea",
+    "aiokafka": "#e0861b",
+    "confluent": "#2b8f4e",
+    "confluent-tuned": "#86cf9b",
+    "kafka-python": "#8e63b8",
+    "raw": "#8a8a8a",
+}
+_PANELS: tuple[tuple[str, float, str, str], ...] = (  # metric, scale, panel title, label format
+    ("records_per_s", 1e-6, "M records/s (higher is better)", ".2f"),
+    ("cpu_s_per_m", 1.0, "CPU-s per M records (lower is better)", ".2f"),
+    ("peak_rss_mb", 1.0, "peak RSS MB (lower is better)", ".0f"),
+)
+_CUT_ABOVE, _CUT_AT = 2.5, 2.0
+"""A ``raw`` bar longer than 2.5 times every client's is cut at twice the longest (it is the ceiling, not a peer)."""
+
+
+def write_chart(report: Result, summaries: dict[str, dict[str, Result]], path: Path) -> bool:
+    """One row of bar panels per workload (records/s, CPU-s per M records, peak RSS), every bar labelled with its
+    median and its ratio to asyncconsumer, thin whiskers for the min-max of the reps. False without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("note: matplotlib is not installed (it is in the bench extra); no chart written", file=sys.stderr)
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(report["workloads"])
+    if not names:
+        return False
+    clients: list[str] = []
+    for name in names:
+        entry = report["workloads"][name]
+        for client in [*entry["runs"], *entry.get("skipped", {})]:
+            if client not in clients:
+                clients.append(client)
+    clients.sort(key=lambda c: ALL_CLIENTS.index(c) if c in ALL_CLIENTS else len(ALL_CLIENTS))
+    info = report["machine"]
+    reps = max((e["reps"] for s in summaries.values() for e in s.values()), default=0)
+    row_height = 0.75 + 0.3 * len(clients)
+    fig = plt.figure(figsize=(15, 0.9 + row_height * len(names)), layout="constrained")
+    when = f"{report['started']}, " if report.get("started") else ""
+    fig.suptitle(
+        f"bench_consume.py: asyncconsumer at {info.get('code', 'unknown')}; {when}{info['cpus']} CPUs "
+        f"({info['cpu_model']}), broker {info.get('broker', 'external')}\nbars: medians of {reps} reps; "
+        f"whiskers: min-max; N.NNx: ratio to asyncconsumer's median",
+        fontsize=11,
+    )
+    rows = fig.subfigures(len(names), 1, squeeze=False)
+    for i, name in enumerate(names):
+        entry, summary = report["workloads"][name], summaries[name]
+        row = rows[i, 0]
+        row.suptitle(f"{name}: {describe_entry(entry)}", fontsize=10, fontweight="bold", x=0.01, ha="left")
+        axes = row.subplots(1, len(_PANELS), sharey=True)
+        for ax, (metric, scale, title, spec) in zip(axes, _PANELS, strict=True):
+            ends = {c: max(s["max"][metric] or 0.0, s["median"][metric]) * scale for c, s in summary.items()}
+            top = max(ends.values(), default=1.0) or 1.0
+            peers = max((v for c, v in ends.items() if c != "raw"), default=0.0)
+            cut = peers * _CUT_AT if peers and top > peers * _CUT_ABOVE else None
+            top = cut or top
+            pad = top * 0.02
+            for y, client in enumerate(clients):
+                stats = summary.get(client)
+                if stats is None:
+                    why = "skipped" if client in entry.get("skipped", {}) else "no result"
+                    ax.text(pad, y, why, va="center", fontsize=8, color="#777777", style="italic")
+                    continue
+                value, lo, hi = (
+                    None if v is None else v * scale
+                    for v in (stats["median"][metric], stats["min"][metric], stats["max"][metric])
+                )
+                assert value is not None
+                ratio = stats.get("ratio_to_asyncconsumer", {}).get(metric)
+                label = format(value, spec) + ("" if ratio is None else f"  {ratio:.2f}x")
+                colour = _CLIENT_COLOURS.get(client, "#bbbbbb")
+                if cut is not None and ends[client] > cut:  # the raw ceiling: cut, hatched, said so
+                    ax.barh(y, cut, height=0.7, color=colour, hatch="//", edgecolor="white", linewidth=0)
+                    ax.text(cut + pad, y, label + "  (bar cut)", va="center", fontsize=8)
+                    continue
+                ax.barh(y, value, height=0.7, color=colour)
+                if lo is not None and hi is not None and hi > lo:
+                    ax.plot([lo, hi], [y, y], color="black", linewidth=0.8)
+                weight = "bold" if client == BASELINE else "normal"
+                ax.text(max(value, hi or value) + pad, y, label, va="center", fontsize=8, fontweight=weight)
+            ax.set_xlim(0, top * 1.5)
+            ax.set_title(title, fontsize=9)
+            ax.tick_params(axis="x", labelsize=7)
+            ax.grid(axis="x", alpha=0.3)
+            ax.set_axisbelow(True)
+        axes[0].set_yticks(range(len(clients)), clients, fontsize=8)
+        axes[0].set_ylim(len(clients) - 0.5, -0.5)  # first client on top (shared by the row's panels)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write_outputs(report: Result, json_path: Path) -> None:
+    """The markdown tables and the chart beside ``json_path`` (same name, ``.md`` and ``.png``)."""
+    summaries = summaries_of(report)
+    md = json_path.with_suffix(".md")
+    md.write_text(markdown(report, summaries))
+    written = [json_path, md]
+    png = json_path.with_suffix(".png")
+    if write_chart(report, summaries, png):
+        written.append(png)
+    print("results: " + ", ".join(str(p) for p in written))
+
+
+# ==========================================================================================================
+# parent: the run
+# ==========================================================================================================
+
+
 def parent_main(args: argparse.Namespace) -> int:
     import structlog
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))  # warnings and up only
-    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()] if args.clients else list(default_clients())
     unknown = sorted(set(clients) - set(ALL_CLIENTS))
     if unknown:
         print(f"unknown client(s) {unknown}; choose from {', '.join(ALL_CLIENTS)}", file=sys.stderr)
         return 2
-    workloads = ["small", "large"] if args.workload == "both" else [args.workload]
-    shapes = {"small": (args.records, args.size), "large": (args.large_records, args.large_size)}
+    missing = [c for c in clients if c in OPTIONAL_CLIENTS and not importlib.util.find_spec(OPTIONAL_CLIENTS[c])]
+    if missing:
+        print(f"client(s) {missing} not installed (pip install kafka-python, or the bench extra)", file=sys.stderr)
+        return 2
+    try:
+        names = parse_workloads(args.workload)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    shapes = workloads_from(args)
 
     broker: Any = None
     bootstrap = args.bootstrap
@@ -691,47 +1090,94 @@ def parent_main(args: argparse.Namespace) -> int:
         broker = EmbeddedBroker.start()
         bootstrap = broker.bootstrap_servers
     broker_pid: int | None = None if broker is None else broker.pid
-    info = machine(("aiokafka", "confluent_kafka"))
+    info = machine(("aiokafka", "confluent_kafka", "kafka", "cramjam"))
     info["code"] = code_version()
+    if "kafka-python" in clients:
+        # kafka-python checks CRCs (check_crcs=True) with the crc32c package if it can import it, else in pure
+        # Python, which makes it ~3x slower on uncompressed data here.
+        info["kafka_crc32c"] = "crc32c package" if importlib.util.find_spec("crc32c") else "pure Python"
+        if info["kafka_crc32c"] == "pure Python":
+            print("note: kafka-python will check CRCs in pure Python (pip install crc32c, in the bench extra)")
     if broker is not None:
         version = subprocess.run([broker.binary, "--version"], capture_output=True, text=True, check=False)
         info["broker"] = version.stdout.strip() or "tansu (version unknown)"
+    out = Path(args.json) if args.json else default_results_path("consume", info["code"])
     print(f"# machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, {info['platform']}")
     print(f"# broker: {bootstrap} ({info.get('broker', 'external')}); asyncconsumer code at {info['code']}")
-    report: Result = {"machine": info, "args": vars(args), "workloads": {}}
+    report: Result = {
+        "machine": info,
+        "started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": args.command,
+        "args": vars(args),
+        "clients": clients,
+        "workloads": {},
+    }
     failures: list[str] = []
     served: list[str] = []
     try:
-        for name in workloads:
-            records, size = shapes[name]
+        for name in names:
+            shape = shapes[name]
+            values = compressible_values(shape.size) if shape.compression else None
             topic = f"bench-{name}-{uuid.uuid4().hex[:8]}"
-            create_topic(broker, bootstrap, topic, args.partitions)
+            create_topic(broker, bootstrap, topic, shape.partitions)
             started = time.perf_counter()
-            counts = produce(bootstrap, topic, args.partitions, records, size, args.batch_bytes)
+            counts = produce(
+                bootstrap,
+                topic,
+                shape.partitions,
+                shape.records,
+                shape.size,
+                args.batch_bytes,
+                compression=shape.compression,
+                values=values,
+            )
             produce_s = time.perf_counter() - started
+            ratio = (
+                compression_ratio(values, shape.compression, args.batch_bytes) if values and shape.compression else None
+            )
             print(
-                f"\n## {name}: {records:,} x {size} B in {args.partitions} partitions (topic {topic}); "
-                f"produced in {produce_s:.1f} s ({records / produce_s / 1e6:.2f} M rec/s)"
+                f"\n## {name}: {shape.describe()} (topic {topic}); produced in {produce_s:.1f} s "
+                f"({shape.records / produce_s / 1e6:.2f} M rec/s)"
+                + (f"; values compress {ratio:.2f}:1 ({shape.compression}, one batch's worth)" if ratio else "")
             )
             if args.serve:
                 served.append(
                     f"{sys.executable} {Path(__file__).resolve()} --child asyncconsumer --bootstrap {bootstrap} "
-                    f"--topic {topic} --partitions {args.partitions} --expect {records}"
+                    f"--topic {topic} --partitions {shape.partitions} --expect {shape.records}"
                 )
                 continue
+            skipped = {c: why for c in clients if (why := unsupported(c, shape.compression)) is not None}
+            for client, why in skipped.items():
+                print(f"  note: skipping {client} on {name}: {why}")
+            active = [c for c in clients if c not in skipped]
+            runs: dict[str, list[Result]] = {c: [] for c in active}
+            entry: Result = {
+                "records": shape.records,
+                "value_size": shape.size,
+                "partitions": shape.partitions,
+                "compression": shape.compression,
+                "compression_ratio": ratio,
+                "topic": topic,
+                "produce_s": produce_s,
+                "counts": counts,
+                "skipped": skipped,
+                "runs": runs,
+            }
+            report["workloads"][name] = entry  # now, so a failure below still leaves the runs so far in the JSON
             for _ in range(args.warmup):  # one unmeasured pass so every client meets a warm broker
-                spawn("raw", bootstrap, topic, args.partitions, records, args.timeout)
-            runs: dict[str, list[Result]] = {c: [] for c in clients}
+                spawn("raw", bootstrap, topic, shape.partitions, shape.records, args.timeout)
             for rep in range(1, args.reps + 1):
-                for client in clients:
+                for client in active:
                     waited = time.perf_counter()
                     before = wait_until_quiet(broker_pid, args.quiet_cores, args.quiet_wait)
                     waited = time.perf_counter() - waited
                     if before is not None and before >= args.quiet_cores:
                         print(f"  (machine still busy: {before:.2f} cores used by others; measuring anyway)")
                     try:
-                        result = spawn(client, bootstrap, topic, args.partitions, records, args.timeout, broker_pid)
-                        verify(result, records, size, counts)
+                        result = spawn(
+                            client, bootstrap, topic, shape.partitions, shape.records, args.timeout, broker_pid
+                        )
+                        verify(result, shape.records, shape.size, counts)
                     except ChildFailed as exc:
                         message = f"FAILED [{name} rep {rep}] {exc}"
                         print(message, file=sys.stderr, flush=True)
@@ -741,7 +1187,7 @@ def parent_main(args: argparse.Namespace) -> int:
                         continue
                     result["quiet_wait_s"] = waited
                     runs[client].append(result)
-                    d = derive(result, size)
+                    d = derive(result, shape.size)
                     print(
                         f"  rep {rep} {client:<19} {d['records_per_s'] / 1e6:6.3f} M rec/s "
                         f"{d['mb_per_s']:7.1f} MB/s  cpu {result['cpu_s']:5.2f} s  "
@@ -750,18 +1196,9 @@ def parent_main(args: argparse.Namespace) -> int:
                         f"others {_fmt(result['other_cpu_cores'], '.2f')} cores",
                         flush=True,
                     )
-            summary = summarise(runs, size)
-            print(f"\n### {name} — medians of {args.reps} reps (ratio to asyncconsumer)\n")
-            print(table(summary))
-            report["workloads"][name] = {
-                "records": records,
-                "value_size": size,
-                "partitions": args.partitions,
-                "topic": topic,
-                "produce_s": produce_s,
-                "runs": runs,
-                "summary": summary,
-            }
+            summary = summarise(runs, shape.size)
+            entry["summary"] = summary
+            print("\n" + workload_section(name, entry, summary), flush=True)
         if served:
             print("\nbroker up with the workloads; run one client (any --child) under a profiler, e.g.:\n")
             for command in served:
@@ -786,41 +1223,42 @@ def parent_main(args: argparse.Namespace) -> int:
                 "later runs measured the new code",
                 file=sys.stderr,
             )
-        if args.json:
+        if report["workloads"] and (args.json or not args.serve):
             report["failures"] = failures
-            Path(args.json).write_text(json.dumps(report, indent=2))
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(report, indent=2))
+            write_outputs(report, out)
     return report_failures(failures)
 
 
 def report_main(path: str) -> int:
-    """Prints the tables of a saved ``--json`` file again (with this version's columns)."""
+    """Prints the tables of a saved JSON report again (with this version's columns) and rewrites its .md/.png."""
     saved = json.loads(Path(path).read_text())
-    info = saved["machine"]
-    print(f"# machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, {info['platform']}")
-    for name, workload in saved["workloads"].items():
-        summary = summarise(workload["runs"], workload["value_size"])
-        reps = max((entry["reps"] for entry in summary.values()), default=0)
-        print(
-            f"\n### {name}: {workload['records']:,} x {workload['value_size']} B in {workload['partitions']} "
-            f"partitions; produced in {workload['produce_s']:.1f} s; medians of {reps} reps "
-            "(ratio to asyncconsumer)\n"
-        )
-        print(table(summary))
+    summaries = summaries_of(saved)
+    print(markdown(saved, summaries), end="")
+    write_outputs(saved, Path(path))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=WORKLOADS["small"][0], help="records of the small workload")
-    parser.add_argument("--size", type=int, default=WORKLOADS["small"][1], help="value bytes, small workload")
-    parser.add_argument("--large-records", type=int, default=WORKLOADS["large"][0])
-    parser.add_argument("--large-size", type=int, default=WORKLOADS["large"][1])
-    parser.add_argument("--partitions", type=int, default=4)
+    small, large, small16 = WORKLOADS["small"], WORKLOADS["large"], WORKLOADS["small16"]
+    parser.add_argument("--records", type=int, default=small.records, help="records of small, small16, lz4, zstd")
+    parser.add_argument("--size", type=int, default=small.size, help="value bytes of small, small16, lz4, zstd")
+    parser.add_argument("--large-records", type=int, default=large.records)
+    parser.add_argument("--large-size", type=int, default=large.size)
+    parser.add_argument("--partitions", type=int, default=small.partitions, help="partitions of all but small16")
+    parser.add_argument("--partitions16", type=int, default=small16.partitions, help="partitions of small16")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured raw passes per workload before the reps")
-    parser.add_argument("--clients", default=",".join(ALL_CLIENTS), help=f"comma-separated: {', '.join(ALL_CLIENTS)}")
-    parser.add_argument("--workload", choices=("small", "large", "both"), default="both")
-    parser.add_argument("--batch-bytes", type=int, default=262_144, help="producer batch size")
+    parser.add_argument(
+        "--clients",
+        help=f"comma-separated: {', '.join(ALL_CLIENTS)} (default: all; kafka-python only if it is installed)",
+    )
+    parser.add_argument(
+        "--workload", default="all", help=f"comma-separated: {', '.join(WORKLOADS)}; or all (default), both"
+    )
+    parser.add_argument("--batch-bytes", type=int, default=262_144, help="producer batch size (uncompressed)")
     parser.add_argument("--bootstrap", help="use this broker instead of starting an embedded Tansu")
     parser.add_argument("--timeout", type=float, default=CHILD_TIMEOUT_S, help="seconds per child run")
     parser.add_argument(
@@ -831,8 +1269,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--quiet-wait", type=float, default=60.0, help="longest wait for quiet, seconds")
     parser.add_argument("--keep-going", action="store_true", help="record a failed run and go on (exit 1 at end)")
-    parser.add_argument("--json", help="write every run and the summary here")
-    parser.add_argument("--report", metavar="JSON", help="print the tables of a saved --json file and exit")
+    parser.add_argument(
+        "--json",
+        help="write every run and the summary here, the .md and .png beside it "
+        "(default: benchmarks/results/consume-<code>.json)",
+    )
+    parser.add_argument(
+        "--report", metavar="JSON", help="print the tables of a saved JSON again, rewrite its .md and .png, and exit"
+    )
     parser.add_argument(
         "--serve", action="store_true", help="produce the workloads, print child commands to profile, and wait"
     )
@@ -846,6 +1290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return child_main(args)
     if args.report:
         return report_main(args.report)
+    args.command = list(sys.argv[1:] if argv is None else argv)
     return parent_main(args)
 
 

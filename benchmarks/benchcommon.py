@@ -62,6 +62,15 @@ def code_version() -> str:
     return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "--", "asyncconsumer") else "")
 
 
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+"""Where the benchmark scripts keep their results by default (committed with the README's numbers)."""
+
+
+def default_results_path(kind: str, code: str, suffix: str = ".json") -> Path:
+    """``benchmarks/results/<kind>-<code><suffix>``: ``code`` is ``code_version()``'s answer for the run."""
+    return RESULTS_DIR / f"{kind}-{code}{suffix}"
+
+
 def report_failures(failures: Sequence[str]) -> int:
     """Names every failed run on stderr; the exit code for the run (1 if any failed)."""
     if not failures:
@@ -70,6 +79,25 @@ def report_failures(failures: Sequence[str]) -> int:
     for message in failures:
         print(message.splitlines()[0], file=sys.stderr)
     return 1
+
+
+def peak_rss_bytes() -> tuple[int, str]:
+    """This process's peak resident set size, and where it was read: ``VmHWM`` on Linux, else ``ru_maxrss``.
+
+    A child's ``ru_maxrss`` is not its own on Linux: the kernel keeps the larger of it and the peak of the memory
+    image the child had before ``exec``, the parent's (``subprocess`` forks or vforks the parent). A parent that
+    grew to 300 MB makes every child report 300 MB. ``VmHWM`` belongs to the memory image ``exec`` created.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024, "VmHWM"
+    except (OSError, ValueError, IndexError):
+        pass
+    import resource
+
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return (maxrss if sys.platform == "darwin" else maxrss * 1024), "ru_maxrss"  # bytes on macOS, KiB elsewhere
 
 
 RESULT_MARKER = "BENCH_RESULT "
