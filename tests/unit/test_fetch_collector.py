@@ -8,6 +8,7 @@ from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import CorruptRecordError, RecordDeserializationError
 from asyncconsumer.fetch_buffer import CompletedFetch, FetchBuffer
 from asyncconsumer.fetch_collector import FetchCollector
+from asyncconsumer.protocol import records as records_module
 from asyncconsumer.protocol.fetch import AbortedTransaction
 from asyncconsumer.records import TopicPartition
 from asyncconsumer.signal import CallerSignal
@@ -83,6 +84,23 @@ def test_a_seek_drops_buffered_data_of_the_old_position() -> None:
     assert buffer.buffered_bytes == 0
 
 
+@pytest.fixture(params=["hardware", "aiokafka"])
+def crc_implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a CRC test with google-crc32c's hardware CRC and with aiokafka's own check."""
+    if request.param == "hardware":
+        if records_module._crc32c is None:
+            pytest.fail("google-crc32c's C implementation is not available: it is a dependency")
+    else:
+        monkeypatch.setattr(records_module, "_crc32c", None)
+    return str(request.param)
+
+
+def test_both_crc_implementations_accept_good_batches(crc_implementation: str) -> None:
+    collector, _, _ = setup(build_batch(0, [b"hello", b"world"] * 50))
+    assert len(collector.collect(1000)[TP]) == 100
+
+
+@pytest.mark.usefixtures("crc_implementation")
 def test_bad_crc_raises_naming_partition_and_offset_and_keeps_the_position() -> None:
     data = bytearray(build_batch(7, [b"hello", b"world"]))
     data[-3] ^= 0xFF
@@ -95,6 +113,7 @@ def test_bad_crc_raises_naming_partition_and_offset_and_keeps_the_position() -> 
         collector.collect(10)
 
 
+@pytest.mark.usefixtures("crc_implementation")
 def test_records_before_a_corrupt_batch_are_returned_first() -> None:
     bad = bytearray(build_batch(2, [b"x"]))
     bad[-2] ^= 0xFF
@@ -105,6 +124,7 @@ def test_records_before_a_corrupt_batch_are_returned_first() -> None:
     assert info.value.offset == 2
 
 
+@pytest.mark.usefixtures("crc_implementation")
 def test_crc_check_can_be_disabled() -> None:
     data = bytearray(build_batch(0, [b"hello"]))
     data[18] ^= 0xFF  # inside the CRC field itself
