@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -234,19 +234,13 @@ async def child_asyncconsumer_iter(bootstrap: str, topic: str, partitions: int, 
     return result
 
 
-def child_asyncconsumer_sync(bootstrap: str, topic: str, partitions: int, expect: int) -> Result:
-    from asyncconsumer import Consumer, TopicPartition
-
-    consumer = Consumer(bootstrap, auto_offset_reset="earliest")
-    consumer.start()
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    consumer.assign(tps)
-    meter = Meter()
+def _poll_loop(poll: Callable[[], Mapping[Any, Sequence[Any]]], expect: int, meter: Meter) -> tuple[int, int]:
+    """The blocking clients' loop (asyncconsumer-sync, kafka-python): records and value bytes consumed."""
     count = value_bytes = 0
     next_offset: dict[int, int] = {}
     meter.begin()
     while count < expect:
-        batch = consumer.poll(timeout_ms=1_000, max_records=POLL_MAX_RECORDS)
+        batch = poll()
         if not batch:
             if meter.stalled():
                 raise Stalled(count, next_offset)
@@ -258,6 +252,19 @@ def child_asyncconsumer_sync(bootstrap: str, topic: str, partitions: int, expect
             _check_contiguous(next_offset, tp.partition, records[0].offset, records[-1].offset, len(records))
             count += len(records)
         meter.got(count - before)
+    return count, value_bytes
+
+
+def child_asyncconsumer_sync(bootstrap: str, topic: str, partitions: int, expect: int) -> Result:
+    from asyncconsumer import Consumer, TopicPartition
+
+    consumer = Consumer(bootstrap, auto_offset_reset="earliest")
+    consumer.start()
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(tps)
+    meter = Meter()
+    poll = lambda: consumer.poll(timeout_ms=1_000, max_records=POLL_MAX_RECORDS)  # noqa: E731
+    count, value_bytes = _poll_loop(poll, expect, meter)
     result = meter.result("asyncconsumer-sync", count, value_bytes)
     result["positions"] = {tp.partition: consumer.position(tp) for tp in tps}
     consumer.close()
@@ -354,22 +361,8 @@ def child_kafka_python(bootstrap: str, topic: str, partitions: int, expect: int)
     consumer.assign(tps)
     consumer.seek_to_beginning(*tps)
     meter = Meter()
-    count = value_bytes = 0
-    next_offset: dict[int, int] = {}
-    meter.begin()
-    while count < expect:
-        batch = consumer.poll(timeout_ms=1_000, max_records=POLL_MAX_RECORDS)
-        if not batch:
-            if meter.stalled():
-                raise Stalled(count, next_offset)
-            continue
-        before = count
-        for tp, records in batch.items():
-            for record in records:
-                value_bytes += len(record.value)
-            _check_contiguous(next_offset, tp.partition, records[0].offset, records[-1].offset, len(records))
-            count += len(records)
-        meter.got(count - before)
+    poll = lambda: consumer.poll(timeout_ms=1_000, max_records=POLL_MAX_RECORDS)  # noqa: E731
+    count, value_bytes = _poll_loop(poll, expect, meter)
     result = meter.result("kafka-python", count, value_bytes)
     result["positions"] = {tp.partition: consumer.position(tp) for tp in tps}
     consumer.close()
