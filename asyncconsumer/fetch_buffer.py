@@ -84,10 +84,6 @@ class FetchBuffer:
             self._background_waiting = True
             return 0
 
-    def has_space(self) -> bool:
-        """Background side: is any room left? (``room`` with no floor.)"""
-        return self.room(1) > 0
-
     def reserve(self, size: int) -> None:
         """Background side: a fetch that may bring ``size`` bytes was sent."""
         with self._lock:

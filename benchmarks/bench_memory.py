@@ -210,12 +210,11 @@ def child_asyncconsumer(args: argparse.Namespace, sampler: RssSampler) -> Result
         "max_partition_fetch_bytes": args.part_max,
     }
     consumer = Consumer(args.bootstrap, **config)
-    # Internals, read for the report only: what the buffer counts (and, once fetches reserve their room, what is
-    # reserved for the fetches in flight), sampled with the RSS. The public metric is read before every poll.
+    # Internals, read for the report only: what the buffer counts plus what it reserved for the fetches in flight,
+    # sampled with the RSS. The public metric is read before every poll.
     buffer: Any = getattr(getattr(consumer, "_core", None), "buffer", None)
-    model = "reserve" if hasattr(buffer, "reserved_bytes") else "legacy"
     if buffer is not None:
-        sampler.probe = lambda: int(buffer.buffered_bytes) + int(getattr(buffer, "reserved_bytes", 0))
+        sampler.probe = lambda: int(buffer.buffered_bytes) + int(buffer.reserved_bytes)
     consumer.start()
     partitions = range(args.partitions) if args.kind != "baseline" else range(1)
     tps = [TopicPartition(args.topic, p) for p in partitions]
@@ -255,7 +254,6 @@ def child_asyncconsumer(args: argparse.Namespace, sampler: RssSampler) -> Result
         "cpu_s": ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime,
         "max_buffered_bytes": max_buffered,
         "hwm_before_poll": hwm_before_poll,
-        "bound_model": model,
         "record_footprint_bytes": progress.footprint,
         "largest_poll_records": progress.largest_poll,
         "fetch_responses": responses,
@@ -366,47 +364,25 @@ def parse_settings(text: str) -> list[dict[str, int]]:
     return settings
 
 
-def response_max(setting: dict[str, int], leaders: dict[int, int]) -> int:
-    """R: the most record bytes the fetches in flight can bring, one request per leader: for each leader,
-    min(fetch_max_bytes, its partitions x max_partition_fetch_bytes)."""
-    return sum(
-        min(setting["fetch_max_bytes"], count * setting["max_partition_fetch_bytes"]) for count in leaders.values()
-    )
-
-
 def bound(
-    setting: dict[str, int], leaders: dict[int, int], max_records: int, footprint: float, model: str, batch_bytes: int
+    setting: dict[str, int], leaders: dict[int, int], max_records: int, footprint: float, batch_bytes: int
 ) -> Result:
-    """What asyncconsumer can hold at most, from its configuration, plus the caller's one poll:
+    """What asyncconsumer can hold at most, from its configuration, plus the caller's one poll.
 
-    ``poll_records``, the caller's one poll: ``max_records x`` the bytes one returned record holds (its value copy,
-    the record tuple, its ints; measured in the child). The rest depends on how the measured code accounts:
-
-    - ``reserve`` (a fetch reserves its request's ``max_bytes`` in the buffer, a response is counted whole until
-      its last partition is drained): buffered + in flight <= ``fetch_buffer_bytes``. Transients on top: the
-      broker may overshoot a request's ``max_bytes`` (Kafka only with a first batch larger than it; Tansu by up
-      to one batch per partition, measured), and the batch being decoded: (partitions + 1) x ``batch_bytes``.
-    - ``legacy`` (a fetch is sent while the buffer holds less than ``fetch_buffer_bytes``, one request per leader
-      at a time): ``fetch_buffer_bytes + R``, R = the most one round of responses may bring, min(``fetch_max_bytes``,
-      partitions x ``max_partition_fetch_bytes``) per leader. Transients on top, 2R: a response read in socket
-      chunks then joined (both alive for a moment), and a response's frame alive until its last partition is
-      drained although the buffer stops counting each partition as it is used up.
+    Buffered responses plus what fetches in flight may bring stay within ``fetch_buffer_bytes`` (a fetch reserves
+    its request's ``max_bytes``; a response is counted whole until its last partition is drained). The caller's
+    one poll is on top: ``max_records x`` the bytes one returned record holds (measured in the child). Transients
+    on top of that: the broker may overshoot a request's ``max_bytes`` (Kafka only with a first batch larger than
+    it; Tansu by up to one batch per partition, measured), and the batch being decoded: (partitions + 1) x
+    ``batch_bytes``.
     """
     poll = int(max_records * footprint)
-    r = response_max(setting, leaders)
-    if model == "reserve":
-        buffered = setting["fetch_buffer_bytes"]
-        transients = (sum(leaders.values()) + 1) * batch_bytes
-    else:
-        buffered = setting["fetch_buffer_bytes"] + r
-        transients = 2 * r
+    buffered = setting["fetch_buffer_bytes"]
     return {
-        "model": model,
-        "response_max": r,
         "buffered_and_in_flight": buffered,
         "poll_records": poll,
         "bound": buffered + poll,
-        "transients": transients,
+        "transients": (sum(leaders.values()) + 1) * batch_bytes,
     }
 
 
@@ -516,13 +492,11 @@ def print_report(report: Result) -> None:
         f"{w['partitions']} partitions, produced in {w['produce_s']:.1f} s; max_records={report['max_records']}, "
         f"the slow caller sleeps {report['slow_ms']} ms after each poll\n"
     )
-    models = sorted({r["bound"]["model"] for r in report["runs"] if r.get("bound")})
     print(
         f"overhead (baseline child's VmHWM) = {_mib(report['overhead_bytes'], '.1f')} MiB; peak = the larger of a "
         "run's VmHWM and its sampled peak; a run is within its bound when peak - overhead <= bound, within its "
         "allowance when <= bound + transients + "
-        f"{_mib(report['slack_bytes'], '.0f')} MiB (allocator slack); accounting measured: {', '.join(models)} "
-        "(see bound() in bench_memory.py)\n"
+        f"{_mib(report['slack_bytes'], '.0f')} MiB (allocator slack); see bound() in bench_memory.py\n"
     )
     print(table(report))
     over = [r for r in report["runs"] if r.get("over_bound")]
@@ -669,7 +643,6 @@ def parent_main(args: argparse.Namespace) -> int:
                     result["leaders"],
                     args.max_records,
                     result["record_footprint_bytes"] or 0.0,
-                    result.get("bound_model", "legacy"),
                     args.batch_bytes,
                 )
                 if overhead is not None:
