@@ -103,15 +103,10 @@ class RecordBatchView:
         """The batch's records (aiokafka record objects: offset, timestamp, key, value, headers...)."""
         try:
             if self.magic >= 2:
-                if check_crc and _crc32c is not None:
-                    check_crc = False
-                    stored = int(_U32.unpack_from(self.buffer, _V2_CRC_AT)[0])
-                    if _crc32c(bytes(self.buffer[_V2_ATTRIBUTES_AT:])) != stored:
-                        raise BatchError(self.base_offset, "CRC check failed")
                 batch: Any = DefaultRecordBatch(self.buffer)
             else:
                 batch = LegacyRecordBatch(bytes(self.buffer), self.magic)
-            if check_crc and not batch.validate_crc():
+            if check_crc and not self._crc_ok(batch):
                 raise BatchError(self.base_offset, "CRC check failed")
             # aiokafka's batch may be iterated only once, so materialise it; callers resume a list iterator.
             return iter(list(batch))
@@ -119,6 +114,13 @@ class RecordBatchView:
             raise
         except (CorruptRecordException, UnsupportedCodecError, ValueError, IndexError, struct.error) as exc:
             raise BatchError(self.base_offset, f"{type(exc).__name__}: {exc}") from exc
+
+    def _crc_ok(self, batch: Any) -> bool:
+        """A v2 batch's CRC32C with the hardware implementation when there is one, else aiokafka's check."""
+        if self.magic >= 2 and _crc32c is not None:
+            stored = int(_U32.unpack_from(self.buffer, _V2_CRC_AT)[0])
+            return bool(_crc32c(bytes(self.buffer[_V2_ATTRIBUTES_AT:])) == stored)
+        return bool(batch.validate_crc())
 
     def control_type(self) -> int | None:
         """For a control batch: 0 for an ABORT marker, 1 for COMMIT; ``None`` if unreadable."""
