@@ -3,6 +3,7 @@
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.errors import (
+    AuthenticationError,
     ClientClosedError,
     CommitFailedError,
     ConfigError,
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncConsumer",
+    "AuthenticationError",
     "ClientClosedError",
     "CommitFailedError",
     "ConfigError",

@@ -22,7 +22,9 @@ Deserializer = Callable[[bytes | None], Any]
 
 _RESET = ("earliest", "latest", "none")
 _ISOLATION = ("read_uncommitted", "read_committed")
-_SECURITY = ("PLAINTEXT",)
+_SECURITY = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_SSL_FILES = ("ssl_cafile", "ssl_certfile", "ssl_keyfile")
 _GROUP_PROTOCOLS = ("classic", "consumer")
 _PLUGIN_ERRORS = ("isolate", "fatal")
 _CLASSIC_ONLY = ("partition_assignment_strategy", "session_timeout_ms", "heartbeat_interval_ms")
@@ -53,6 +55,19 @@ def _one_of(*allowed: str) -> Callable[[object, attrs.Attribute[str], str], None
 
 def _lower(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
+
+
+def _upper(value: Any) -> Any:
+    return value.strip().upper() if isinstance(value, str) else value
+
+
+def _hidden(value: object) -> str:
+    return "None" if value is None else "'***'"
+
+
+def _ssl_context_or_none(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, ssl.SSLContext):
+        raise ConfigError(attribute.name, f"must be an ssl.SSLContext or None, got {type(value).__name__}")
 
 
 def _servers(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -208,10 +223,25 @@ class ConsumerConfig:
     )
     """partition.assignment.strategy: assignor names ("range", "roundrobin", "cooperative-sticky"), Java class
     names, or ``PartitionAssignor`` objects, in order of preference."""
-    security_protocol: str = attrs.field(default="PLAINTEXT", validator=_one_of(*_SECURITY))
-    """security.protocol"""
-    ssl_context: ssl.SSLContext | None = None
-    """No Java twin: reserved for TLS (a later release)."""
+    security_protocol: str = attrs.field(default="PLAINTEXT", converter=_upper, validator=_one_of(*_SECURITY))
+    """security.protocol: "PLAINTEXT", "SSL" (TLS), "SASL_PLAINTEXT" or "SASL_SSL" (SASL inside TLS)."""
+    ssl_context: ssl.SSLContext | None = attrs.field(default=None, validator=_ssl_context_or_none)
+    """No Java twin (Java's ssl.* keys): the TLS context to use as is; None builds one that checks the broker's
+    certificate against ``ssl_cafile`` (or the system's CAs) and its host name."""
+    ssl_cafile: str | None = attrs.field(default=None, validator=_optional_name)
+    """ssl.truststore.location: PEM file of the CAs to trust instead of the system's."""
+    ssl_certfile: str | None = attrs.field(default=None, validator=_optional_name)
+    """ssl.keystore.location: PEM client certificate, for brokers that require mutual TLS."""
+    ssl_keyfile: str | None = attrs.field(default=None, validator=_optional_name)
+    """ssl.key.password's key: PEM private key of ``ssl_certfile`` (None: it is inside ``ssl_certfile``)."""
+    ssl_check_hostname: bool = True
+    """ssl.endpoint.identification.algorithm: False ("") skips the host name check; the CA check stays on."""
+    sasl_mechanism: str = attrs.field(default="PLAIN", converter=_upper, validator=_one_of(*_SASL_MECHANISMS))
+    """sasl.mechanism: "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"."""
+    sasl_username: str | None = attrs.field(default=None, validator=_optional_name)
+    """No Java twin (Java's sasl.jaas.config): the SASL user."""
+    sasl_password: str | None = attrs.field(default=None, repr=_hidden)
+    """No Java twin (Java's sasl.jaas.config): the SASL password; never shown in reprs or logs."""
     plugins: tuple[str | Plugin, ...] = attrs.field(default=(), converter=_plugins, validator=_check_plugin_list)
     """No Java twin: request managers to run in the background loop, by installed name (entry-point group
     ``asyncconsumer.managers``, e.g. "lag-monitor") or as ``Plugin(name, factory)`` objects."""
@@ -266,7 +296,7 @@ class ConsumerConfig:
         ):
             if isinstance(values.get(key), str) and values[key].strip().isdigit():
                 values[key] = int(values[key])
-        for key in ("check_crcs", "enable_auto_commit", "pause_gc_during_poll"):
+        for key in ("check_crcs", "enable_auto_commit", "pause_gc_during_poll", "ssl_check_hostname"):
             if isinstance(values.get(key), str):
                 values[key] = values[key].strip().lower() in ("true", "1", "yes")
         for key in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "auto_commit_interval_ms"):
@@ -285,12 +315,41 @@ class ConsumerConfig:
         return config
 
     def __attrs_post_init__(self) -> None:
+        self._check_security()
         if self.group_protocol == "consumer":
             for field in attrs.fields(type(self)):
                 if field.name in _CLASSIC_ONLY and getattr(self, field.name) != field.default:
                     raise ConfigError(field.name, _CLASSIC_ONLY_MESSAGE)
         elif self.group_remote_assignor is not None:
             raise ConfigError("group_remote_assignor", "applies only to group_protocol='consumer'")
+
+    def _check_security(self) -> None:
+        protocol = self.security_protocol
+        if protocol.startswith("SASL_"):
+            for key in ("sasl_username", "sasl_password"):
+                if not getattr(self, key):
+                    raise ConfigError(key, f"is required when security_protocol is {protocol}")
+        else:
+            for key in ("sasl_username", "sasl_password"):
+                if getattr(self, key) is not None:
+                    raise ConfigError(
+                        key, f"is set but security_protocol is {protocol}; use SASL_SSL or SASL_PLAINTEXT"
+                    )
+        tls_keys = [*_SSL_FILES, "ssl_context"]
+        if not protocol.endswith("SSL"):
+            for key in tls_keys:
+                if getattr(self, key) is not None:
+                    raise ConfigError(key, f"is set but security_protocol is {protocol}; use SSL or SASL_SSL")
+        if self.ssl_context is not None:
+            for key in _SSL_FILES:
+                if getattr(self, key) is not None:
+                    raise ConfigError(key, "cannot be combined with ssl_context (load it into the context instead)")
+            if not self.ssl_check_hostname:
+                raise ConfigError(
+                    "ssl_check_hostname", "cannot be combined with ssl_context (set check_hostname on it)"
+                )
+        if self.ssl_keyfile is not None and self.ssl_certfile is None:
+            raise ConfigError("ssl_keyfile", "needs ssl_certfile (the certificate the key belongs to)")
 
     def with_changes(self, **changes: Any) -> ConsumerConfig:
         return attrs.evolve(self, **changes)

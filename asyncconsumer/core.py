@@ -51,6 +51,7 @@ from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, RateMeter
 from asyncconsumer.network.delegate import NetworkClientDelegate
+from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.plugins.loader import load_plugins
 from asyncconsumer.protocol.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from asyncconsumer.records import (
@@ -154,7 +155,9 @@ class ConsumerCore:
             connection_setup_timeout_ms=config.socket_connection_setup_timeout_ms,
             max_in_flight=config.max_in_flight_requests_per_connection,
             reconnect_backoff=ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms),
+            security=ConnectionSecurity.from_config(config),
         )
+        self.delegate.add_fatal_listener(lambda error: self.background_events.put(ErrorEvent(error)))
         self.delegate.add_disconnect_listener(lambda node, error: self.metadata.request_update())
         if self.group is not None:
             group = self.group
@@ -165,6 +168,7 @@ class ConsumerCore:
             self.offsets,
             on_close=lambda event: self.thread.request_close(event),
             last_error=lambda: self.delegate.last_connection_error() or self.metadata.last_error,
+            fatal_error=lambda: self.delegate.fatal_error,
             group=self.group,
         )
         self.plugins = load_plugins(config, self.clock, self.metadata, self.subscriptions, self.background_events.put)

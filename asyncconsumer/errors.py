@@ -115,6 +115,13 @@ class PluginError(KafkaError):
         self.plugin = plugin
 
 
+class AuthenticationError(KafkaError):
+    """TLS or SASL authentication with a broker failed: fatal, so the consumer stops connecting and raises it once.
+
+    The message names the broker and the mechanism, never a password.
+    """
+
+
 class CorruptRecordError(KafkaError):
     """A record batch failed its CRC check or could not be decoded; ``seek`` past ``offset`` to skip it."""
 
@@ -163,11 +170,17 @@ _BY_CODE: dict[int, type[BrokerResponseError]] = {}
 
 
 def _code(
-    code: int, name: str, *, retriable: bool = False, invalid_metadata: bool = False, doc: str = ""
+    code: int,
+    name: str,
+    *,
+    retriable: bool = False,
+    invalid_metadata: bool = False,
+    doc: str = "",
+    also: type[KafkaError] | None = None,
 ) -> type[BrokerResponseError]:
     cls = type(
         "".join(part.capitalize() for part in name.split("_")) + "Error",
-        (BrokerResponseError,),
+        (BrokerResponseError,) if also is None else (BrokerResponseError, also),
         {
             "code": code,
             "kafka_name": name,
@@ -219,12 +232,12 @@ TopicAuthorizationFailedError = _code(29, "TOPIC_AUTHORIZATION_FAILED")
 GroupAuthorizationFailedError = _code(30, "GROUP_AUTHORIZATION_FAILED")
 ClusterAuthorizationFailedError = _code(31, "CLUSTER_AUTHORIZATION_FAILED")
 InvalidTimestampError = _code(32, "INVALID_TIMESTAMP")
-UnsupportedSaslMechanismError = _code(33, "UNSUPPORTED_SASL_MECHANISM")
-IllegalSaslStateError = _code(34, "ILLEGAL_SASL_STATE")
+UnsupportedSaslMechanismError = _code(33, "UNSUPPORTED_SASL_MECHANISM", also=AuthenticationError)
+IllegalSaslStateError = _code(34, "ILLEGAL_SASL_STATE", also=AuthenticationError)
 UnsupportedVersionResponseError = _code(35, "UNSUPPORTED_VERSION")
 InvalidRequestError = _code(42, "INVALID_REQUEST")
 KafkaStorageError = _code(56, "KAFKA_STORAGE_ERROR", retriable=True, invalid_metadata=True)
-SaslAuthenticationFailedError = _code(58, "SASL_AUTHENTICATION_FAILED")
+SaslAuthenticationFailedError = _code(58, "SASL_AUTHENTICATION_FAILED", also=AuthenticationError)
 FetchSessionIdNotFoundError = _code(70, "FETCH_SESSION_ID_NOT_FOUND", retriable=True)
 InvalidFetchSessionEpochError = _code(71, "INVALID_FETCH_SESSION_EPOCH", retriable=True)
 FencedLeaderEpochError = _code(74, "FENCED_LEADER_EPOCH", retriable=True, invalid_metadata=True)
@@ -243,7 +256,6 @@ UnsupportedAssignorError = _code(112, "UNSUPPORTED_ASSIGNOR")
 StaleMemberEpochError = _code(113, "STALE_MEMBER_EPOCH")
 UnknownServerError = _code(-1, "UNKNOWN_SERVER_ERROR")
 
-AuthenticationError = SaslAuthenticationFailedError
 
 _UNNAMED: dict[int, str] = {
     36: "TOPIC_ALREADY_EXISTS",

@@ -21,6 +21,7 @@ from tests.faultproxy import FaultProxy
 from tests.kip848_shim import Kip848Shim
 from tests.loop_thread import LoopThreadServer
 from tests.produce import ProduceHelper
+from tests.secure_front import SecureFront
 
 TopicFactory = Callable[..., str]
 """``topic(partitions=4, *, name=None) -> str``: create a topic, return its name."""
@@ -118,7 +119,7 @@ class _FrontedBroker:
             self.broker.stop()
 
 
-_Front = TypeVar("_Front", FaultProxy, Kip848Shim)
+_Front = TypeVar("_Front", FaultProxy, Kip848Shim, SecureFront)
 
 
 def _broker_behind(front: _Front) -> EmbeddedBroker:
@@ -196,3 +197,21 @@ def kip848_broker() -> Iterator[Kip848Broker]:
     if started.shim.errors:
         errors = "; ".join(repr(error) for error in started.shim.errors)
         pytest.fail(f"the KIP-848 shim raised: {errors}", pytrace=False)
+
+
+@attrs.frozen
+class SecuredBroker(_FrontedBroker):
+    """A broker behind a ``SecureFront`` (TLS and/or SASL terminated there); clients must speak its security."""
+
+    front: SecureFront
+    _topic_hint: ClassVar[str] = "secure"
+
+    @property
+    def _front(self) -> SecureFront:
+        return self.front
+
+
+def start_secured_broker(**front_kwargs: Any) -> SecuredBroker:
+    """Start a ``SecureFront(**front_kwargs)`` and a fresh broker that advertises its port; the caller stops both."""
+    front = SecureFront(**front_kwargs).start()
+    return SecuredBroker(broker=_broker_behind(front), front=front)

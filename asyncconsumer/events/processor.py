@@ -43,6 +43,7 @@ class ApplicationEventProcessor:
         on_close: Callable[[CloseEvent], None],
         last_error: Callable[[], KafkaError | None],
         group: ConsumerGroup | None = None,
+        fatal_error: Callable[[], KafkaError | None] = lambda: None,
     ) -> None:
         self._group = group
         self._subs = subscriptions
@@ -50,6 +51,7 @@ class ApplicationEventProcessor:
         self._offsets = offsets
         self._on_close = on_close
         self._last_error = last_error
+        self._fatal_error = fatal_error
         self._pending: list[ApplicationEvent] = []
 
     def process(self, event: ApplicationEvent) -> None:
@@ -139,7 +141,12 @@ class ApplicationEventProcessor:
         self._pending.append(event)
 
     def reap(self, now_ms: int) -> None:
-        """Fails events past their deadline, naming the last connection error if there was one."""
+        """Fails events past their deadline, naming the last connection error if there was one; all of them at once
+        after a fatal network error (no answer will come)."""
+        fatal = self._fatal_error()
+        if fatal is not None and self._pending:
+            self.fail_all(fatal)
+            return
         keep: list[ApplicationEvent] = []
         for event in self._pending:
             if event.future.done():

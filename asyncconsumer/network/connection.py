@@ -6,6 +6,7 @@ Socket and decoding failures are translated into our errors here and nowhere els
 from __future__ import annotations
 
 import enum
+import ssl
 import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -13,21 +14,33 @@ from contextlib import contextmanager, suppress
 import anyio
 import anyio.abc
 import attrs
+from anyio.streams.tls import TLSStream
 
 from asyncconsumer.errors import (
+    AuthenticationError,
     CorruptResponseError,
     KafkaConnectionError,
     KafkaError,
     UnsupportedVersionError,
+    for_code,
 )
 from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import UnsentRequest
+from asyncconsumer.network.sasl import mechanism_for
+from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.base import (
     Request,
+    Response,
     decode_response,
     encode_request,
     peek_correlation_id,
+)
+from asyncconsumer.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
 )
 
 log = get_logger("asyncconsumer.network")
@@ -85,6 +98,7 @@ class BrokerConnection:
         client_id: str,
         complete: Completion,
         on_closed: Callable[[BrokerConnection, KafkaError], None],
+        security: ConnectionSecurity | None = None,
     ) -> None:
         self.node_id = node_id
         self.host = host
@@ -95,6 +109,7 @@ class BrokerConnection:
         self._client_id = client_id
         self._complete = complete
         self._on_closed = on_closed
+        self._security = security or ConnectionSecurity()
         self._stream: anyio.abc.ByteStream | None = None
         self._next_correlation_id = 1
         self._send_lock = anyio.Lock()
@@ -104,14 +119,81 @@ class BrokerConnection:
         return f"<BrokerConnection node={self.node_id} {self.host}:{self.port} {self.state.value}>"
 
     async def connect(self, timeout_s: float) -> None:
-        """Opens the socket and negotiates API versions; raises ``KafkaConnectionError`` on failure."""
+        """Opens the socket (TLS, if configured), negotiates API versions and authenticates (SASL, if configured).
+
+        Raises ``AuthenticationError`` when TLS or SASL refuses us (fatal), ``KafkaConnectionError`` otherwise.
+        """
         with map_exceptions(self.node_id, self.host, self.port):
             with anyio.fail_after(timeout_s):
-                stream = await anyio.connect_tcp(self.host, self.port)
+                stream = await self._open()
                 self._stream = stream
                 self.versions = await self._negotiate(stream)
+                if self._security.sasl is not None:
+                    await self._authenticate(stream)
         self.state = ConnectionState.READY
         log.debug("connection.ready", node=self.node_id, host=self.host, port=self.port)
+
+    async def _open(self) -> anyio.abc.ByteStream:
+        tcp = await anyio.connect_tcp(self.host, self.port)
+        context = self._security.ssl_context
+        if context is None:
+            return tcp
+        try:
+            return await TLSStream.wrap(tcp, hostname=self.host, ssl_context=context, standard_compatible=False)
+        except (ssl.SSLError, anyio.BrokenResourceError) as exc:
+            await tcp.aclose()
+            cause = exc if isinstance(exc, ssl.SSLError) else exc.__cause__
+            if not isinstance(cause, ssl.SSLError):
+                raise
+            raise AuthenticationError(
+                f"TLS handshake with node {self.node_id} at {self.host}:{self.port} failed: "
+                f"{getattr(cause, 'verify_message', None) or cause.reason or cause}"
+            ) from exc
+
+    async def _exchange(self, stream: anyio.abc.ByteStream, request: Request) -> Response:
+        """One request and its answer before the reader runs (connection set-up only)."""
+        version = self.version_for(type(request))
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id += 1
+        await stream.send(encode_request(request, version, correlation_id, self._client_id))
+        payload = await self._read_frame(stream)
+        if peek_correlation_id(payload) != correlation_id:
+            raise CorruptResponseError(f"node {self.node_id} answered another request during authentication")
+        return decode_response(payload, type(request), version)
+
+    async def _authenticate(self, stream: anyio.abc.ByteStream) -> None:
+        credentials = self._security.sasl
+        assert credentials is not None
+        where = f"node {self.node_id} at {self.host}:{self.port}"
+        try:
+            handshake = await self._exchange(stream, SaslHandshakeRequest(credentials.mechanism))
+        except UnsupportedVersionError as exc:
+            raise AuthenticationError(f"{where} does not offer SASL (no SaslHandshake v1): {exc}") from exc
+        except (OSError, anyio.EndOfStream, anyio.BrokenResourceError, anyio.IncompleteRead) as exc:
+            # Some brokers (Tansu) hang up instead of answering UNSUPPORTED_SASL_MECHANISM: retried, but say so.
+            raise KafkaConnectionError(
+                f"{where} closed the connection during the SASL handshake (does it offer {credentials.mechanism}?)"
+            ) from exc
+        assert isinstance(handshake, SaslHandshakeResponse)
+        if handshake.error_code:
+            offered = ", ".join(handshake.mechanisms) or "none"
+            raise for_code(
+                handshake.error_code,
+                f"{where} offers SASL mechanisms [{offered}]; sasl_mechanism is {credentials.mechanism}",
+            )
+        mechanism = mechanism_for(credentials)
+        token: bytes | None = mechanism.initial()
+        while token is not None:
+            response = await self._exchange(stream, SaslAuthenticateRequest(token))
+            assert isinstance(response, SaslAuthenticateResponse)
+            if response.error_code:
+                raise for_code(
+                    response.error_code,
+                    f"SASL {credentials.mechanism} as {credentials.username!r} to {where}: "
+                    f"{response.error_message or 'refused'}",
+                )
+            token = mechanism.respond(response.auth_bytes)
+        log.debug("connection.authenticated", node=self.node_id, mechanism=credentials.mechanism)
 
     async def _negotiate(self, stream: anyio.abc.ByteStream) -> dict[int, tuple[int, int]]:
         version = ApiVersionsRequest.MAX_VERSION

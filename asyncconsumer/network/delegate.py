@@ -18,6 +18,7 @@ import attrs
 
 from asyncconsumer.clock import Clock
 from asyncconsumer.errors import (
+    AuthenticationError,
     KafkaConnectionError,
     KafkaError,
     RequestTimedOutError,
@@ -27,6 +28,7 @@ from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.connection import BrokerConnection, ConnectionState
+from asyncconsumer.network.security import ConnectionSecurity
 
 log = get_logger("asyncconsumer.network")
 
@@ -65,8 +67,10 @@ class NetworkClientDelegate:
         connection_setup_timeout_ms: int,
         max_in_flight: int,
         reconnect_backoff: ExponentialBackoff,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         self._clock = clock
+        self._security = security or ConnectionSecurity()
         self._nodes = nodes
         self._client_id = client_id
         self._request_timeout_ms = request_timeout_ms
@@ -80,6 +84,9 @@ class NetworkClientDelegate:
         self._tg: anyio.abc.TaskGroup | None = None
         self._wake = anyio.Event()
         self._disconnect_listeners: list[Callable[[int, KafkaError], None]] = []
+        self._fatal_listeners: list[Callable[[KafkaError], None]] = []
+        self.fatal_error: KafkaError | None = None
+        """Set by the first authentication failure: from then on nothing is sent and no connection is made."""
         self.requests_sent = 0
 
     # --- wiring ----------------------------------------------------------------------------------------------
@@ -88,6 +95,10 @@ class NetworkClientDelegate:
 
     def add_disconnect_listener(self, listener: Callable[[int, KafkaError], None]) -> None:
         self._disconnect_listeners.append(listener)
+
+    def add_fatal_listener(self, listener: Callable[[KafkaError], None]) -> None:
+        """Called once, with the error that stopped all network traffic (an ``AuthenticationError``)."""
+        self._fatal_listeners.append(listener)
 
     def wakeup(self) -> None:
         """Cuts the current ``poll`` sleep short (background thread only)."""
@@ -144,6 +155,10 @@ class NetworkClientDelegate:
 
     async def _send_ready(self, now_ms: int) -> None:
         if not self._unsent:
+            return
+        if self.fatal_error is not None:
+            while self._unsent:
+                self._complete(self._unsent.popleft().unsent, self.fatal_error)
             return
         waiting: collections.deque[_Pending] = collections.deque()
         while self._unsent:
@@ -212,13 +227,17 @@ class NetworkClientDelegate:
         conn = self._connections.get(node)
         if conn is not None and conn.state is not ConnectionState.CLOSED:
             return conn
+        if self.fatal_error is not None:
+            return None
         backoff = self._backoff.get(node)
         if backoff is not None and now_ms < backoff.retry_at_ms:
             return None
         address = self._nodes.address(node)
         if address is None or self._tg is None:
             return None
-        conn = BrokerConnection(node, address[0], address[1], self._client_id, self._complete, self._closed)
+        conn = BrokerConnection(
+            node, address[0], address[1], self._client_id, self._complete, self._closed, self._security
+        )
         self._connections[node] = conn
         self._tg.start_soon(self._connect, conn)
         return conn
@@ -226,6 +245,10 @@ class NetworkClientDelegate:
     async def _connect(self, conn: BrokerConnection) -> None:
         try:
             await conn.connect(self._setup_timeout_ms / 1000)
+        except AuthenticationError as exc:
+            await conn.close(exc)
+            self._stop_on(exc, conn)
+            return
         except KafkaError as exc:
             log.info("connection.failed", node=conn.node_id, host=conn.host, port=conn.port, error=str(exc))
             await conn.close(exc)
@@ -234,6 +257,23 @@ class NetworkClientDelegate:
         self._backoff.pop(conn.node_id, None)
         self._wake.set()
         await conn.read_loop()
+
+    def _stop_on(self, error: AuthenticationError, conn: BrokerConnection) -> None:
+        """An authentication failure will not heal by retrying: stop all traffic and report it once."""
+        self._wake.set()
+        if self.fatal_error is not None:
+            return
+        self.fatal_error = error
+        log.error(
+            "connection.auth_failed",
+            node=conn.node_id,
+            host=conn.host,
+            port=conn.port,
+            security=self._security.description,
+            error=str(error),
+        )
+        for listener in self._fatal_listeners:
+            listener(error)
 
     def _closed(self, conn: BrokerConnection, reason: KafkaError) -> None:
         if self._connections.get(conn.node_id) is conn:

@@ -61,6 +61,7 @@ def test_missing_bootstrap_servers_is_a_config_error() -> None:
 def test_public_api_is_pinned() -> None:
     assert set(asyncconsumer.__all__) == {
         "AsyncConsumer",
+        "AuthenticationError",
         "ClientClosedError",
         "CommitFailedError",
         "ConfigError",

@@ -1,0 +1,59 @@
+"""What a connection needs to be secure: the TLS context and the SASL credentials, built once per consumer.
+
+Building the context here (at construction, not at the first connection) makes a missing CA file a
+``ConfigError`` from the constructor rather than a connection failure later.
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import attrs
+
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import ConfigError
+from asyncconsumer.network.sasl import SaslCredentials
+
+__all__ = ["ConnectionSecurity"]
+
+
+@attrs.define(frozen=True, slots=True)
+class ConnectionSecurity:
+    """TLS (when ``ssl_context`` is set) and SASL (when ``sasl`` is set) for every broker connection."""
+
+    ssl_context: ssl.SSLContext | None = None
+    sasl: SaslCredentials | None = None
+
+    @classmethod
+    def from_config(cls, config: ConsumerConfig) -> ConnectionSecurity:
+        protocol = config.security_protocol
+        context = None
+        if protocol.endswith("SSL"):
+            context = config.ssl_context or _default_context(config)
+        sasl = None
+        if protocol.startswith("SASL_"):
+            assert config.sasl_username is not None and config.sasl_password is not None  # the config checked
+            sasl = SaslCredentials(config.sasl_mechanism, config.sasl_username, config.sasl_password)
+        return cls(context, sasl)
+
+    @property
+    def description(self) -> str:
+        """For logs: "plaintext", "tls", "sasl SCRAM-SHA-256 over tls"..."""
+        transport = "tls" if self.ssl_context is not None else "plaintext"
+        return transport if self.sasl is None else f"sasl {self.sasl.mechanism} over {transport}"
+
+
+def _default_context(config: ConsumerConfig) -> ssl.SSLContext:
+    """Certificate and host name checks on, like Java's defaults; TLS 1.2 at least."""
+    try:
+        context = ssl.create_default_context(cafile=config.ssl_cafile)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError("ssl_cafile", f"cannot load {config.ssl_cafile!r}: {exc}") from exc
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.check_hostname = config.ssl_check_hostname
+    if config.ssl_certfile is not None:
+        try:
+            context.load_cert_chain(config.ssl_certfile, config.ssl_keyfile)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError("ssl_certfile", f"cannot load {config.ssl_certfile!r}: {exc}") from exc
+    return context
