@@ -32,6 +32,7 @@ from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.delegate import NetworkClientDelegate
+from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.base import Request
 from asyncconsumer.protocol.consumer_protocol import Assignment
 from asyncconsumer.protocol.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
@@ -234,6 +235,7 @@ class AdminClient:
         client_id: str = "asyncconsumer-admin",
         timeout_ms: int = 30_000,
         clock: Clock | None = None,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         servers = bootstrap_servers.split(",") if isinstance(bootstrap_servers, str) else list(bootstrap_servers)
         if not servers or any(":" not in s for s in servers):
@@ -249,6 +251,7 @@ class AdminClient:
             connection_setup_timeout_ms=min(timeout_ms, 10_000),
             max_in_flight=5,
             reconnect_backoff=ExponentialBackoff(50, 1_000),
+            security=security,
         )
         self._stack = AsyncExitStack()
         self._tg: anyio.abc.TaskGroup | None = None

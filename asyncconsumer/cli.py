@@ -21,8 +21,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from asyncconsumer.admin import AdminClient, GroupDescription, GroupNotFoundError, PartitionOffsets, TopicNotFoundError
+from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.errors import KafkaError
+from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.records import ConsumerRecord, TopicPartition
 
 EXIT_ERROR = 1
@@ -229,6 +231,16 @@ class Progress:
             self._shown = False
 
 
+def _properties(args: argparse.Namespace) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    for item in args.property:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--property takes KEY=VALUE, got {item!r}")
+        config[key.strip()] = value.strip()
+    return config
+
+
 def _consumer_config(args: argparse.Namespace) -> dict[str, Any]:
     config: dict[str, Any] = {
         "auto_offset_reset": "earliest" if args.from_beginning else "latest",
@@ -236,12 +248,15 @@ def _consumer_config(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.group:
         config["group_id"] = args.group
-    for item in args.property:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--property takes KEY=VALUE, got {item!r}")
-        config[key.strip()] = value.strip()
+    config.update(_properties(args))
     return config
+
+
+def _admin(args: argparse.Namespace) -> AdminClient:
+    """An admin client with the security settings of ``--property`` (the other settings are not used)."""
+    config = ConsumerConfig.from_kwargs(args.bootstrap_server, **_properties(args))
+    security = ConnectionSecurity.from_config(config)
+    return AdminClient(args.bootstrap_server, timeout_ms=args.timeout_ms, security=security)
 
 
 async def _start(consumer: AsyncConsumer, args: argparse.Namespace) -> None:
@@ -412,7 +427,7 @@ def _group_json(group: GroupDescription) -> dict[str, object]:
 
 
 async def _offsets(args: argparse.Namespace) -> int:
-    async with AdminClient(args.bootstrap_server, timeout_ms=args.timeout_ms) as admin:
+    async with _admin(args) as admin:
         rows = await admin.topic_offsets(args.topic)
     for line in offsets_lines(rows, args.format):
         _out(line)
@@ -420,7 +435,7 @@ async def _offsets(args: argparse.Namespace) -> int:
 
 
 async def _groups_describe(args: argparse.Namespace) -> int:
-    async with AdminClient(args.bootstrap_server, timeout_ms=args.timeout_ms) as admin:
+    async with _admin(args) as admin:
         group = await admin.describe_group(args.group)
     for line in group_lines(group, args.format):
         _out(line)
@@ -433,6 +448,14 @@ async def _groups_describe(args: argparse.Namespace) -> int:
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", required=True, help="HOST:PORT[,HOST:PORT...]")
     parser.add_argument("--timeout-ms", type=int, default=30_000, help="give up on the brokers after this long")
+    parser.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any consumer setting, Java or Python spelling (e.g. session.timeout.ms=6000, security.protocol=SSL, "
+        "ssl.cafile=ca.pem); repeatable. Admin commands use only the security settings",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -451,13 +474,6 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--pattern", help="every topic whose whole name matches this regular expression")
     consume.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
     consume.add_argument("--group", default=None, help="consume as a member of this consumer group (commits on exit)")
-    consume.add_argument(
-        "--property",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="any consumer setting, Java or Python spelling (e.g. session.timeout.ms=6000); repeatable",
-    )
     consume.add_argument("--max-messages", type=int, default=None, help="stop after printing this many records")
     consume.add_argument("--format", choices=("text", "json"), default="text")
     consume.add_argument("--key-format", choices=FORMATS, default="utf8", help="how keys are shown (default utf8)")

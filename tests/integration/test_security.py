@@ -7,6 +7,7 @@ server side is checked by an independent client before ours is trusted against i
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import ssl
 import time
@@ -339,3 +340,54 @@ async def test_tansu_hangs_up_on_plain_and_the_error_says_why(tansu_with_authent
     ) as consumer:
         with pytest.raises((KafkaTimeoutError, KafkaConnectionError), match="does it offer PLAIN"):
             await consumer.topics(timeout_ms=1_500)
+
+
+@pytest.mark.front(users=USERS, server_ssl=_tls_for("localhost", "127.0.0.1"))
+def test_the_cli_takes_security_properties(secured: SecuredBroker, ca: trustme.CA, ca_file: Path) -> None:
+    import anyio
+
+    from tests.integration.test_cli import run_cli
+
+    topic = secured.create_topic(1)
+    anyio.run(
+        functools.partial(
+            produce_secure,
+            secured.bootstrap_servers,
+            topic,
+            4,
+            1,
+            security_protocol="SASL_SSL",
+            ssl_context=client_context(ca),
+            sasl_mechanism="SCRAM-SHA-256",
+            sasl_plain_username="alice",
+            sasl_plain_password=USERS["alice"],
+        )
+    )
+    security = [
+        "--property=security.protocol=SASL_SSL",
+        f"--property=ssl.cafile={ca_file}",
+        "--property=sasl.mechanism=SCRAM-SHA-256",
+        "--property=sasl.username=alice",
+    ]
+    common = ["--bootstrap-server", secured.bootstrap_servers, "--timeout-ms", "5000", *security]
+    ok = run_cli("offsets", topic, *common, f"--property=sasl.password={USERS['alice']}", "--format", "json")
+    assert ok.returncode == 0, ok.stderr
+    # (Tansu's LATEST is the last batch's base offset + 1, so "end" is not checked here)
+    assert [(row["topic"], row["partition"], row["beginning"]) for row in json.loads(ok.stdout)] == [(topic, 0, 0)]
+    printed = run_cli(
+        "consume",
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--max-messages",
+        "4",
+        *common,
+        f"--property=sasl.password={USERS['alice']}",
+    )
+    assert printed.returncode == 0, printed.stderr
+    assert [line.split()[-1] for line in printed.stdout.splitlines()] == ["v0", "v1", "v2", "v3"]
+    refused = run_cli("--verbose", "offsets", topic, *common, f"--property=sasl.password={WRONG}")
+    assert refused.returncode != 0
+    error_lines = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert len(error_lines) == 1 and "SaslAuthenticationFailed" in error_lines[0], refused.stderr
+    assert WRONG not in refused.stderr + refused.stdout
