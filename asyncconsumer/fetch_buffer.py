@@ -4,6 +4,10 @@ The background adds ``CompletedFetch``es; the caller takes them in arrival order
 counts what is held: a whole response's record bytes until the last of its partitions is released (their
 memoryviews keep the response alive), plus what fetches in flight may bring (their request ``max_bytes``). The
 fetch manager sends only within what is left of ``fetch_buffer_bytes``.
+
+A fetch that failed with an error reported to the caller is queued too, as a completed fetch without records:
+until the caller's ``poll`` has passed it, that partition is not fetched again (``error_pending``), so a broker that
+keeps failing it costs one fetch and one error per ``poll``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
+from asyncconsumer.errors import KafkaError
 from asyncconsumer.protocol.fetch import AbortedTransaction
 from asyncconsumer.records import TopicPartition
 from asyncconsumer.signal import CallerSignal
@@ -40,6 +45,9 @@ class CompletedFetch:
     aborted_transactions: tuple[AbortedTransaction, ...] | None = None
     share: ResponseShare | None = attrs.field(default=None, eq=False, repr=False)
     """The response this came from; ``None`` counts ``size`` alone."""
+    error: KafkaError | None = attrs.field(default=None, eq=False)
+    """Set for a failed fetch (no records) whose error was reported to the caller; it holds back the next fetch of
+    the partition until the caller's ``poll`` reaches it."""
 
     @property
     def size(self) -> int:
@@ -58,6 +66,8 @@ class FetchBuffer:
         self._signal = signal
         self._space_waiter: Callable[[], None] | None = None
         self._background_waiting = False
+        self._errors: dict[TopicPartition, int] = {}
+        """Partition -> subscription epoch of its failed fetch that the caller has not taken yet."""
 
     def set_space_waiter(self, wake_background: Callable[[], None]) -> None:
         """How to wake the background when the caller frees space it was waiting for."""
@@ -70,6 +80,11 @@ class FetchBuffer:
     @property
     def reserved_bytes(self) -> int:
         return self._reserved
+
+    def error_pending(self, tp: TopicPartition, epoch: int) -> bool:
+        """Background side: a failed fetch of ``tp`` at ``epoch`` waits for the caller (do not fetch ``tp``)."""
+        with self._lock:
+            return self._errors.get(tp) == epoch
 
     def room(self, floor: int) -> int:
         """Background side: bytes a new fetch may bring, or 0 (then the caller wakes it when it frees space).
@@ -100,6 +115,8 @@ class FetchBuffer:
         with self._lock:
             for fetch in fetches:
                 self._fetches.append(fetch)
+                if fetch.error is not None:
+                    self._errors[fetch.tp] = fetch.epoch
                 if share is None:
                     self._bytes += fetch.size
                 else:
@@ -135,6 +152,9 @@ class FetchBuffer:
             if self._background_waiting and self._bytes + self._reserved < self._max_bytes:
                 self._background_waiting = False
                 wake = True
+            if fetch.error is not None and self._errors.get(fetch.tp) == fetch.epoch:
+                del self._errors[fetch.tp]
+                wake = True  # the partition may be fetched again
         if wake and self._space_waiter is not None:
             self._space_waiter()
 

@@ -46,17 +46,22 @@ class _Drain:
             heapq.heapify(self.aborted)
 
     def skip_batch(self, batch: RecordBatchView) -> bool:
-        """Transaction filtering for read_committed: control batches and aborted data are never returned."""
-        if batch.is_control:
-            if self.aborted is not None and batch.control_type() == _ABORT_MARKER:
-                self.aborted_producers.discard(batch.producer_id)
-            return True
+        """Transaction filtering for read_committed: control batches and aborted data are never returned.
+
+        As Kafka's consumer does, the aborted transactions that begin up to a batch's last offset are taken in
+        before the batch is judged, markers included: a fetch that starts at an ABORT marker lists that
+        transaction, and its marker must end it before the producer's next (committed) transaction.
+        """
         if self.aborted is not None and batch.is_transactional:
             last_offset = batch.next_offset - 1
             while self.aborted and self.aborted[0][0] <= last_offset:
                 self.aborted_producers.add(heapq.heappop(self.aborted)[1])
+            if batch.is_control:
+                if batch.control_type() == _ABORT_MARKER:
+                    self.aborted_producers.discard(batch.producer_id)
+                return True
             return batch.producer_id in self.aborted_producers
-        return False
+        return batch.is_control
 
 
 class FetchCollector:
@@ -125,6 +130,9 @@ class FetchCollector:
             tp = fetch.tp
             if self._subs.epoch(tp) != fetch.epoch or self._subs.is_paused(tp):
                 self._buffer.release(fetch)
+                continue
+            if fetch.error is not None:
+                self._buffer.release(fetch)  # its error went to the caller already; the partition may be fetched again
                 continue
             position = self._subs.position(tp)
             if position is None or position < fetch.fetch_offset:

@@ -11,10 +11,12 @@ A test can:
   ``None`` to forward the frame unchanged, new payload bytes (the size prefix is recomputed; with ``raw=True``
   the bytes are written exactly as returned, prefix included, e.g. ``truncated_frame(payload, 100)``),
   ``DROP`` to swallow the frame, or ``CLOSE`` to close the connection instead of forwarding it. Mutators run
-  on the proxy's thread; an exception in one closes that connection and lands in ``mutator_errors``;
+  on the proxy's thread (``mutating_connection`` tells which connection the frame is on); an exception in one
+  closes that connection and lands in ``mutator_errors``;
 * cut the next response(s) after some bytes and close (``drop_mid_response``), close every connection
   (``drop_connections``), stall everything (``blackhole``), delay every frame (``set_delay_ms``), reset new
-  connections (``refuse_new_connections``), or point the proxy at another broker (``set_target``).
+  connections (``refuse_new_connections``), close only the connections awaiting a response of one api key
+  (``drop_connections_awaiting``), or point the proxy at another broker (``set_target``).
 
 Control calls take effect before they return. Counters are plain attributes, safe to read from any thread.
 Plain TCP only: the proxy cannot read TLS.
@@ -243,6 +245,9 @@ class FaultProxy(LoopThreadServer[_Connection]):
         self.responses_cut = 0
         """Responses cut short by ``drop_mid_response``."""
         self.mutator_errors: list[BaseException] = []
+        self.mutating_connection = 0
+        """While a mutator runs: the number of the connection its frame came on (1 for the first accepted), so a
+        mutator can tell apart correlation ids that several client connections use alike."""
 
     # --- lifecycle ----------------------------------------------------------------------------------------
 
@@ -292,6 +297,18 @@ class FaultProxy(LoopThreadServer[_Connection]):
         with self._cut_lock:
             self._cut_after = after_bytes
             self._cut_remaining = count
+
+    def drop_connections_awaiting(self, api_key: int) -> int:
+        """Close every connection with a request of ``api_key`` that has had no response yet (e.g. a JoinGroup
+        the broker is holding); returns how many were closed. Other connections stay up."""
+
+        def drop() -> int:
+            awaiting = [c for c in self._connections if not c.closed and api_key in c.pending.values()]
+            for connection in awaiting:
+                connection.abort()
+            return len(awaiting)
+
+        return self._call(drop)
 
     def blackhole(self, enabled: bool) -> None:
         """While enabled, forward nothing in either direction but keep connections open (a stalled broker).
@@ -410,6 +427,7 @@ class FaultProxy(LoopThreadServer[_Connection]):
             mutator, raw = self._mutators[direction]
             if mutator is not None:
                 try:
+                    self.mutating_connection = connection.number
                     result = mutator(api_key, payload)
                 except Exception as exc:
                     self.mutator_errors.append(exc)

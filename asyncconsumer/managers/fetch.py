@@ -6,6 +6,11 @@ the broker for at most the room left (``max_bytes``), so memory is bounded whate
 Each partition is fetched from its ``fetch_position``, which runs ahead of the caller's position, so the broker
 works on the next fetch while the caller decodes the previous one. Responses are cut to their complete batches
 (walking batch headers only) and handed to the fetch buffer; no record is decoded here.
+
+A partition error is retried after a backoff that grows while it repeats: retriable errors silently (after a
+metadata refresh when the leader may have moved), other errors after reporting them to the caller, once per failed
+fetch; such a partition is not fetched again until the caller's ``poll`` has passed the failed fetch in the buffer,
+so a broker that keeps failing a partition costs one fetch and one error per ``poll``, never a flood.
 """
 
 from __future__ import annotations
@@ -69,6 +74,8 @@ class FetchManager:
         """Fetch round trips, for ``metrics()``."""
         self._node_retry_at: dict[int, int] = {}
         self._node_failures: dict[int, int] = {}
+        self._partition_retry: dict[TopicPartition, tuple[int, int, int]] = {}
+        """Partition -> (subscription epoch, consecutive errors, when to fetch it again) after a partition error."""
         self._isolation = 1 if config.isolation_level == "read_committed" else 0
         self._room_floor = min(config.max_partition_fetch_bytes, config.fetch_buffer_bytes)
         """No fetch is sent into less free buffer than one partition's worth (unless the buffer is empty)."""
@@ -96,7 +103,11 @@ class FetchManager:
             if leader is None:
                 self._metadata.request_update()
                 continue
-            if leader in self._in_flight:
+            if leader in self._in_flight or self._buffer.error_pending(tp, epoch):
+                continue
+            retry = self._partition_retry.get(tp)
+            if retry is not None and retry[0] == epoch and now_ms < retry[2]:
+                wait = min(wait, retry[2] - now_ms)
                 continue
             retry_at = self._node_retry_at.get(leader, 0)
             if now_ms < retry_at:
@@ -185,8 +196,11 @@ class FetchManager:
                 if s is None:
                     continue
                 if part.error_code:
-                    self._partition_error(tp, s, part.error_code)
+                    failed = self._partition_error(tp, s, part.error_code, now_ms, share)
+                    if failed is not None:
+                        completed.append(failed)
                     continue
+                self._partition_retry.pop(tp, None)
                 records = part.records
                 view = memoryview(records) if records is not None else memoryview(b"")
                 length, next_offset = complete_prefix(view) if len(view) else (0, None)
@@ -235,27 +249,34 @@ class FetchManager:
             self._buffer.add_all(completed, share)
         log.debug("fetch.completed", node=node, partitions=len(completed), bytes=size)
 
-    def _partition_error(self, tp: TopicPartition, s: _Sent, code: int) -> None:
+    def _partition_error(
+        self, tp: TopicPartition, s: _Sent, code: int, now_ms: int, share: ResponseShare
+    ) -> CompletedFetch | None:
+        """Handles a partition's error code; returns the failed fetch to queue behind the records already buffered
+        when the error was reported to the caller (see the module docstring)."""
         error = for_code(code, f"fetch of {tp} at offset {s.fetch_offset}")
+        previous = self._partition_retry.get(tp)
+        failures = previous[1] + 1 if previous is not None and previous[0] == s.epoch else 1
+        self._partition_retry[tp] = (s.epoch, failures, now_ms + self._backoff.backoff_ms(failures))
         if code == _OFFSET_OUT_OF_RANGE:
             strategy = self._config.auto_offset_reset
-            if strategy == "none":
-                if self._subs.epoch(tp) == s.epoch:
-                    self._emit(
-                        ErrorEvent(
-                            OffsetOutOfRangeError(
-                                f"offset {s.fetch_offset} is out of range for {tp} and auto_offset_reset is 'none'"
-                            )
-                        )
-                    )
-            elif self._subs.reset_if_unchanged(tp, s.epoch, strategy):
-                log.info("fetch.offset_out_of_range", partition=str(tp), offset=s.fetch_offset, reset=strategy)
-            return
-        if error.invalid_metadata or error.retriable:
+            if strategy != "none":
+                if self._subs.reset_if_unchanged(tp, s.epoch, strategy):
+                    log.info("fetch.offset_out_of_range", partition=str(tp), offset=s.fetch_offset, reset=strategy)
+                return None
+            error = OffsetOutOfRangeError(
+                f"offset {s.fetch_offset} is out of range for {tp} and auto_offset_reset is 'none'"
+            )
+        elif error.invalid_metadata or error.retriable:
             self._metadata.request_update()
-            log.debug("fetch.partition_retry", partition=str(tp), error=str(error))
-            return
+            log.debug("fetch.partition_retry", partition=str(tp), error=str(error), failures=failures)
+            return None
+        if self._subs.epoch(tp) != s.epoch:
+            return None  # sought, reset or unassigned while in flight: the error is about a stale fetch
+        log.info("fetch.partition_error", partition=str(tp), offset=s.fetch_offset, error=str(error))
         self._emit(ErrorEvent(error))
+        empty = memoryview(b"")
+        return CompletedFetch(tp, s.epoch, s.fetch_offset, s.fetch_offset, empty, -1, None, share, error)
 
     def _too_large(self, tp: TopicPartition, s: _Sent, partial: memoryview) -> None:
         """A batch bigger than the partition limit (a broker may cut it): fetch it again with room for it."""
