@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.errors import CorruptRecordError, RecordDeserializationError
+from asyncconsumer.errors import CorruptRecordError, OffsetOutOfRangeError, RecordDeserializationError
 from asyncconsumer.fetch_buffer import CompletedFetch, FetchBuffer
 from asyncconsumer.fetch_collector import FetchCollector
 from asyncconsumer.protocol import records as records_module
@@ -176,3 +176,71 @@ def test_read_uncommitted_returns_aborted_data_but_never_control_records() -> No
     collector, subs, _ = setup(data)
     assert [r.value for r in collector.collect(100)[TP]] == [b"a1"]
     assert subs.position(TP) == 2
+
+
+def read_committed(data: bytes, fetch_offset: int, aborted: tuple[AbortedTransaction, ...]) -> tuple[list[int], int]:
+    """The offsets read_committed returns from one fetch of ``data`` at ``fetch_offset``, and the position after."""
+    subs = SubscriptionState("earliest")
+    subs.assign([TP])
+    subs.seek(TP, fetch_offset)
+    buffer = FetchBuffer(1 << 20, CallerSignal())
+    add(buffer, subs, data, fetch_offset, aborted=aborted)
+    collector = FetchCollector(ConsumerConfig.from_kwargs("h:1", isolation_level="read_committed"), subs, buffer)
+    offsets = [r.offset for r in collector.collect(100).get(TP, [])]
+    assert collector.collect(100) == {}
+    position = subs.position(TP)
+    assert position is not None
+    return offsets, position
+
+
+def test_read_committed_fetch_starting_at_an_abort_marker_returns_the_producers_next_committed_transaction() -> None:
+    # Producer 5's transaction began at 4 and was aborted by the marker at 10, where this fetch starts: the broker
+    # lists that transaction (it overlaps the fetch), and its marker ends it before the committed one at 11.
+    pid, other = 5, 6
+    data = (
+        build_control_batch(10, pid, commit=False)
+        + build_batch(11, [b"c1", b"c2"], transactional=True, producer_id=pid)
+        + build_control_batch(13, pid, commit=True)
+        + build_batch(14, [b"a1"], transactional=True, producer_id=pid)
+        + build_batch(15, [b"o1"], transactional=True, producer_id=other)
+        + build_control_batch(16, pid, commit=False)
+        + build_control_batch(17, other, commit=True)
+        + build_batch(18, [b"plain"])
+    )
+    aborted = (AbortedTransaction(pid, 4), AbortedTransaction(pid, 14))
+    assert read_committed(data, 10, aborted) == ([11, 12, 15, 18], 19)
+
+
+def test_read_committed_still_drops_aborted_data_before_a_producers_committed_transaction() -> None:
+    pid = 5
+    data = (
+        build_batch(0, [b"a1"], transactional=True, producer_id=pid)
+        + build_batch(1, [b"a2"], transactional=True, producer_id=pid)
+        + build_control_batch(2, pid, commit=False)
+        + build_batch(3, [b"c1"], transactional=True, producer_id=pid)
+        + build_control_batch(4, pid, commit=True)
+    )
+    aborted = (AbortedTransaction(pid, 0),)
+    assert read_committed(data, 0, aborted) == ([3], 5)
+    # Fetched from inside the aborted transaction (the broker lists it, as it began before the fetch): still dropped.
+    from_inside = data[len(build_batch(0, [b"a1"], transactional=True, producer_id=pid)) :]
+    assert read_committed(from_inside, 1, aborted) == ([3], 5)
+
+
+def test_a_failed_fetch_is_passed_over_without_raising_and_frees_its_partition() -> None:
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b"]))
+    woken: list[bool] = []
+    buffer.set_space_waiter(lambda: woken.append(True))
+    epoch = subs.epoch(TP)
+    assert epoch is not None
+    error = OffsetOutOfRangeError("offset 2 is out of range")
+    buffer.add_all([CompletedFetch(TP, epoch, 2, 2, memoryview(b""), -1, None, None, error)])
+    assert buffer.error_pending(TP, epoch)
+    assert [r.offset for r in collector.collect(1)[TP]] == [0]
+    assert buffer.error_pending(TP, epoch)  # not passed yet: records before it come first
+    assert [r.offset for r in collector.collect(10)[TP]] == [1]  # its error was reported already: not raised again
+    assert not buffer.error_pending(TP, epoch)
+    assert woken == [True]
+    assert subs.position(TP) == 2
+    assert len(buffer) == 0 and buffer.buffered_bytes == 0
+    assert collector.collect(10) == {}

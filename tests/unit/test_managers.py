@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.errors import KafkaConnectionError, KafkaError, UnknownTopicOrPartitionError
+from asyncconsumer.errors import KafkaConnectionError, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.fetch_buffer import FetchBuffer
 from asyncconsumer.managers.base import UnsentRequest
@@ -454,3 +454,129 @@ def test_a_fatal_partition_error_reaches_the_caller_typed(code: int) -> None:
     assert len(errors) == 1
     assert isinstance(errors[0].error, KafkaError)
     assert str(code) in str(errors[0].error)
+
+
+# --- fetch: partition errors -----------------------------------------------------------------------------------
+
+
+def fetched_partitions(request: UnsentRequest) -> set[int]:
+    return set(fetch_order(request))
+
+
+def answer_empty(request: UnsentRequest, now: int, codes: dict[int, int] | None = None) -> None:
+    """Answers every partition of ``request`` without records, with the error codes given (0 for the rest)."""
+    codes = codes or {}
+    request.on_response(fetch_answer({p: (codes.get(p, 0), None) for p in fetch_order(request)}), now)
+
+
+@pytest.mark.parametrize("code", [6, 7])  # NOT_LEADER_OR_FOLLOWER (metadata refresh), REQUEST_TIMED_OUT
+def test_a_repeating_retriable_partition_error_spaces_its_fetches_by_a_growing_backoff(code: int) -> None:
+    manager, _, subs, _, errors = fetch_fixture()
+    subs.assign([TP0, TP1])
+    subs.seek(TP0, 0)
+    subs.seek(TP1, 0)
+    answer_empty(only(manager.poll(0).unsent_requests), 10, {0: code})
+    failed_at = 10
+    for backoff in (100, 200, 400, 800, 1000, 1000):
+        retry_at = failed_at + backoff
+        # The other partition on the same leader is fetched on meanwhile, and the wait names the retry time.
+        result = manager.poll(failed_at + 1)
+        assert fetched_partitions(only(result.unsent_requests)) == {1}
+        assert result.time_until_next_poll_ms == retry_at - failed_at - 1
+        answer_empty(only(result.unsent_requests), failed_at + 2)
+        just_before = only(manager.poll(retry_at - 1).unsent_requests)
+        assert fetched_partitions(just_before) == {1}
+        answer_empty(just_before, retry_at - 1)
+        retry = only(manager.poll(retry_at).unsent_requests)
+        assert fetched_partitions(retry) == {0, 1}
+        failed_at = retry_at + 5
+        answer_empty(retry, failed_at, {0: code})
+    assert errors == []
+
+
+def test_a_successful_answer_resets_the_partition_backoff() -> None:
+    manager, _, subs, _, _ = fetch_fixture()
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    answer_empty(only(manager.poll(0).unsent_requests), 0, {0: 7})  # retry at 100
+    answer_empty(only(manager.poll(100).unsent_requests), 100, {0: 7})  # retry at 300
+    answer_empty(only(manager.poll(300).unsent_requests), 300, {0: 7})  # retry at 700
+    assert manager.poll(699).unsent_requests == ()
+    answer_empty(only(manager.poll(700).unsent_requests), 700)  # the partition answers: its errors are forgotten
+    answer_empty(only(manager.poll(701).unsent_requests), 701, {0: 7})  # a first error again: 100 ms, not 800
+    assert manager.poll(800).unsent_requests == ()
+    assert only(manager.poll(801).unsent_requests)
+
+
+def test_a_seek_starts_the_partition_backoff_afresh() -> None:
+    manager, _, subs, _, _ = fetch_fixture()
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    answer_empty(only(manager.poll(0).unsent_requests), 0, {0: 7})  # retry at 100
+    answer_empty(only(manager.poll(100).unsent_requests), 100, {0: 7})  # retry at 300
+    subs.seek(TP0, 20)
+    again = only(manager.poll(101).unsent_requests)  # the new position is fetched at once
+    assert isinstance(again.request, FetchRequest)
+    assert again.request.topics[0].partitions[0].fetch_offset == 20
+    answer_empty(again, 101, {0: 7})  # the first error at this epoch: 100 ms, not 400
+    assert manager.poll(200).unsent_requests == ()
+    assert only(manager.poll(201).unsent_requests)
+
+
+@pytest.mark.parametrize(("code", "reset"), [(29, "earliest"), (1, "none")])
+def test_a_non_retriable_partition_error_is_reported_once_and_refetched_after_the_caller_passed_it(
+    code: int, reset: str
+) -> None:
+    manager, _, subs, buffer, errors = fetch_fixture(auto_offset_reset=reset)
+    woken: list[bool] = []
+    buffer.set_space_waiter(lambda: woken.append(True))
+    subs.assign([TP0, TP1])
+    subs.seek(TP0, 0)
+    subs.seek(TP1, 0)
+    first = only(manager.poll(0).unsent_requests)
+    first.on_response(fetch_answer({0: (code, None), 1: (0, build_batch(0, [b"a"]))}), 1)
+    assert len(errors) == 1
+    error = errors[0].error
+    if code == 1:
+        assert isinstance(error, OffsetOutOfRangeError)
+    # Long past any backoff, the failed partition waits for the caller; the other one is fetched on.
+    for now in range(2_000, 10_000, 1_000):
+        request = only(manager.poll(now).unsent_requests)
+        assert fetched_partitions(request) == {1}
+        answer_empty(request, now + 1)
+    assert len(errors) == 1
+    taken = [buffer.take(), buffer.take()]
+    assert buffer.take() is None
+    failed = next(f for f in taken if f is not None and f.tp == TP0)
+    data = next(f for f in taken if f is not None and f.tp == TP1)
+    assert failed.error is error and data.error is None
+    assert failed.size == 0 and failed.fetch_offset == failed.next_fetch_offset == 0
+    buffer.release(data)
+    # Taken is not enough: the caller has not passed the failed fetch until it releases it.
+    held = only(manager.poll(10_000).unsent_requests)
+    assert fetched_partitions(held) == {1}
+    answer_empty(held, 10_000)
+    assert not woken
+    buffer.release(failed)
+    assert woken == [True]  # the background is woken to fetch the partition again
+    again = only(manager.poll(10_001).unsent_requests)
+    assert isinstance(again.request, FetchRequest)
+    assert {(p.partition, p.fetch_offset) for t in again.request.topics for p in t.partitions} == {(0, 0), (1, 1)}
+    answer_empty(again, 10_002, {0: code})
+    assert len(errors) == 2  # one error per failed fetch
+    assert fetched_partitions(only(manager.poll(20_000).unsent_requests)) == {1}
+
+
+@pytest.mark.parametrize(("code", "reset"), [(29, "earliest"), (1, "none"), (7, "earliest")])
+def test_the_error_of_a_fetch_in_flight_across_a_seek_is_dropped(code: int, reset: str) -> None:
+    manager, _, subs, buffer, errors = fetch_fixture(auto_offset_reset=reset)
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    request = only(manager.poll(0).unsent_requests)
+    subs.seek(TP0, 50)
+    request.on_response(fetch_answer({0: (code, None)}), 1)
+    assert errors == []  # it was about offset 0, which the caller left
+    assert buffer.take() is None  # and nothing waits for the caller
+    again = only(manager.poll(2).unsent_requests)  # neither held back nor backed off
+    assert isinstance(again.request, FetchRequest)
+    assert again.request.topics[0].partitions[0].fetch_offset == 50
