@@ -1,19 +1,21 @@
 """Record sets: walking batch headers (background side) and decoding batches (caller side).
 
-This is the only module that imports aiokafka's record reader (its Cython ``_crecords`` when built). Batch headers
-are read with ``struct`` so the background thread never decodes a record; decoding happens in the caller's ``poll``.
+This is the only module that imports aiokafka's record reader (its Cython ``_crecords`` when built), for v2 batches;
+magic 0/1 message sets are read here (aiokafka's C reader trusts their inner lengths). Batch headers are read with
+``struct`` so the background thread never decodes a record; decoding happens in the caller's ``poll``. ``iter_batches``
+and ``RecordBatchView.decode`` report corrupt data of any kind as ``BatchError`` only.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
-from typing import Any
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 import attrs
-from aiokafka.errors import CorruptRecordException, UnsupportedCodecError
+from aiokafka.codec import gzip_decode, lz4_decode, snappy_decode
 from aiokafka.record.default_records import DefaultRecordBatch
-from aiokafka.record.legacy_records import LegacyRecordBatch
 
 _HEADER = struct.Struct(">qi")  # base offset, batch length (the bytes after this 12-byte prefix)
 _LOG_OVERHEAD = 12
@@ -29,6 +31,14 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
+# Legacy (magic 0/1) message: offset, length, crc, magic, attributes, then (magic 1) a timestamp; key and value follow.
+_LEGACY_V0 = struct.Struct(">qiIbb")
+_LEGACY_V1 = struct.Struct(">qiIbbq")
+_LEGACY_CRC_AT = 12
+_LEGACY_CODEC_MASK = 0x07
+_LEGACY_LOG_APPEND_TIME = 0x08
+_LEGACY_LZ4 = 3
+_LEGACY_CODECS: dict[int, Callable[[bytes], bytes]] = {1: gzip_decode, 2: snappy_decode, _LEGACY_LZ4: lz4_decode}
 
 
 def _hardware_crc32c() -> Any:
@@ -45,6 +55,7 @@ _crc32c = _hardware_crc32c()
 
 __all__ = [
     "BatchError",
+    "LegacyRecord",
     "RecordBatchView",
     "complete_prefix",
     "iter_batches",
@@ -100,27 +111,33 @@ class RecordBatchView:
     buffer: memoryview
 
     def decode(self, check_crc: bool) -> Iterator[Any]:
-        """The batch's records (aiokafka record objects: offset, timestamp, key, value, headers...)."""
+        """The batch's records (aiokafka record objects, ``LegacyRecord`` for magic 0/1: offset, timestamp, key,
+        value, headers...); raises only ``BatchError``."""
         try:
-            if self.magic >= 2:
-                batch: Any = DefaultRecordBatch(self.buffer)
-            else:
-                batch = LegacyRecordBatch(bytes(self.buffer), self.magic)
+            if self.magic < 2:
+                if check_crc and not self._legacy_crc_ok():
+                    raise BatchError(self.base_offset, "CRC check failed")
+                return iter(_legacy_records(self.buffer, self.magic))
+            batch: Any = DefaultRecordBatch(self.buffer)
             if check_crc and not self._crc_ok(batch):
                 raise BatchError(self.base_offset, "CRC check failed")
             # aiokafka's batch may be iterated only once, so materialise it; callers resume a list iterator.
             return iter(list(batch))
         except BatchError:
             raise
-        except (CorruptRecordException, UnsupportedCodecError, ValueError, IndexError, struct.error) as exc:
+        except Exception as exc:  # aiokafka's reader and the codecs under it (gzip, zlib, cramjam) raise many types
             raise BatchError(self.base_offset, f"{type(exc).__name__}: {exc}") from exc
 
     def _crc_ok(self, batch: Any) -> bool:
         """A v2 batch's CRC32C with the hardware implementation when there is one, else aiokafka's check."""
-        if self.magic >= 2 and _crc32c is not None:
+        if _crc32c is not None:
             stored = int(_U32.unpack_from(self.buffer, _V2_CRC_AT)[0])
             return bool(_crc32c(bytes(self.buffer[_V2_ATTRIBUTES_AT:])) == stored)
         return bool(batch.validate_crc())
+
+    def _legacy_crc_ok(self) -> bool:
+        """A magic 0/1 message's CRC32 (over the bytes from its magic byte on)."""
+        return bool(zlib.crc32(self.buffer[_MAGIC_AT:]) == _U32.unpack_from(self.buffer, _LEGACY_CRC_AT)[0])
 
     def control_type(self) -> int | None:
         """For a control batch: 0 for an ABORT marker, 1 for COMMIT; ``None`` if unreadable."""
@@ -129,9 +146,98 @@ class RecordBatchView:
                 key = record.key
                 if key is not None and len(key) >= 4:
                     return int(_I16.unpack_from(key, 2)[0])
-        except (CorruptRecordException, ValueError, IndexError, struct.error):
+        except Exception:  # corrupt: aiokafka's reader and the codecs under it raise many types
             return None
         return None
+
+
+class LegacyRecord(NamedTuple):
+    """A record of a magic 0/1 message set; the fields aiokafka's legacy records have, with the same values."""
+
+    offset: int
+    timestamp: int | None
+    timestamp_type: int | None
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+def _legacy_record(
+    offset: int, attributes: int, timestamp: int | None, key: bytes | None, value: bytes | None
+) -> LegacyRecord:
+    if timestamp is None or timestamp == -1:  # magic 0 has no timestamp; -1 is "none" in magic 1
+        return LegacyRecord(offset, None, None, key, value)
+    return LegacyRecord(offset, timestamp, 1 if attributes & _LEGACY_LOG_APPEND_TIME else 0, key, value)
+
+
+def _legacy_bytes(buf: memoryview, pos: int, end: int) -> tuple[bytes | None, int]:
+    """A message's key or value at ``pos`` and the position after it; ``ValueError`` when it does not fit."""
+    if pos + 4 > end:
+        raise ValueError("message too short for its key and value sizes")
+    size = int(_I32.unpack_from(buf, pos)[0])
+    pos += 4
+    if size == -1:
+        return None, pos
+    if size < 0 or pos + size > end:
+        raise ValueError(f"key or value of {size} bytes in a message with {end - pos} left")
+    return bytes(buf[pos : pos + size]), pos + size
+
+
+def _read_legacy(buf: memoryview, pos: int, magic: int) -> tuple[int, int, int | None, bytes | None, bytes | None, int]:
+    """(offset, attributes, timestamp, key, value, end) of the message at ``pos``; ``ValueError`` if malformed."""
+    header = _LEGACY_V1 if magic == 1 else _LEGACY_V0
+    if pos + header.size > len(buf):
+        raise ValueError("message shorter than its header")
+    fields = header.unpack_from(buf, pos)
+    offset, length, _, message_magic, attributes = fields[:5]
+    end = pos + _LOG_OVERHEAD + length
+    if message_magic != magic:
+        raise ValueError(f"message of magic {message_magic} inside a message set of magic {magic}")
+    if length < header.size - _LOG_OVERHEAD or end > len(buf):
+        raise ValueError(f"message length {length} does not fit in {len(buf) - pos - _LOG_OVERHEAD} bytes")
+    key, at = _legacy_bytes(buf, pos + header.size, end)
+    value, at = _legacy_bytes(buf, at, end)
+    if at != end:
+        raise ValueError(f"message length {length} disagrees with its key and value sizes")
+    return offset, attributes, fields[5] if magic == 1 else None, key, value, end
+
+
+def _legacy_records(buffer: memoryview, magic: int) -> list[LegacyRecord]:
+    """The records of one magic 0/1 message: itself, or the messages its compressed value holds.
+
+    Read here rather than by aiokafka: its C reader follows the sizes inside a decompressed value without bounds
+    checks, so a CRC-valid message with a negative inner length crashes the interpreter or loops forever.
+    Raises ``ValueError`` (or a codec's own error) for a malformed message.
+    """
+    offset, attributes, timestamp, key, value, _ = _read_legacy(buffer, 0, magic)
+    codec = attributes & _LEGACY_CODEC_MASK
+    if not codec:
+        return [_legacy_record(offset, attributes, timestamp, key, value)]
+    decompress = _LEGACY_CODECS.get(codec)
+    if decompress is None or (magic == 0 and codec == _LEGACY_LZ4):  # zstd needs magic 2; LZ4 magic 1
+        raise ValueError(f"compression codec {codec} is not valid for magic {magic}")
+    if value is None:
+        raise ValueError("compressed message without a value")
+    inner = memoryview(decompress(value))
+    messages = []
+    pos = 0
+    while pos < len(inner):
+        message = _read_legacy(inner, pos, magic)
+        if message[1] & _LEGACY_CODEC_MASK:
+            raise ValueError("compressed message inside a compressed message")
+        messages.append(message)
+        pos = message[5]
+    if not messages:
+        raise ValueError("compressed message with no message inside")
+    # A magic 1 wrapper carries the offset of its last inner message, whose offsets are relative (0, 1, ...).
+    base = max(offset - messages[-1][0], 0) if magic == 1 else 0
+    log_append_time = attributes & _LEGACY_LOG_APPEND_TIME
+    return [
+        _legacy_record(inner_offset + base, attributes, timestamp, inner_key, inner_value)
+        if log_append_time
+        else _legacy_record(inner_offset + base, inner_attributes, inner_timestamp, inner_key, inner_value)
+        for inner_offset, inner_attributes, inner_timestamp, inner_key, inner_value, _ in messages
+    ]
 
 
 def iter_batches(records: memoryview) -> Iterator[RecordBatchView]:
@@ -145,7 +251,9 @@ def iter_batches(records: memoryview) -> Iterator[RecordBatchView]:
             return
         buffer = records[pos:batch_end]
         magic = records[pos + _MAGIC_AT]
-        if magic >= 2:
+        if magic > 2:
+            raise BatchError(base_offset, f"unknown record batch magic {magic}")
+        if magic == 2:
             if len(buffer) < _V2_HEADER_SIZE:
                 raise BatchError(base_offset, "batch shorter than its header")
             attributes = _I16.unpack_from(buffer, _V2_ATTRIBUTES_AT)[0]
