@@ -134,13 +134,15 @@ class ConsumerNetworkThread:
             if result.unsent_requests:
                 self._delegate.add_all(result.unsent_requests, now)
             wait = min(wait, result.time_until_next_poll_ms)
+        # After the managers: one that ends its own work at the event's deadline (the commit manager's timeout
+        # names the commit, its attempts and its last error) is heard before this generic one.
+        self._processor.reap(now)
         deadline = self._processor.next_deadline_ms()
         if deadline is not None:
             wait = min(wait, deadline - now)
         if self._app_events:
             wait = 0
         await self._delegate.poll(max(wait, 0), now)
-        self._processor.reap(self._clock.now_ms())
 
     async def _close(self, event: CloseEvent) -> None:
         """Runs each manager's close work (only that) until it is done or the close deadline passes."""

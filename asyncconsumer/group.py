@@ -26,7 +26,7 @@ from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
 from asyncconsumer.logs import get_logger
-from asyncconsumer.managers.base import RequestManager
+from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, RequestManager
 from asyncconsumer.managers.commit import CommitManager
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.heartbeat_classic import ClassicHeartbeatManager, HeartbeatSettings
@@ -87,6 +87,11 @@ class ConsumerGroup:
         )
         self.has_listener = False
         self._pattern: re.Pattern[str] | None = None
+        self._assignment_snapshot: dict[str, int] | None = None
+        """Partitions per subscribed topic when this member last assigned as leader (Java's assignmentSnapshot):
+        metadata that disagrees (a topic created, deleted or grown since) makes the leader rejoin, so the group
+        assigns what exists now."""
+        self.unknown_topics_watch = _UnknownTopicsWatch(metadata, subscriptions, config.retry_backoff_max_ms)
         metadata.add_listener(self._on_metadata)
 
     def _classic_protocol(
@@ -170,6 +175,7 @@ class ConsumerGroup:
             self._metadata.request_update()
 
     def _on_metadata(self, cluster: Cluster, named: frozenset[str]) -> None:
+        self._check_assignment_snapshot(cluster)
         pattern = self._pattern
         if pattern is None:
             return
@@ -181,10 +187,27 @@ class ConsumerGroup:
             if matched:
                 self.membership.subscribe()
 
+    def _check_assignment_snapshot(self, cluster: Cluster) -> None:
+        """The leader rejoins when its subscribed topics' partitions differ from what it assigned."""
+        snapshot = self._assignment_snapshot
+        membership = self.membership
+        if snapshot is None or not isinstance(membership, ClassicMembershipManager) or not membership.in_group:
+            return
+        if membership.leader_id != membership.member_id:
+            self._assignment_snapshot = None  # another member assigns now
+            return
+        current = {t: len(cluster.topics[t].partitions) if t in cluster.topics else 0 for t in snapshot}
+        if current != snapshot:
+            changed = sorted(t for t in snapshot if current[t] != snapshot[t])
+            log.info("group.partitions_changed", group=self.group_id, topics=changed)
+            self._assignment_snapshot = None
+            membership.request_rejoin(f"the partitions of subscribed topics changed since the assignment: {changed}")
+
     @property
     def managers(self) -> Sequence[RequestManager]:
-        """In loop order: find the coordinator, commit (before a LeaveGroup on close), join, heartbeat."""
-        return (self.coordinator, self.commit, self.membership, self.heartbeat)
+        """In loop order: look again for missing subscribed topics, find the coordinator, commit (before a
+        LeaveGroup on close), join, heartbeat."""
+        return (self.unknown_topics_watch, self.coordinator, self.commit, self.membership, self.heartbeat)
 
     def address(self, node_id: int) -> tuple[str, int] | None:
         return self.coordinator.address(node_id)
@@ -223,6 +246,7 @@ class ConsumerGroup:
         if missing:
             log.info("group.leader_missing_metadata", topics=sorted(missing))
             self._metadata.set_topics(self._subs.topics() | wanted)
+        self._assignment_snapshot = {t: partitions_per_topic.get(t, 0) for t in wanted}
         result = perform_assignment(assignor, partitions_per_topic, group_members, self.protocol)
         log.info("group.assigned_as_leader", group=self.group_id, members=len(group_members), protocol=protocol)
         return {member_id: assignment.encode() for member_id, assignment in result.to_assignments().items()}
@@ -248,3 +272,34 @@ class ConsumerGroup:
                 return done
         ask()
         return done
+
+
+class _UnknownTopicsWatch:
+    """Asks for metadata every ``interval_ms`` while a subscribed topic is unknown to the cluster (not created yet,
+    or gone with a restarted broker), instead of waiting for the next periodic refresh (``metadata_max_age_ms``):
+    the leader's assignment snapshot then sees the topic appear and the group assigns it."""
+
+    def __init__(self, metadata: MetadataManager, subscriptions: SubscriptionState, interval_ms: int) -> None:
+        self._metadata = metadata
+        self._subs = subscriptions
+        self._interval_ms = max(interval_ms, 1)
+        self._next_ms: int | None = None
+
+    def poll(self, now_ms: int) -> PollResult:
+        missing = (self._subs.subscription or frozenset()) & self._metadata.cluster.unknown_topics
+        if not missing:
+            self._next_ms = None
+            return PollResult(MAX_POLL_WAIT_MS)
+        if self._next_ms is None:
+            self._next_ms = now_ms + self._interval_ms
+        elif now_ms >= self._next_ms:
+            self._next_ms = now_ms + self._interval_ms
+            log.debug("group.unknown_topics_lookup", topics=sorted(missing))
+            self._metadata.request_update()
+        return PollResult(self._next_ms - now_ms)
+
+    def poll_on_close(self, now_ms: int) -> PollResult:
+        return PollResult()
+
+    def maximum_time_to_wait(self, now_ms: int) -> int:
+        return MAX_POLL_WAIT_MS

@@ -62,6 +62,8 @@ class _Job:
     on_done: Callable[[Any], None]
     on_error: Callable[[KafkaError], None]
     attempts: int = 0
+    sent: int = 0
+    last_error: KafkaError | None = None
     retry_at_ms: int = 0
     in_flight: bool = False
     done: bool = False
@@ -196,10 +198,13 @@ class CommitManager:
             wait = min(wait, max(0, self._next_auto_commit_ms - now_ms))
         coordinator = self._coordinator.coordinator
         for job in self._jobs:
-            if job.done or job.in_flight:
+            if job.done:
                 continue
-            if now_ms >= job.deadline_ms:
-                job.fail(KafkaTimeoutError(f"offset {job.kind} for {len(job.partitions)} partitions timed out"))
+            if now_ms >= job.deadline_ms:  # in flight too: its late answer finds the job done and is dropped
+                job.fail(self._timed_out(job))
+                continue
+            if job.in_flight:
+                wait = min(wait, job.deadline_ms - now_ms)
                 continue
             if now_ms < job.retry_at_ms:
                 wait = min(wait, job.retry_at_ms - now_ms)
@@ -208,6 +213,7 @@ class CommitManager:
             if coordinator is None:
                 continue  # the coordinator manager is looking for it
             job.in_flight = True
+            job.sent += 1
             requests.append(UnsentRequest(self._request(job), coordinator.node_id, self._callback(job)))
         self._jobs = [job for job in self._jobs if not job.done]
         return PollResult(wait, tuple(requests))
@@ -323,7 +329,21 @@ class CommitManager:
         log.debug("commit.completed", partitions=len(job.partitions))
         job.finish(None)
 
+    def _timed_out(self, job: _Job) -> KafkaTimeoutError:
+        """The error of a job past its deadline: what it was, how often it was sent, and why it did not succeed."""
+        what = f"offset {job.kind} for {len(job.partitions)} partitions of group {self._coordinator.group_id!r}"
+        if job.sent == 0:
+            why = "the group coordinator was not found" if self._coordinator.coordinator is None else "never sent"
+            return KafkaTimeoutError(f"{what} timed out before it was sent ({why})")
+        detail = f"{job.sent} attempt(s)"
+        if job.in_flight:
+            detail += ", the last one unanswered"
+        if job.last_error is not None:
+            detail += f"; last error: {job.last_error}"
+        return KafkaTimeoutError(f"{what} timed out after {detail}")
+
     def _retry(self, job: _Job, now_ms: int, error: KafkaError) -> None:
+        job.last_error = error
         job.attempts += 1
         job.retry_at_ms = now_ms + self._backoff.backoff_ms(job.attempts)
         log.info("commit.retry", kind=job.kind, error=str(error), attempts=job.attempts)

@@ -309,6 +309,8 @@ class ClassicMembershipManager:
             )
             return
         self._request.on_successful_attempt(now_ms)
+        if self._assignment_ignored(result.assignment):
+            return
         try:
             assignment = Assignment.decode(result.assignment)
         except KafkaError as exc:
@@ -353,6 +355,25 @@ class ClassicMembershipManager:
         log.info("membership.left", group=self._settings.group_id)
 
     # --- helpers -----------------------------------------------------------------------------------------------
+    def _assignment_ignored(self, received: bytes) -> bool:
+        """The leader got back an assignment other than the one it just sent for itself: the coordinator kept its
+        last generation's assignments instead of rebalancing (Tansu 0.6 answers a rejoin whose subscription did
+        not change that way, even from the leader, where Kafka always rebalances). Then the member leaves and joins
+        again, which makes any coordinator start a new generation, instead of keeping an assignment made for
+        metadata that has since changed (a topic created, deleted or grown)."""
+        sent = self._pending_assignments.get(self.member_id)
+        if sent is None or sent == received or self._settings.group_instance_id is not None:
+            return False
+        log.warning(
+            "membership.assignment_ignored",
+            group=self._settings.group_id,
+            generation=self.generation_id,
+            reason="the coordinator answered with an older assignment than the leader sent: leaving to rejoin",
+        )
+        self.leave()
+        self.subscribed = True  # joins again once the LeaveGroup is answered (LEAVING -> UNJOINED)
+        return True
+
     def _prepare_join(self) -> None:
         if self.cooperative:
             self._move(MemberState.JOINING)  # keep the partitions: the new assignment says which to give up
