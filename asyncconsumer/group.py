@@ -26,7 +26,7 @@ from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
 from asyncconsumer.logs import get_logger
-from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, RequestManager
+from asyncconsumer.managers.base import RequestManager
 from asyncconsumer.managers.commit import CommitManager
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.heartbeat_classic import ClassicHeartbeatManager, HeartbeatSettings
@@ -91,7 +91,6 @@ class ConsumerGroup:
         """Partitions per subscribed topic when this member last assigned as leader (Java's assignmentSnapshot):
         metadata that disagrees (a topic created, deleted or grown since) makes the leader rejoin, so the group
         assigns what exists now."""
-        self.unknown_topics_watch = _UnknownTopicsWatch(metadata, subscriptions, config.retry_backoff_max_ms)
         metadata.add_listener(self._on_metadata)
 
     def _classic_protocol(
@@ -205,9 +204,8 @@ class ConsumerGroup:
 
     @property
     def managers(self) -> Sequence[RequestManager]:
-        """In loop order: look again for missing subscribed topics, find the coordinator, commit (before a
-        LeaveGroup on close), join, heartbeat."""
-        return (self.unknown_topics_watch, self.coordinator, self.commit, self.membership, self.heartbeat)
+        """In loop order: find the coordinator, commit (before a LeaveGroup on close), join, heartbeat."""
+        return (self.coordinator, self.commit, self.membership, self.heartbeat)
 
     def address(self, node_id: int) -> tuple[str, int] | None:
         return self.coordinator.address(node_id)
@@ -272,34 +270,3 @@ class ConsumerGroup:
                 return done
         ask()
         return done
-
-
-class _UnknownTopicsWatch:
-    """Asks for metadata every ``interval_ms`` while a subscribed topic is unknown to the cluster (not created yet,
-    or gone with a restarted broker), instead of waiting for the next periodic refresh (``metadata_max_age_ms``):
-    the leader's assignment snapshot then sees the topic appear and the group assigns it."""
-
-    def __init__(self, metadata: MetadataManager, subscriptions: SubscriptionState, interval_ms: int) -> None:
-        self._metadata = metadata
-        self._subs = subscriptions
-        self._interval_ms = max(interval_ms, 1)
-        self._next_ms: int | None = None
-
-    def poll(self, now_ms: int) -> PollResult:
-        missing = (self._subs.subscription or frozenset()) & self._metadata.cluster.unknown_topics
-        if not missing:
-            self._next_ms = None
-            return PollResult(MAX_POLL_WAIT_MS)
-        if self._next_ms is None:
-            self._next_ms = now_ms + self._interval_ms
-        elif now_ms >= self._next_ms:
-            self._next_ms = now_ms + self._interval_ms
-            log.debug("group.unknown_topics_lookup", topics=sorted(missing))
-            self._metadata.request_update()
-        return PollResult(self._next_ms - now_ms)
-
-    def poll_on_close(self, now_ms: int) -> PollResult:
-        return PollResult()
-
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return MAX_POLL_WAIT_MS

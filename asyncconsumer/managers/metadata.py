@@ -46,6 +46,9 @@ class MetadataManager:
             self.bootstrap[-(i + 1)] = (host.strip("[]"), int(port))
         self.cluster = Cluster()
         self._max_age_ms = metadata_max_age_ms
+        self._unknown_topic_age_ms = min(metadata_max_age_ms, backoff.maximum_ms)
+        """While a topic of interest is unknown (not created yet, or gone with a restarted broker), metadata is
+        refreshed this often rather than every ``metadata_max_age_ms``, as Java's consumer keeps asking."""
         self._state = RequestState(backoff)
         self._last_refresh_ms: int | None = None
         self._update_requested = True
@@ -93,14 +96,9 @@ class MetadataManager:
 
     # --- the manager contract -------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> PollResult:
-        due = (
-            self._update_requested
-            or self._last_refresh_ms is None
-            or (now_ms - self._last_refresh_ms >= self._max_age_ms)
-        )
+        due = self._update_requested or self._last_refresh_ms is None or now_ms >= self._refresh_due_ms()
         if not due:
-            assert self._last_refresh_ms is not None
-            return PollResult(self._last_refresh_ms + self._max_age_ms - now_ms)
+            return PollResult(self._refresh_due_ms() - now_ms)
         if not self._state.can_send_request(now_ms):
             wait = self._state.remaining_backoff_ms(now_ms)
             return PollResult(wait if wait > 0 else self._max_age_ms)
@@ -123,7 +121,12 @@ class MetadataManager:
     def maximum_time_to_wait(self, now_ms: int) -> int:
         if self._update_requested or self._last_refresh_ms is None:
             return self._state.remaining_backoff_ms(now_ms)
-        return max(0, self._last_refresh_ms + self._max_age_ms - now_ms)
+        return max(0, self._refresh_due_ms() - now_ms)
+
+    def _refresh_due_ms(self) -> int:
+        assert self._last_refresh_ms is not None
+        missing = self._interest & self.cluster.unknown_topics
+        return self._last_refresh_ms + (self._unknown_topic_age_ms if missing else self._max_age_ms)
 
     # --- responses -----------------------------------------------------------------------------------------
     def _on_response(self, result: object, now_ms: int, all_topics: bool) -> None:

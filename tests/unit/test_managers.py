@@ -134,6 +134,19 @@ def test_metadata_records_unknown_topics_and_answers_waiters() -> None:
     assert len(answers) == 1 and "missing" not in answers[0].topics  # type: ignore[attr-defined]
 
 
+def test_metadata_asks_again_at_the_backoff_maximum_while_a_wanted_topic_is_unknown() -> None:
+    manager = MetadataManager(["h:1"], metadata_max_age_ms=60_000, backoff=no_jitter(100))  # maximum 1,000 ms
+    manager.set_topics(["missing"])
+    only(manager.poll(0).unsent_requests).on_response(metadata_response("missing", error_code=3), 10)
+    assert manager.poll(500).unsent_requests == ()
+    assert manager.poll(500).time_until_next_poll_ms == 510
+    assert manager.maximum_time_to_wait(500) == 510
+    only(manager.poll(1_010).unsent_requests).on_response(metadata_response("missing"), 1_020)
+    assert "missing" not in manager.cluster.unknown_topics
+    assert manager.poll(2_100).unsent_requests == ()  # known now: back to metadata_max_age_ms
+    assert manager.poll(2_100).time_until_next_poll_ms == 58_920
+
+
 # --- offsets ---------------------------------------------------------------------------------------------------
 
 
