@@ -183,8 +183,18 @@ def _legacy_bytes(buf: memoryview, pos: int, end: int) -> tuple[bytes | None, in
     return bytes(buf[pos : pos + size]), pos + size
 
 
-def _read_legacy(buf: memoryview, pos: int, magic: int) -> tuple[int, int, int | None, bytes | None, bytes | None, int]:
-    """(offset, attributes, timestamp, key, value, end) of the message at ``pos``; ``ValueError`` if malformed."""
+class _LegacyMessage(NamedTuple):
+    offset: int
+    attributes: int
+    timestamp: int | None
+    key: bytes | None
+    value: bytes | None
+    end: int
+    """Where the next message starts."""
+
+
+def _read_legacy(buf: memoryview, pos: int, magic: int) -> _LegacyMessage:
+    """The message at ``pos``; ``ValueError`` if malformed."""
     header = _LEGACY_V1 if magic == 1 else _LEGACY_V0
     if pos + header.size > len(buf):
         raise ValueError("message shorter than its header")
@@ -199,7 +209,7 @@ def _read_legacy(buf: memoryview, pos: int, magic: int) -> tuple[int, int, int |
     value, at = _legacy_bytes(buf, at, end)
     if at != end:
         raise ValueError(f"message length {length} disagrees with its key and value sizes")
-    return offset, attributes, fields[5] if magic == 1 else None, key, value, end
+    return _LegacyMessage(offset, attributes, fields[5] if magic == 1 else None, key, value, end)
 
 
 def _legacy_records(buffer: memoryview, magic: int) -> list[LegacyRecord]:
@@ -209,34 +219,33 @@ def _legacy_records(buffer: memoryview, magic: int) -> list[LegacyRecord]:
     checks, so a CRC-valid message with a negative inner length crashes the interpreter or loops forever.
     Raises ``ValueError`` (or a codec's own error) for a malformed message.
     """
-    offset, attributes, timestamp, key, value, _ = _read_legacy(buffer, 0, magic)
-    codec = attributes & _LEGACY_CODEC_MASK
+    wrapper = _read_legacy(buffer, 0, magic)
+    codec = wrapper.attributes & _LEGACY_CODEC_MASK
     if not codec:
-        return [_legacy_record(offset, attributes, timestamp, key, value)]
+        return [_legacy_record(*wrapper[:5])]
     decompress = _LEGACY_CODECS.get(codec)
     if decompress is None or (magic == 0 and codec == _LEGACY_LZ4):  # zstd needs magic 2; LZ4 magic 1
         raise ValueError(f"compression codec {codec} is not valid for magic {magic}")
-    if value is None:
+    if wrapper.value is None:
         raise ValueError("compressed message without a value")
-    inner = memoryview(decompress(value))
-    messages = []
+    inner = memoryview(decompress(wrapper.value))
+    messages: list[_LegacyMessage] = []
     pos = 0
     while pos < len(inner):
         message = _read_legacy(inner, pos, magic)
-        if message[1] & _LEGACY_CODEC_MASK:
+        if message.attributes & _LEGACY_CODEC_MASK:
             raise ValueError("compressed message inside a compressed message")
         messages.append(message)
-        pos = message[5]
+        pos = message.end
     if not messages:
         raise ValueError("compressed message with no message inside")
     # A magic 1 wrapper carries the offset of its last inner message, whose offsets are relative (0, 1, ...).
-    base = max(offset - messages[-1][0], 0) if magic == 1 else 0
-    log_append_time = attributes & _LEGACY_LOG_APPEND_TIME
+    base = max(wrapper.offset - messages[-1].offset, 0) if magic == 1 else 0
+    # With log-append time the wrapper's timestamp (and type) stands for every inner message.
+    stamp = wrapper if wrapper.attributes & _LEGACY_LOG_APPEND_TIME else None
     return [
-        _legacy_record(inner_offset + base, attributes, timestamp, inner_key, inner_value)
-        if log_append_time
-        else _legacy_record(inner_offset + base, inner_attributes, inner_timestamp, inner_key, inner_value)
-        for inner_offset, inner_attributes, inner_timestamp, inner_key, inner_value, _ in messages
+        _legacy_record(m.offset + base, (stamp or m).attributes, (stamp or m).timestamp, m.key, m.value)
+        for m in messages
     ]
 
 
