@@ -83,6 +83,8 @@ class FetchBuffer:
 
     def error_pending(self, tp: TopicPartition, epoch: int) -> bool:
         """Background side: a failed fetch of ``tp`` at ``epoch`` waits for the caller (do not fetch ``tp``)."""
+        if not self._errors:  # the usual case, asked per partition per fetch round: no lock
+            return False
         with self._lock:
             return self._errors.get(tp) == epoch
 

@@ -257,6 +257,8 @@ class FetchManager:
         error = for_code(code, f"fetch of {tp} at offset {s.fetch_offset}")
         previous = self._partition_retry.get(tp)
         failures = previous[1] + 1 if previous is not None and previous[0] == s.epoch else 1
+        # entries of partitions sought or unassigned since are of no use: drop them here, off the hot path
+        self._partition_retry = {p: r for p, r in self._partition_retry.items() if self._subs.epoch(p) == r[0]}
         self._partition_retry[tp] = (s.epoch, failures, now_ms + self._backoff.backoff_ms(failures))
         if code == _OFFSET_OUT_OF_RANGE:
             strategy = self._config.auto_offset_reset
