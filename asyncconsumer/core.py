@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from asyncconsumer.background import ConsumerNetworkThread
 from asyncconsumer.clock import Clock, SystemClock
@@ -42,7 +42,6 @@ from asyncconsumer.events.processor import ApplicationEventProcessor
 from asyncconsumer.events.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer.fetch_buffer import FetchBuffer
 from asyncconsumer.fetch_collector import FetchCollector
-from asyncconsumer.group import ConsumerGroup
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.fetch import FetchManager
@@ -52,7 +51,6 @@ from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, RateMeter
 from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.network.security import ConnectionSecurity
-from asyncconsumer.plugins.loader import load_plugins
 from asyncconsumer.protocol.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from asyncconsumer.records import (
     ConsumerRecords,
@@ -64,6 +62,11 @@ from asyncconsumer.records import (
 )
 from asyncconsumer.signal import CallerSignal
 from asyncconsumer.subscription import SubscriptionState
+
+if TYPE_CHECKING:
+    from asyncconsumer.group import ConsumerGroup
+    from asyncconsumer.metrics import PluginMetricsStore
+    from asyncconsumer.plugins.guard import GuardedManager
 
 log = get_logger("asyncconsumer.consumer")
 
@@ -134,8 +137,11 @@ class ConsumerCore:
         self.fetch = FetchManager(
             config, self.subscriptions, self.metadata, self.buffer, retry, self.background_events.put
         )
-        self.group = (
-            ConsumerGroup(
+        self.group: ConsumerGroup | None = None
+        if config.group_id is not None:
+            from asyncconsumer.group import ConsumerGroup  # late: a consumer without a group never loads its stack
+
+            self.group = ConsumerGroup(
                 config,
                 self.clock,
                 self.subscriptions,
@@ -144,9 +150,6 @@ class ConsumerCore:
                 self.background_events.put,
                 api_supported=lambda key: self.delegate.supports_api(key),
             )
-            if config.group_id is not None
-            else None
-        )
         self.delegate = NetworkClientDelegate(
             self.clock,
             _Nodes(self.metadata, self.group),
@@ -171,7 +174,13 @@ class ConsumerCore:
             fatal_error=lambda: self.delegate.fatal_error,
             group=self.group,
         )
-        self.plugins = load_plugins(config, self.clock, self.metadata, self.subscriptions, self.background_events.put)
+        self.plugins: dict[str, tuple[GuardedManager, PluginMetricsStore]] = {}
+        if config.plugins:
+            from asyncconsumer.plugins.loader import load_plugins  # late: only consumers with plugins load them
+
+            self.plugins = load_plugins(
+                config, self.clock, self.metadata, self.subscriptions, self.background_events.put
+            )
         self.thread = ConsumerNetworkThread(
             self.clock,
             self.app_events,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 from asyncconsumer.assignors import (
     GroupMember,
@@ -30,9 +31,7 @@ from asyncconsumer.managers.base import RequestManager
 from asyncconsumer.managers.commit import CommitManager
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.heartbeat_classic import ClassicHeartbeatManager, HeartbeatSettings
-from asyncconsumer.managers.heartbeat_consumer import ConsumerHeartbeatManager, ConsumerHeartbeatSettings
 from asyncconsumer.managers.membership_classic import ClassicMembershipManager, GroupSettings
-from asyncconsumer.managers.membership_consumer import ConsumerGroupSettings, ConsumerMembershipManager
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.protocol.base import ApiKey
@@ -40,6 +39,10 @@ from asyncconsumer.protocol.consumer_protocol import Subscription
 from asyncconsumer.protocol.group import JoinGroupMember, JoinGroupProtocol
 from asyncconsumer.records import TopicPartition
 from asyncconsumer.subscription import SubscriptionState
+
+if TYPE_CHECKING:
+    from asyncconsumer.managers.heartbeat_consumer import ConsumerHeartbeatManager
+    from asyncconsumer.managers.membership_consumer import ConsumerMembershipManager
 
 log = get_logger("asyncconsumer.group")
 
@@ -129,6 +132,10 @@ class ConsumerGroup:
     def _consumer_protocol(
         self, backoff: ExponentialBackoff, emit_error: Callable[[ErrorEvent], None]
     ) -> tuple[ConsumerMembershipManager, ConsumerHeartbeatManager]:
+        # Late: the KIP-848 managers load only for group_protocol="consumer".
+        from asyncconsumer.managers.heartbeat_consumer import ConsumerHeartbeatManager, ConsumerHeartbeatSettings
+        from asyncconsumer.managers.membership_consumer import ConsumerGroupSettings, ConsumerMembershipManager
+
         config = self._config
         self.protocol = RebalanceProtocol.COOPERATIVE  # only what moves is revoked
         membership = ConsumerMembershipManager(
@@ -161,10 +168,10 @@ class ConsumerGroup:
     def subscribed(self, on_ok: Callable[[None], None], on_error: Callable[[KafkaError], None]) -> None:
         """What ``subscribe`` waits for: nothing on the classic protocol; on the consumer protocol, brokers seen to
         offer ConsumerGroupHeartbeat (``on_error`` names the API and suggests the classic protocol otherwise)."""
-        if isinstance(self.heartbeat, ConsumerHeartbeatManager):
-            self.heartbeat.check_support(on_ok, on_error)
-        else:
+        if isinstance(self.heartbeat, ClassicHeartbeatManager):
             on_ok(None)
+        else:
+            self.heartbeat.check_support(on_ok, on_error)
 
     def set_pattern(self, pattern: re.Pattern[str] | None) -> None:
         """Subscribe to every topic whose whole name matches ``pattern`` (None: explicit topics)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from asyncconsumer.cluster import Cluster
 from asyncconsumer.errors import ClientClosedError, IllegalStateError, KafkaError, KafkaTimeoutError
@@ -22,12 +23,14 @@ from asyncconsumer.events.application import (
     UnsubscribeEvent,
     UpdatePositionsEvent,
 )
-from asyncconsumer.group import ConsumerGroup
 from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.records import OffsetAndMetadata, PartitionInfo
 from asyncconsumer.subscription import SubscriptionState
+
+if TYPE_CHECKING:
+    from asyncconsumer.group import ConsumerGroup
 
 log = get_logger("asyncconsumer.events")
 

@@ -26,7 +26,6 @@ from asyncconsumer.errors import (
 )
 from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import UnsentRequest
-from asyncconsumer.network.sasl import mechanism_for
 from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.base import (
@@ -35,12 +34,6 @@ from asyncconsumer.protocol.base import (
     decode_response,
     encode_request,
     peek_correlation_id,
-)
-from asyncconsumer.protocol.sasl import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
 )
 
 log = get_logger("asyncconsumer.network")
@@ -162,6 +155,15 @@ class BrokerConnection:
         return decode_response(payload, type(request), version)
 
     async def _authenticate(self, stream: anyio.abc.ByteStream) -> None:
+        # Late: only SASL connections need these (a consumer without SASL never loads them).
+        from asyncconsumer.network.sasl import mechanism_for
+        from asyncconsumer.protocol.sasl import (
+            SaslAuthenticateRequest,
+            SaslAuthenticateResponse,
+            SaslHandshakeRequest,
+            SaslHandshakeResponse,
+        )
+
         credentials = self._security.sasl
         assert credentials is not None
         where = f"node {self.node_id} at {self.host}:{self.port}"

@@ -13,24 +13,14 @@ import hmac
 import secrets
 from typing import Protocol
 
-import attrs
-
 from asyncconsumer.errors import AuthenticationError
+from asyncconsumer.network.security import SaslCredentials
 
 __all__ = ["MECHANISMS", "PlainMechanism", "SaslCredentials", "SaslMechanism", "ScramMechanism", "mechanism_for"]
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 _MIN_ITERATIONS = 4096  # what Kafka's own client demands of a SCRAM server (RFC 7677 recommends it too)
-
-
-@attrs.define(frozen=True, slots=True)
-class SaslCredentials:
-    """Who to authenticate as; the password never appears in a repr."""
-
-    mechanism: str
-    username: str
-    password: str = attrs.field(repr=lambda _: "'***'")
 
 
 class SaslMechanism(Protocol):

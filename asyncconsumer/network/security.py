@@ -12,9 +12,17 @@ import attrs
 
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import ConfigError
-from asyncconsumer.network.sasl import SaslCredentials
 
 __all__ = ["ConnectionSecurity"]
+
+
+@attrs.define(frozen=True, slots=True)
+class SaslCredentials:
+    """Who to authenticate as; the password never appears in a repr."""
+
+    mechanism: str
+    username: str
+    password: str = attrs.field(repr=lambda _: "'***'")
 
 
 @attrs.define(frozen=True, slots=True)

@@ -9,8 +9,8 @@ import pytest
 import trustme
 
 from asyncconsumer import AuthenticationError, ConfigError, ConsumerConfig
-from asyncconsumer.network.sasl import PlainMechanism, SaslCredentials, ScramMechanism, mechanism_for
-from asyncconsumer.network.security import ConnectionSecurity
+from asyncconsumer.network.sasl import PlainMechanism, ScramMechanism, mechanism_for
+from asyncconsumer.network.security import ConnectionSecurity, SaslCredentials
 from asyncconsumer.protocol.base import decode_request_frame, decode_response, encode_request, encode_response
 from asyncconsumer.protocol.sasl import (
     SaslAuthenticateRequest,

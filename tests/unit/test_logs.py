@@ -1,0 +1,102 @@
+"""Logs go through the application's structlog configuration or the stdlib logger of the same name, and a consumer
+that logs nothing does not load what it does not use (structlog, the group stack, SASL, plugins)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+
+import pytest
+import structlog
+from structlog.testing import capture_logs
+
+from asyncconsumer.logs import get_logger
+
+
+def test_stdlib_fallback_renders_key_value_at_enabled_levels(caplog: pytest.LogCaptureFixture) -> None:
+    log = get_logger("asyncconsumer.test_fallback")
+    caplog.set_level(logging.INFO, logger="asyncconsumer.test_fallback")
+    log.debug("test.hidden", n=1)
+    log.info("test.shown", partition="t-0", offset=5)
+    messages = [r.getMessage() for r in caplog.records if r.name == "asyncconsumer.test_fallback"]
+    assert messages == ["event='test.shown' offset=5 partition='t-0'"]
+
+
+def test_level_raised_after_first_use_is_respected(caplog: pytest.LogCaptureFixture) -> None:
+    log = get_logger("asyncconsumer.test_levels")
+    caplog.set_level(logging.DEBUG, logger="asyncconsumer.test_levels")
+    log.debug("test.first")
+    caplog.set_level(logging.WARNING, logger="asyncconsumer.test_levels")
+    log.info("test.quiet")
+    log.warning("test.loud")
+    messages = [r.getMessage() for r in caplog.records if r.name == "asyncconsumer.test_levels"]
+    assert messages == ["event='test.first'", "event='test.loud'"]
+
+
+def test_bound_fields_reach_every_event(caplog: pytest.LogCaptureFixture) -> None:
+    log = get_logger("asyncconsumer.test_bound").bind(plugin="lag")
+    caplog.set_level(logging.ERROR, logger="asyncconsumer.test_bound")
+    log.error("test.failed", reason="x")
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncconsumer.test_bound"] == [
+        "event='test.failed' plugin='lag' reason='x'"
+    ]
+
+
+def test_application_structlog_configuration_is_used() -> None:
+    log = get_logger("asyncconsumer.test_structlog")
+    with capture_logs() as captured:
+        assert structlog.is_configured()
+        log.debug("test.debug_event", offset=3)
+    assert captured == [{"event": "test.debug_event", "offset": 3, "log_level": "debug"}]
+
+
+_PROBE = """
+import json, sys
+import asyncconsumer
+consumer = asyncconsumer.Consumer("127.0.0.1:1")  # no group, no SASL, no plugins; never started
+loaded = sorted(m for m in ("structlog", "asyncconsumer.group", "asyncconsumer.managers.membership_classic",
+    "asyncconsumer.managers.membership_consumer", "asyncconsumer.network.sasl", "asyncconsumer.plugins.loader")
+    if m in sys.modules)
+consumer.close()
+grouped = asyncconsumer.Consumer("127.0.0.1:1", group_id="g")
+print(json.dumps({"plain": loaded, "group": "asyncconsumer.group" in sys.modules,
+    "kip848": "asyncconsumer.managers.membership_consumer" in sys.modules}))
+grouped.close()
+"""
+
+
+def test_a_plain_consumer_loads_only_what_it_uses() -> None:
+    out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=60, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result == {"plain": [], "group": True, "kip848": False}
+
+
+_RACE = """
+import logging, sys, threading
+from asyncconsumer.logs import get_logger
+assert "structlog" not in sys.modules
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
+barrier = threading.Barrier(8)
+errors = []
+def log(i):
+    barrier.wait()
+    try:
+        get_logger(f"asyncconsumer.race{i}").info("race.event", thread=i)
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=log, args=(i,)) for i in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("errors", errors)
+"""
+
+
+def test_first_log_lines_from_many_threads_at_once() -> None:
+    """The first emitted line imports structlog; threads that log meanwhile wait for it instead of failing."""
+    for _ in range(5):
+        out = subprocess.run([sys.executable, "-c", _RACE], capture_output=True, text=True, timeout=60, check=True)
+        lines = out.stdout.strip().splitlines()
+        assert lines[-1] == "errors []"
+        assert sorted(lines[:-1]) == sorted(f"event='race.event' thread={i}" for i in range(8))
