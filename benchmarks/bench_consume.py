@@ -57,6 +57,7 @@ ALL_CLIENTS = (
     "asyncconsumer",
     "asyncconsumer-iter",
     "asyncconsumer-sync",
+    "asyncconsumer-4m",
     "aiokafka",
     "confluent",
     "confluent-tuned",
@@ -170,10 +171,17 @@ def _check_contiguous(expected_next: dict[int, int], partition: int, first: int,
     expected_next[partition] = last + 1
 
 
-async def child_asyncconsumer(bootstrap: str, topic: str, partitions: int, expect: int) -> Result:
+SMALL_BUFFER = 4 << 20
+"""``asyncconsumer-4m``'s ``fetch_buffer_bytes``: half the default, to show what the default's memory buys."""
+
+
+async def child_asyncconsumer(
+    bootstrap: str, topic: str, partitions: int, expect: int, *, fetch_buffer_bytes: int | None = None
+) -> Result:
     from asyncconsumer import AsyncConsumer, TopicPartition
 
-    consumer = AsyncConsumer(bootstrap, auto_offset_reset="earliest")
+    settings = {} if fetch_buffer_bytes is None else {"fetch_buffer_bytes": fetch_buffer_bytes}
+    consumer = AsyncConsumer(bootstrap, auto_offset_reset="earliest", **settings)
     await consumer.start()
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     await consumer.assign(tps)
@@ -194,7 +202,7 @@ async def child_asyncconsumer(bootstrap: str, topic: str, partitions: int, expec
             _check_contiguous(next_offset, tp.partition, records[0].offset, records[-1].offset, len(records))
             count += len(records)
         meter.got(count - before)
-    result = meter.result("asyncconsumer", count, value_bytes)
+    result = meter.result("asyncconsumer" if fetch_buffer_bytes is None else "asyncconsumer-4m", count, value_bytes)
     result["positions"] = {tp.partition: await consumer.position(tp) for tp in tps}
     await consumer.close()
     return result
@@ -466,6 +474,9 @@ def run_child(client: str, bootstrap: str, topic: str, partitions: int, expect: 
         "asyncconsumer": lambda: asyncio.run(child_asyncconsumer(bootstrap, topic, partitions, expect)),
         "asyncconsumer-iter": lambda: asyncio.run(child_asyncconsumer_iter(bootstrap, topic, partitions, expect)),
         "asyncconsumer-sync": lambda: child_asyncconsumer_sync(bootstrap, topic, partitions, expect),
+        "asyncconsumer-4m": lambda: asyncio.run(
+            child_asyncconsumer(bootstrap, topic, partitions, expect, fetch_buffer_bytes=SMALL_BUFFER)
+        ),
         "aiokafka": lambda: asyncio.run(child_aiokafka(bootstrap, topic, partitions, expect)),
         "confluent": lambda: child_confluent(bootstrap, topic, partitions, expect, tuned=False),
         "confluent-tuned": lambda: child_confluent(bootstrap, topic, partitions, expect, tuned=True),
@@ -943,6 +954,7 @@ _CLIENT_COLOURS = {
     "asyncconsumer": "#1d4f91",
     "asyncconsumer-iter": "#3f7fcf",
     "asyncconsumer-sync": "#86b3ea",
+    "asyncconsumer-4m": "#b9d3f2",
     "aiokafka": "#e0861b",
     "confluent": "#2b8f4e",
     "confluent-tuned": "#86cf9b",
