@@ -62,6 +62,7 @@ from tests.integration.test_groups_more import (
     merge,
     one_generation_owns_all,
     pairs,
+    settle_and_pick_victim,
     union_by_partition,
 )
 from tests.produce import ProduceHelper
@@ -545,19 +546,9 @@ async def test_a_member_killed_holding_uncommitted_records_is_taken_over_and_not
     await observer.start()
     producing: asyncio.Task[None] | None = None
     try:
-
-        def stable() -> bool:
-            for m in members:
-                m.check_alive()
-            return one_generation_owns_all(members, 6) is not None
-
-        await wait_for_async(stable, timeout=3 * JOIN_TIMEOUT_S, message=lambda: group_view(members))
-        generation = one_generation_owns_all(members, 6)
-        assert generation is not None
-        victim, survivors = members[0], members[1:]
-        victim_owns = victim.owned()
-        assert victim_owns is not None
-        victim_partitions = victim_owns[1]
+        generation, victim, survivors, victim_partitions = await settle_and_pick_victim(
+            members, 6, timeout=3 * JOIN_TIMEOUT_S
+        )
 
         async def keep_producing() -> None:  # 10 waves of 60 records (10 per partition), ~0.2 s apart
             for i in range(10):

@@ -48,7 +48,7 @@ from tests.integration.test_groups import (
     stable_pair,
 )
 from tests.produce import ProducedRecord, ProduceHelper
-from tests.waiting import wait_for, wait_for_async
+from tests.waiting import wait_for_async
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 
@@ -175,6 +175,25 @@ def one_generation_owns_all(members: list[MemberProcess], partitions: int, after
     return generation if generation > after else None
 
 
+async def settle_and_pick_victim(
+    members: list[MemberProcess], partitions: int, timeout: float
+) -> tuple[int, MemberProcess, list[MemberProcess], frozenset[int]]:
+    """Waits until one generation splits every partition among ``members`` (all alive); the first member is the one
+    to kill: (generation, victim, survivors, the victim's partitions)."""
+
+    def stable() -> bool:
+        for m in members:
+            m.check_alive()
+        return one_generation_owns_all(members, partitions) is not None
+
+    await wait_for_async(stable, timeout=timeout, message=lambda: group_view(members))
+    generation = one_generation_owns_all(members, partitions)
+    assert generation is not None
+    victim_owns = members[0].owned()
+    assert victim_owns is not None
+    return generation, members[0], members[1:], victim_owns[1]
+
+
 async def test_a_killed_member_process_is_replaced_after_its_session_and_nothing_is_skipped(
     broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper, tmp_path: Path
 ) -> None:
@@ -185,19 +204,9 @@ async def test_a_killed_member_process_is_replaced_after_its_session_and_nothing
     waves: list[dict[int, list[ProducedRecord]]] = [before]
     producing: asyncio.Task[None] | None = None
     try:
-
-        def stable() -> bool:
-            for m in members:
-                m.check_alive()
-            return one_generation_owns_all(members, 6) is not None
-
-        wait_for(stable, timeout=2 * JOIN_TIMEOUT_S, message=lambda: group_view(members))
-        generation = one_generation_owns_all(members, 6)
-        assert generation is not None
-        victim, survivors = members[0], members[1:]
-        victim_owns = victim.owned()
-        assert victim_owns is not None
-        victim_partitions = victim_owns[1]
+        generation, victim, survivors, victim_partitions = await settle_and_pick_victim(
+            members, 6, timeout=2 * JOIN_TIMEOUT_S
+        )
 
         async def keep_producing() -> None:  # 15 waves of 60 records (10 per partition), ~0.2 s apart
             for i in range(15):
