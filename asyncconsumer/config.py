@@ -172,8 +172,9 @@ class ConsumerConfig:
     """max.partition.fetch.bytes"""
     fetch_buffer_bytes: int = attrs.field(default=8_388_608, validator=_positive)
     """No Java twin: the bound on fetched bytes held for the caller plus what fetches in flight may bring (each
-    asks the broker for at most the room left, and at most half the bound). Exceeded only by a batch larger
-    than the room, which a broker returns whole so the consumer makes progress."""
+    asks the broker for at most the room left, and at most half the current limit). Exceeded only by a batch larger
+    than the room, which a broker returns whole so the consumer makes progress. The limit starts at half the bound
+    and doubles to it only when polls keep running the buffer dry while the background waits for room."""
     max_poll_records: int = attrs.field(default=500, validator=_positive)
     """max.poll.records"""
     check_crcs: bool = True

@@ -126,7 +126,7 @@ class ConsumerCore:
         self.clock: Clock = clock or SystemClock()
         self.signal = CallerSignal()
         self.subscriptions = SubscriptionState(config.auto_offset_reset)
-        self.buffer = FetchBuffer(config.fetch_buffer_bytes, self.signal)
+        self.buffer = FetchBuffer(config.fetch_buffer_bytes, self.signal, config.fetch_buffer_bytes // 2)
         self.app_events = ApplicationEventQueue()
         self.background_events = BackgroundEventQueue(self.signal)
         retry = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
@@ -493,6 +493,7 @@ class ConsumerCore:
             fetch_latency_max_ms=latency_max,
             fetch_requests_in_flight=self.fetch.nodes_in_flight,
             buffered_bytes=self.buffer.buffered_bytes,
+            fetch_buffer_limit_bytes=self.buffer.limit,
             partitions=partitions,
             rebalances=group.membership.rebalances if group is not None else 0,
             last_heartbeat_age_ms=None if last_heartbeat is None else now - last_heartbeat,

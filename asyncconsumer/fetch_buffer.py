@@ -3,7 +3,12 @@
 The background adds ``CompletedFetch``es; the caller takes them in arrival order and decodes them. The buffer
 counts what is held: a whole response's record bytes until the last of its partitions is released (their
 memoryviews keep the response alive), plus what fetches in flight may bring (their request ``max_bytes``). The
-fetch manager sends only within what is left of ``fetch_buffer_bytes``.
+fetch manager sends only within what is left of the buffer's limit.
+
+The limit starts at half of ``fetch_buffer_bytes`` and doubles, up to it, when polls keep running the buffer dry
+while the background was held back by the limit: the caller could take more than the limit lets the background
+fetch ahead (a slow caller taking big polls, say). A caller that polls less than the limit holds never pays for
+the larger buffer. The limit never shrinks.
 
 A fetch that failed with an error reported to the caller is queued too, as a completed fetch without records:
 until the caller's ``poll`` has passed it, that partition is not fetched again (``error_pending``), so a broker that
@@ -19,9 +24,12 @@ from collections.abc import Callable, Iterable
 import attrs
 
 from asyncconsumer.errors import KafkaError
+from asyncconsumer.logs import get_logger
 from asyncconsumer.protocol.fetch import AbortedTransaction
 from asyncconsumer.records import TopicPartition
 from asyncconsumer.signal import CallerSignal
+
+log = get_logger("asyncconsumer.fetch")
 
 
 @attrs.define(slots=True)
@@ -54,15 +62,24 @@ class CompletedFetch:
         return len(self.records)
 
 
+GROW_AFTER_DRY_POLLS = 3
+"""Dry polls in a row, each with the background held back by the limit since the one before, before the limit
+doubles: one could be the start-up transient or a hiccup."""
+
+
 class FetchBuffer:
     """A FIFO of completed fetches, thread-safe, that wakes the caller on arrival."""
 
-    def __init__(self, max_bytes: int, signal: CallerSignal) -> None:
+    def __init__(self, max_bytes: int, signal: CallerSignal, initial_bytes: int | None = None) -> None:
         self._lock = threading.Lock()
         self._fetches: deque[CompletedFetch] = deque()
         self._bytes = 0
         self._reserved = 0
-        self._max_bytes = max_bytes
+        self._bound = max_bytes
+        self._limit = max_bytes if initial_bytes is None else max(1, min(initial_bytes, max_bytes))
+        self._held = False
+        """The background was refused room since the caller's last dry poll."""
+        self._dry_polls = 0
         self._signal = signal
         self._space_waiter: Callable[[], None] | None = None
         self._background_waiting = False
@@ -81,6 +98,11 @@ class FetchBuffer:
     def reserved_bytes(self) -> int:
         return self._reserved
 
+    @property
+    def limit(self) -> int:
+        """What buffered plus in-flight bytes may reach now: between half of the bound and the bound."""
+        return self._limit
+
     def error_pending(self, tp: TopicPartition, epoch: int) -> bool:
         """Background side: a failed fetch of ``tp`` at ``epoch`` waits for the caller (do not fetch ``tp``)."""
         if not self._errors:  # the usual case, asked per partition per fetch round: no lock
@@ -95,10 +117,11 @@ class FetchBuffer:
         so a consumer whose bound is below one batch still makes progress.
         """
         with self._lock:
-            free = self._max_bytes - self._bytes - self._reserved
+            free = self._limit - self._bytes - self._reserved
             if free >= floor or (self._bytes == 0 and self._reserved == 0):
                 return max(free, 1)
             self._background_waiting = True
+            self._held = True
             return 0
 
     def reserve(self, size: int) -> None:
@@ -151,12 +174,39 @@ class FetchBuffer:
                 share.parts -= 1
                 if share.parts == 0:
                     self._bytes -= share.size
-            if self._background_waiting and self._bytes + self._reserved < self._max_bytes:
+            if self._background_waiting and self._bytes + self._reserved < self._limit:
                 self._background_waiting = False
                 wake = True
             if fetch.error is not None and self._errors.get(fetch.tp) == fetch.epoch:
                 del self._errors[fetch.tp]
                 wake = True  # the partition may be fetched again
+        if wake and self._space_waiter is not None:
+            self._space_waiter()
+
+    def poll_done(self, returned: int, ran_dry: bool) -> None:
+        """Caller side, after each poll: ``ran_dry`` when the buffer emptied before the poll had all it asked for.
+
+        The limit doubles after ``GROW_AFTER_DRY_POLLS`` polls in a row that returned records and ran dry, each
+        with the background held back by the limit since the one before: polls that are not dry can fall between
+        them (a poll may take one whole response and part of the next).
+        """
+        if not (returned and ran_dry):
+            return
+        grown = wake = False
+        with self._lock:
+            if not self._held:
+                self._dry_polls = 0
+            else:
+                self._held = False
+                self._dry_polls += 1
+                if self._dry_polls >= GROW_AFTER_DRY_POLLS and self._limit < self._bound:
+                    self._limit = min(self._bound, self._limit * 2)
+                    self._dry_polls = 0
+                    grown = True
+                    wake = self._background_waiting
+                    self._background_waiting = False
+        if grown:
+            log.info("fetch.buffer_grown", limit=self._limit, bound=self._bound)
         if wake and self._space_waiter is not None:
             self._space_waiter()
 

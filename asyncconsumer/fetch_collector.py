@@ -92,6 +92,7 @@ class FetchCollector:
     def _collect(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
         remaining = max_records
+        ran_dry = False
         while remaining > 0:
             drain = self._current
             if drain is not None and (
@@ -102,6 +103,7 @@ class FetchCollector:
             if drain is None:
                 drain = self._next_drain()
             if drain is None:
+                ran_dry = True
                 break
             tp = drain.fetch.tp
             records = out.get(tp)
@@ -120,6 +122,7 @@ class FetchCollector:
             if finished:
                 self._finish(drain)
         self.records_returned += max_records - remaining
+        self._buffer.poll_done(max_records - remaining, ran_dry)
         return {tp: recs for tp, recs in out.items() if recs}
 
     def _next_drain(self) -> _Drain | None:

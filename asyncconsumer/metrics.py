@@ -48,7 +48,10 @@ class ConsumerMetrics:
     fetch_latency_max_ms: int | None
     fetch_requests_in_flight: int
     buffered_bytes: int
-    """Fetched bytes waiting for the caller (bounded by ``fetch_buffer_bytes``)."""
+    """Fetched bytes waiting for the caller (bounded by ``fetch_buffer_limit_bytes``)."""
+    fetch_buffer_limit_bytes: int
+    """What buffered plus in-flight bytes may reach now: half of ``fetch_buffer_bytes`` at first, grown to it when
+    the caller keeps running the buffer dry (see the README)."""
     partitions: dict[TopicPartition, PartitionMetrics]
     rebalances: int
     last_heartbeat_age_ms: int | None

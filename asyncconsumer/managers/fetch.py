@@ -1,7 +1,8 @@
 """Fetch: one request in flight per leader, sent again as soon as the last one answered and the buffer has room.
 
-What is buffered plus what fetches in flight may bring stays within ``fetch_buffer_bytes``: each request asks
-the broker for at most the room left (``max_bytes``), so memory is bounded whatever the topics hold.
+What is buffered plus what fetches in flight may bring stays within the buffer's limit (at most
+``fetch_buffer_bytes``; see ``fetch_buffer``): each request asks the broker for at most the room left
+(``max_bytes``), so memory is bounded whatever the topics hold.
 
 Each partition is fetched from its ``fetch_position``, which runs ahead of the caller's position, so the broker
 works on the next fetch while the caller decodes the previous one. Responses are cut to their complete batches
@@ -77,10 +78,7 @@ class FetchManager:
         self._partition_retry: dict[TopicPartition, tuple[int, int, int]] = {}
         """Partition -> (subscription epoch, consecutive errors, when to fetch it again) after a partition error."""
         self._isolation = 1 if config.isolation_level == "read_committed" else 0
-        self._room_floor = min(config.max_partition_fetch_bytes, config.fetch_buffer_bytes)
-        """No fetch is sent into less free buffer than one partition's worth (unless the buffer is empty)."""
         self._rotation = 0
-        self._half_bound = max(1, config.fetch_buffer_bytes // 2)
         self.fetches_completed = 0
         self.bytes_fetched = 0
 
@@ -92,7 +90,9 @@ class FetchManager:
         fetchable = self._subs.fetchable()
         if not fetchable:
             return PollResult()
-        room = self._buffer.room(self._room_floor)
+        limit = self._buffer.limit
+        # No fetch is sent into less free buffer than one partition's worth (unless the buffer is empty).
+        room = self._buffer.room(min(self._config.max_partition_fetch_bytes, limit))
         if not room:
             return PollResult()
         cluster = self._metadata.cluster
@@ -120,7 +120,7 @@ class FetchManager:
         # The request's max_bytes is how the broker is held to the buffer's bound (a soft limit: a first batch
         # larger than it still comes whole). The room is shared evenly by the leaders fetched from now, and no
         # request takes more than half the bound, so the next fetch can be under way while the caller decodes.
-        share = max(1, min(self._config.fetch_max_bytes, self._half_bound, room // len(by_node)))
+        share = max(1, min(self._config.fetch_max_bytes, max(1, limit // 2), room // len(by_node)))
         requests = tuple(self._request(node, sent, share, now_ms) for node, sent in by_node.items())
         return PollResult(wait, requests)
 

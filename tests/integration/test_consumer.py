@@ -19,6 +19,7 @@ from asyncconsumer import (
 from asyncconsumer.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
 from tests.produce import ProducedRecord, ProduceHelper, Record
+from tests.waiting import wait_for_async
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 
@@ -268,3 +269,41 @@ async def test_metrics_count_what_poll_returned_and_show_positions_and_lag(
     assert metrics.connection_count >= 1
     assert {tp.partition: m.position for tp, m in metrics.partitions.items()} == {0: 100, 1: 100}
     assert all(m.lag == 0 for m in metrics.partitions.values())  # nothing left behind the high watermark
+
+
+async def test_a_caller_that_takes_more_than_is_buffered_grows_the_buffer_limit_to_its_bound(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    """A slow caller whose polls want more than the limit lets the background fetch ahead (here: all of it) finds
+    the buffer full and runs it dry on every poll; the limit doubles to ``fetch_buffer_bytes``, losing nothing."""
+    name = topic(2)
+    produced = produce.values(name, 3_000, 2, value_size=1_000)
+    bound = 256 << 10
+    async with AsyncConsumer(
+        broker.bootstrap_servers,
+        auto_offset_reset="earliest",
+        fetch_buffer_bytes=bound,
+        max_partition_fetch_bytes=32 << 10,
+    ) as consumer:
+        assert consumer.metrics().fetch_buffer_limit_bytes == bound // 2
+        await consumer.assign(all_partitions(name, 2))
+        got: list[ConsumerRecord] = []
+        limits = []
+        deadline = time.monotonic() + 30
+        while len(got) < 3_000:
+            assert time.monotonic() < deadline, f"{len(got)} of 3000 records within 30 s"
+            limit = consumer.metrics().fetch_buffer_limit_bytes
+            limits.append(limit)
+            # the slow caller's work: meanwhile the background fills what the limit allows, minus one fetch's room
+            full = limit - (32 << 10)
+            await wait_for_async(
+                lambda full=full: (
+                    consumer.metrics().buffered_bytes > full
+                    or consumer.metrics().buffered_bytes + len(got) * 1_000 >= 2_900_000
+                ),
+                message=lambda: f"buffered {consumer.metrics().buffered_bytes} of {limits[-1]}",
+            )
+            got.extend((await consumer.poll(timeout_ms=1_000, max_records=10_000)).records())
+        assert (await consumer.poll(timeout_ms=200)).count() == 0
+    assert limits[0] == bound // 2 and bound in limits, f"limits seen: {sorted(set(limits))}"
+    assert by_partition(got) == {p: [r.offset for r in recs] for p, recs in produced.items()}

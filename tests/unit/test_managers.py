@@ -10,7 +10,7 @@ import pytest
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import KafkaConnectionError, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from asyncconsumer.events.background import ErrorEvent
-from asyncconsumer.fetch_buffer import FetchBuffer
+from asyncconsumer.fetch_buffer import GROW_AFTER_DRY_POLLS, FetchBuffer
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.managers.metadata import MetadataManager
@@ -346,6 +346,30 @@ def test_fetch_asks_the_broker_for_no_more_than_the_room_left_in_the_buffer() ->
     third = only(manager.poll(4).unsent_requests)
     assert isinstance(third.request, FetchRequest)
     assert third.request.max_bytes == (1 << 20) + 10  # what is left of the bound
+
+
+def test_fetch_sizes_follow_the_buffer_limit_as_it_grows() -> None:
+    cfg = ConsumerConfig.from_kwargs("h:1", fetch_buffer_bytes=8 << 20)
+    metadata = MetadataManager(["h:1"], 60_000, no_jitter())
+    only(metadata.poll(0).unsent_requests).on_response(metadata_response(), 0)
+    subs = SubscriptionState(cfg.auto_offset_reset)
+    buffer = FetchBuffer(8 << 20, CallerSignal(), 4 << 20)  # as the consumer builds it: half the bound at first
+    manager = FetchManager(cfg, subs, metadata, buffer, no_jitter(), [].append)
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    first = only(manager.poll(0).unsent_requests)
+    assert isinstance(first.request, FetchRequest)
+    assert first.request.max_bytes == 2 << 20  # half the limit, not half the bound
+    first.on_response(fetch_answer({0: (0, None)}), 1)
+    for _ in range(GROW_AFTER_DRY_POLLS):
+        buffer.reserve(buffer.limit)
+        assert buffer.room(floor=1) == 0
+        buffer.unreserve(buffer.limit)
+        buffer.poll_done(returned=1, ran_dry=True)
+    assert buffer.limit == 8 << 20
+    second = only(manager.poll(2).unsent_requests)
+    assert isinstance(second.request, FetchRequest)
+    assert second.request.max_bytes == 4 << 20
 
 
 def test_no_fetch_into_less_room_than_one_partition_fetch() -> None:
