@@ -186,6 +186,7 @@ class FetchCollector:
                     raise CorruptRecordError(topic, partition, max(exc.offset, drain.position), exc.reason) from exc
             batch = drain.batch
             assert batch is not None
+            taken = len(out)
             try:
                 if self._key_deserializer is None and self._value_deserializer is None:
                     drain.position = _fill_raw(
@@ -198,6 +199,8 @@ class FetchCollector:
                 raise
             except (BatchError, ValueError, IndexError) as exc:
                 drain.records = None
+                if len(out) > taken:  # what was taken before the bad record is returned: the position passes it
+                    drain.position = max(drain.position, out[-1].offset + 1)
                 reason = exc.reason if isinstance(exc, BatchError) else f"{type(exc).__name__}: {exc}"
                 raise CorruptRecordError(topic, partition, drain.position, reason) from exc
             if len(out) < wanted:

@@ -41,14 +41,29 @@ _LEGACY_LZ4 = 3
 _LEGACY_CODECS: dict[int, Callable[[bytes], bytes]] = {1: gzip_decode, 2: snappy_decode, _LEGACY_LZ4: lz4_decode}
 
 
-def _hardware_crc32c() -> Any:
+_CRC_CHUNK = 65_536
+"""google-crc32c reads only ``bytes``, so a batch is copied for it a chunk at a time: a whole-batch copy would add
+the batch's size to the peak memory (large batches are allocated outside the heap's free lists)."""
+
+
+def _hardware_crc32c() -> Callable[[memoryview], int] | None:
     """google-crc32c's C implementation (SSE4.2/ARMv8 CRC instructions: ~10x aiokafka's table-driven CRC), or
     ``None`` when only its pure-Python fallback is available here."""
     try:
         import google_crc32c
     except ImportError:
         return None
-    return google_crc32c.value if google_crc32c.implementation == "c" else None
+    if google_crc32c.implementation != "c":
+        return None
+    extend = google_crc32c.extend
+
+    def crc32c(data: memoryview) -> int:
+        crc = 0
+        for start in range(0, len(data), _CRC_CHUNK):
+            crc = extend(crc, bytes(data[start : start + _CRC_CHUNK]))
+        return int(crc)
+
+    return crc32c
 
 
 _crc32c = _hardware_crc32c()
@@ -97,6 +112,14 @@ def complete_prefix(records: memoryview) -> tuple[int, int | None]:
     return pos, next_offset
 
 
+def _taken_as_decoded(records: Iterator[Any], base_offset: int) -> Iterator[Any]:
+    """aiokafka's records one by one (``yield from`` costs nothing per record), its errors as ``BatchError``."""
+    try:
+        yield from records
+    except Exception as exc:  # aiokafka's reader raises several types on bad record data
+        raise BatchError(base_offset, f"{type(exc).__name__}: {exc}") from exc
+
+
 @attrs.define(slots=True)
 class RecordBatchView:
     """One batch's header fields and a decoder for its records."""
@@ -112,7 +135,7 @@ class RecordBatchView:
 
     def decode(self, check_crc: bool) -> Iterator[Any]:
         """The batch's records (aiokafka record objects, ``LegacyRecord`` for magic 0/1: offset, timestamp, key,
-        value, headers...); raises only ``BatchError``."""
+        value, headers...), decoded as they are taken; raises only ``BatchError``, here or while iterating."""
         try:
             if self.magic < 2:
                 if check_crc and not self._legacy_crc_ok():
@@ -121,8 +144,9 @@ class RecordBatchView:
             batch: Any = DefaultRecordBatch(self.buffer)
             if check_crc and not self._crc_ok(batch):
                 raise BatchError(self.base_offset, "CRC check failed")
-            # aiokafka's batch may be iterated only once, so materialise it; callers resume a list iterator.
-            return iter(list(batch))
+            # Records are decoded as taken, so a decoded batch is never held whole in memory. aiokafka's batch is its
+            # own iterator and refuses a second ``iter()``; the generator can be resumed across polls.
+            return _taken_as_decoded(iter(batch), self.base_offset)
         except BatchError:
             raise
         except Exception as exc:  # aiokafka's reader and the codecs under it (gzip, zlib, cramjam) raise many types
@@ -132,7 +156,7 @@ class RecordBatchView:
         """A v2 batch's CRC32C with the hardware implementation when there is one, else aiokafka's check."""
         if _crc32c is not None:
             stored = int(_U32.unpack_from(self.buffer, _V2_CRC_AT)[0])
-            return bool(_crc32c(bytes(self.buffer[_V2_ATTRIBUTES_AT:])) == stored)
+            return _crc32c(self.buffer[_V2_ATTRIBUTES_AT:]) == stored
         return bool(batch.validate_crc())
 
     def _legacy_crc_ok(self) -> bool:

@@ -125,6 +125,39 @@ def test_records_before_a_corrupt_batch_are_returned_first() -> None:
 
 
 @pytest.mark.usefixtures("crc_implementation")
+def test_the_crc_covers_batches_larger_than_one_crc_chunk() -> None:
+    values = [b"%06d" % i * 50 for i in range(1_000)]  # 300 KB: several of the hardware CRC's 64 KiB chunks
+    good = build_batch(0, values)
+    collector, _, _ = setup(good)
+    assert [r.value for r in collector.collect(2_000)[TP]] == values
+    bad = bytearray(good)
+    bad[200_000] ^= 0x01  # in the fourth chunk
+    collector, _, _ = setup(bytes(bad))
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        collector.collect(2_000)
+
+
+def test_records_before_a_corrupt_record_inside_a_batch_are_returned_once_and_the_position_stops_at_it() -> None:
+    """Records are decoded as they are taken: a bad record in the middle of a batch (its CRC unchecked) lets the
+    ones before it through, exactly once, and the next polls raise at it until a seek moves past it."""
+    data = bytearray(build_batch(0, [b"a", b"b", b"c"]))
+    records_at = 61  # a v2 batch's header is 61 bytes
+    first_length = data[records_at] >> 1  # a zigzag varint, one byte for a record this small
+    data[records_at + 1 + first_length] = 0x7E  # record 1 now claims 63 bytes: more than the batch holds
+    collector, subs, buffer = setup(bytes(data), check_crcs=False)
+    assert [r.value for r in collector.collect(10)[TP]] == [b"a"]
+    assert subs.position(TP) == 1
+    for _ in range(2):
+        with pytest.raises(CorruptRecordError) as info:
+            collector.collect(10)
+        assert (info.value.topic, info.value.partition, info.value.offset) == ("t", 0, 1)
+        assert subs.position(TP) == 1
+    subs.seek(TP, 3)
+    add(buffer, subs, build_batch(3, [b"d"]), 3)
+    assert [r.value for r in collector.collect(10)[TP]] == [b"d"]
+
+
+@pytest.mark.usefixtures("crc_implementation")
 def test_crc_check_can_be_disabled() -> None:
     data = bytearray(build_batch(0, [b"hello"]))
     data[18] ^= 0xFF  # inside the CRC field itself
