@@ -1,6 +1,6 @@
 """Record sets: walking batch headers (background side) and decoding batches (caller side).
 
-This is the only module that imports aiokafka's record reader (its Cython ``_crecords`` when built), for v2 batches;
+This is the only module that uses aiokafka's record reader (its Cython ``_crecords`` when built), for v2 batches;
 magic 0/1 message sets are read here (aiokafka's C reader trusts their inner lengths). Batch headers are read with
 ``struct`` so the background thread never decodes a record; decoding happens in the caller's ``poll``. ``iter_batches``
 and ``RecordBatchView.decode`` report corrupt data of any kind as ``BatchError`` only.
@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import attrs
-from aiokafka.codec import gzip_decode, lz4_decode, snappy_decode
-from aiokafka.record.default_records import DefaultRecordBatch
+
+from asyncconsumer.protocol.aiokafka_parts import DefaultRecordBatch, gzip_decode, lz4_decode, snappy_decode
 
 _HEADER = struct.Struct(">qi")  # base offset, batch length (the bytes after this 12-byte prefix)
 _LOG_OVERHEAD = 12

@@ -11,9 +11,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Protocol, Self, TypeVar
 
-from aiokafka.protocol.types import UnsignedVarInt32, VarInt32
-
 from asyncconsumer.errors import CorruptResponseError
+from asyncconsumer.protocol.aiokafka_parts import UnsignedVarInt32, VarInt32
 
 T = TypeVar("T")
 
