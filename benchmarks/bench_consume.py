@@ -172,7 +172,8 @@ def _check_contiguous(expected_next: dict[int, int], partition: int, first: int,
 
 
 SMALL_BUFFER = 4 << 20
-"""``asyncconsumer-4m``'s ``fetch_buffer_bytes``: half the default, to show what the default's memory buys."""
+"""``asyncconsumer-4m``'s ``fetch_buffer_bytes``: half the default (its limit starts at 2 MiB), to show what the
+default's headroom buys."""
 
 
 async def child_asyncconsumer(
