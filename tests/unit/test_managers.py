@@ -34,6 +34,7 @@ from asyncconsumer.records import OffsetAndTimestamp, TopicPartition
 from asyncconsumer.signal import CallerSignal
 from asyncconsumer.subscription import SubscriptionState
 from tests.batches import build_batch
+from tests.unit.test_fetch_buffer_limit import held_back
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
@@ -246,13 +247,13 @@ def test_list_offsets_for_a_missing_partition_fails_naming_it() -> None:
 
 
 def fetch_fixture(
-    buffer_bytes: int = 16 << 20, **config: object
+    buffer_bytes: int = 16 << 20, initial_bytes: int | None = None, **config: object
 ) -> tuple[FetchManager, MetadataManager, SubscriptionState, FetchBuffer, list[ErrorEvent]]:
     cfg = ConsumerConfig.from_kwargs("h:1", fetch_buffer_bytes=buffer_bytes, **config)
     metadata = MetadataManager(["h:1"], 60_000, no_jitter())
     only(metadata.poll(0).unsent_requests).on_response(metadata_response(), 0)
     subs = SubscriptionState(cfg.auto_offset_reset)
-    buffer = FetchBuffer(buffer_bytes, CallerSignal())
+    buffer = FetchBuffer(buffer_bytes, CallerSignal(), initial_bytes)
     errors: list[ErrorEvent] = []
     return FetchManager(cfg, subs, metadata, buffer, no_jitter(), errors.append), metadata, subs, buffer, errors
 
@@ -349,12 +350,8 @@ def test_fetch_asks_the_broker_for_no_more_than_the_room_left_in_the_buffer() ->
 
 
 def test_fetch_sizes_follow_the_buffer_limit_as_it_grows() -> None:
-    cfg = ConsumerConfig.from_kwargs("h:1", fetch_buffer_bytes=8 << 20)
-    metadata = MetadataManager(["h:1"], 60_000, no_jitter())
-    only(metadata.poll(0).unsent_requests).on_response(metadata_response(), 0)
-    subs = SubscriptionState(cfg.auto_offset_reset)
-    buffer = FetchBuffer(8 << 20, CallerSignal(), 4 << 20)  # as the consumer builds it: half the bound at first
-    manager = FetchManager(cfg, subs, metadata, buffer, no_jitter(), [].append)
+    # as the consumer builds the buffer: half the bound at first
+    manager, _, subs, buffer, _ = fetch_fixture(buffer_bytes=8 << 20, initial_bytes=4 << 20)
     subs.assign([TP0])
     subs.seek(TP0, 0)
     first = only(manager.poll(0).unsent_requests)
@@ -362,9 +359,7 @@ def test_fetch_sizes_follow_the_buffer_limit_as_it_grows() -> None:
     assert first.request.max_bytes == 2 << 20  # half the limit, not half the bound
     first.on_response(fetch_answer({0: (0, None)}), 1)
     for _ in range(GROW_AFTER_DRY_POLLS):
-        buffer.reserve(buffer.limit)
-        assert buffer.room(floor=1) == 0
-        buffer.unreserve(buffer.limit)
+        held_back(buffer)
         buffer.poll_done(returned=1, ran_dry=True)
     assert buffer.limit == 8 << 20
     second = only(manager.poll(2).unsent_requests)
