@@ -1,4 +1,4 @@
-"""Fetch: one request in flight per leader, sent again as soon as the last one answered and the buffer has room.
+"""Fetch: a request in flight per leader, two while records wait there, sent again as soon as one answers.
 
 What is buffered plus what fetches in flight may bring stays within the buffer's limit (at most
 ``fetch_buffer_bytes``; see ``fetch_buffer``): each request asks the broker for at most the room left
@@ -7,6 +7,14 @@ What is buffered plus what fetches in flight may bring stays within the buffer's
 Each partition is fetched from its ``fetch_position``, which runs ahead of the caller's position, so the broker
 works on the next fetch while the caller decodes the previous one. Responses are cut to their complete batches
 (walking batch headers only) and handed to the fetch buffer; no record is decoded here.
+
+While a broker holds records beyond the fetch positions of two or more of its partitions (as its last responses
+said), it gets two fetches over disjoint partitions, so it works on one while the background handles the other.
+Each such pipelined fetch names a partition with records waiting, so the broker answers it at once: a broker
+serves one connection's requests in order, and a fetch parked there waiting for new records would hold up the
+other. Once the partitions are caught up, a broker gets one fetch at a time again. Pipelining is off when
+``fetch_min_bytes`` is above 1 (the broker may then wait even with records there) or when
+``max_in_flight_requests_per_connection`` is 1.
 
 A partition error is retried after a backoff that grows while it repeats: retriable errors silently (after a
 metadata refresh when the leader may have moved), other errors after reporting them to the caller, once per failed
@@ -44,6 +52,9 @@ log = get_logger("asyncconsumer.fetch")
 
 _OFFSET_OUT_OF_RANGE = 1
 
+FETCHES_PER_NODE = 2
+"""Fetches in flight to one broker at most: two over disjoint partitions while records wait there."""
+
 
 @attrs.define(frozen=True, slots=True)
 class _Sent:
@@ -70,7 +81,14 @@ class FetchManager:
         self._buffer = buffer
         self._backoff = backoff
         self._emit = emit
-        self._in_flight: set[int] = set()
+        self._in_flight: dict[int, int] = {}
+        """Node -> fetches in flight to it."""
+        self._partitions_in_flight: set[TopicPartition] = set()
+        self._behind: dict[TopicPartition, int] = {}
+        """Partition -> subscription epoch, for partitions whose last response showed records beyond the next fetch
+        offset (a seek changes the epoch, and what was known)."""
+        self._assignment_version = -1
+        self._pipelining = config.fetch_min_bytes == 1 and config.max_in_flight_requests_per_connection >= 2
         self.latency = LatencyWindow()
         """Fetch round trips, for ``metrics()``."""
         self._node_retry_at: dict[int, int] = {}
@@ -78,15 +96,22 @@ class FetchManager:
         self._partition_retry: dict[TopicPartition, tuple[int, int, int]] = {}
         """Partition -> (subscription epoch, consecutive errors, when to fetch it again) after a partition error."""
         self._isolation = 1 if config.isolation_level == "read_committed" else 0
-        self._rotation = 0
+        self._served: dict[TopicPartition, int] = {}
+        """Partition -> when (a count of responses) it last got records: fetches name the longest-unserved first."""
+        self._responses = 0
         self.fetches_completed = 0
         self.bytes_fetched = 0
 
     @property
     def nodes_in_flight(self) -> int:
-        return len(self._in_flight)
+        return sum(self._in_flight.values())
 
     def poll(self, now_ms: int) -> PollResult:
+        if self._assignment_version != self._subs.assignment_version:
+            self._assignment_version = self._subs.assignment_version
+            assigned = self._subs.assigned()
+            self._served = {tp: n for tp, n in self._served.items() if tp in assigned}
+            self._behind = {tp: e for tp, e in self._behind.items() if tp in assigned}
         fetchable = self._subs.fetchable()
         if not fetchable:
             return PollResult()
@@ -97,13 +122,18 @@ class FetchManager:
             return PollResult()
         cluster = self._metadata.cluster
         by_node: dict[int, dict[TopicPartition, _Sent]] = defaultdict(dict)
+        behind: set[TopicPartition] = set()
         wait = 5_000
         for tp, offset, epoch, override in fetchable:
             leader = cluster.leader_for(tp)
             if leader is None:
                 self._metadata.request_update()
                 continue
-            if leader in self._in_flight or self._buffer.error_pending(tp, epoch):
+            if (
+                tp in self._partitions_in_flight
+                or self._in_flight.get(leader, 0) >= FETCHES_PER_NODE
+                or self._buffer.error_pending(tp, epoch)
+            ):
                 continue
             retry = self._partition_retry.get(tp)
             if retry is not None and retry[0] == epoch and now_ms < retry[2]:
@@ -115,14 +145,38 @@ class FetchManager:
                 continue
             max_bytes = override or self._config.max_partition_fetch_bytes
             by_node[leader][tp] = _Sent(offset, epoch, max_bytes)
-        if not by_node:
+            if self._pipelining and self._behind.get(tp) == epoch:
+                behind.add(tp)
+        planned = [fetch for node, sent in by_node.items() for fetch in self._plan(node, sent, behind)]
+        if not planned:
             return PollResult(wait)
         # The request's max_bytes is how the broker is held to the buffer's bound (a soft limit: a first batch
-        # larger than it still comes whole). The room is shared evenly by the leaders fetched from now, and no
-        # request takes more than half the bound, so the next fetch can be under way while the caller decodes.
-        share = max(1, min(self._config.fetch_max_bytes, max(1, limit // 2), room // len(by_node)))
-        requests = tuple(self._request(node, sent, share, now_ms) for node, sent in by_node.items())
+        # larger than it still comes whole). The room is shared evenly by the fetches sent now; a fetch takes at
+        # most half the limit, a pipelined one a quarter, so the next fetch can be under way while the caller
+        # decodes.
+        per_fetch = room // len(planned)
+        requests = tuple(
+            self._request(node, sent, self._share(limit // (4 if pipelined else 2), per_fetch), now_ms)
+            for node, sent, pipelined in planned
+        )
         return PollResult(wait, requests)
+
+    def _share(self, most: int, per_fetch: int) -> int:
+        return max(1, min(self._config.fetch_max_bytes, max(1, most), per_fetch))
+
+    def _plan(
+        self, node: int, sent: dict[TopicPartition, _Sent], behind: set[TopicPartition]
+    ) -> list[tuple[int, dict[TopicPartition, _Sent], bool]]:
+        """The fetches to send ``node`` now, each with whether it is pipelined (see the module docstring)."""
+        waiting = [tp for tp in sent if tp in behind]
+        if not self._in_flight.get(node, 0):
+            if len(waiting) < 2:
+                return [(node, sent, False)]
+            # records wait in two partitions or more: split them over two fetches, each naming one of them
+            order = waiting + [tp for tp in sent if tp not in behind]
+            return [(node, {tp: sent[tp] for tp in order[i::2]}, True) for i in (0, 1)]
+        # a second fetch goes only where records wait; a caught-up partition waits for the one in flight
+        return [(node, sent, True)] if waiting else []
 
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
@@ -131,16 +185,14 @@ class FetchManager:
         return 5_000
 
     def _request(self, node: int, sent: dict[TopicPartition, _Sent], max_bytes: int, now_ms: int) -> UnsentRequest:
-        self._in_flight.add(node)
+        self._in_flight[node] = self._in_flight.get(node, 0) + 1
+        self._partitions_in_flight.update(sent)
         self._buffer.reserve(max_bytes)
         by_topic: dict[str, list[FetchPartition]] = defaultdict(list)
         cluster = self._metadata.cluster
-        # A broker fills partitions in request order until max_bytes: rotate the order so none starves (KIP-74).
-        order = list(sent.items())
-        self._rotation += 1
-        if len(order) > 1:
-            cut = self._rotation % len(order)
-            order = order[cut:] + order[:cut]
+        # A broker fills partitions in request order until max_bytes (KIP-74): the partitions that got records
+        # longest ago go first, so none starves, whichever fetch each rides in.
+        order = sorted(sent.items(), key=lambda item: self._served.get(item[0], -1))
         for tp, s in order:
             epoch = cluster.leader_epoch(tp)
             by_topic[tp.topic].append(
@@ -169,7 +221,12 @@ class FetchManager:
         )
 
     def _on_response(self, node: int, sent: dict[TopicPartition, _Sent], result: object, now_ms: int) -> None:
-        self._in_flight.discard(node)
+        left = self._in_flight.pop(node, 0) - 1
+        if left > 0:
+            self._in_flight[node] = left
+        self._partitions_in_flight.difference_update(sent)
+        for tp in sent:
+            self._behind.pop(tp, None)
         if isinstance(result, KafkaError):
             failures = self._node_failures.get(node, 0) + 1
             self._node_failures[node] = failures
@@ -188,6 +245,7 @@ class FetchManager:
             return
         completed: list[CompletedFetch] = []
         size = 0
+        self._responses += 1
         share = ResponseShare(sum(len(p.records) for t in result.responses for p in t.partitions if p.records))
         for topic in result.responses:
             for part in topic.partitions:
@@ -229,6 +287,11 @@ class FetchManager:
                     part.log_start_offset,
                 ):
                     continue  # sought, reset or unassigned while in flight
+                end = (
+                    part.last_stable_offset if self._isolation and part.last_stable_offset >= 0 else part.high_watermark
+                )
+                if (s.fetch_offset if next_offset is None else next_offset) < end:
+                    self._behind[tp] = s.epoch
                 if next_offset is not None:
                     completed.append(
                         CompletedFetch(
@@ -243,6 +306,7 @@ class FetchManager:
                         )
                     )
                     size += length
+                    self._served[tp] = self._responses
         self.fetches_completed += 1
         self.bytes_fetched += size
         if completed:

@@ -44,14 +44,21 @@ def no_jitter(initial: int = 100, maximum: int = 1000) -> ExponentialBackoff:
     return ExponentialBackoff(initial, maximum, jitter=0.0)
 
 
-def metadata_response(topic: str = "t", partitions: int = 2, leader: int = 1, error_code: int = 0) -> MetadataResponse:
+def metadata_response(
+    topic: str = "t", partitions: int = 2, leader: int | tuple[int, ...] = 1, error_code: int = 0
+) -> MetadataResponse:
+    """``leader``: one leader for all partitions, or partition p's leader at ``leader[p % len(leader)]``."""
+    leaders = (leader,) if isinstance(leader, int) else leader
     return MetadataResponse(
         brokers=(MetadataBroker(1, "127.0.0.1", 9092), MetadataBroker(2, "127.0.0.1", 9093)),
         topics=(
             MetadataTopic(
                 error_code,
                 topic,
-                tuple(MetadataPartition(0, p, leader, 0, (leader,), (leader,)) for p in range(partitions))
+                tuple(
+                    MetadataPartition(0, p, node, 0, (node,), (node,))
+                    for p, node in ((p, leaders[p % len(leaders)]) for p in range(partitions))
+                )
                 if error_code == 0
                 else (),
                 uuid.uuid4(),
@@ -247,11 +254,15 @@ def test_list_offsets_for_a_missing_partition_fails_naming_it() -> None:
 
 
 def fetch_fixture(
-    buffer_bytes: int = 16 << 20, initial_bytes: int | None = None, **config: object
+    buffer_bytes: int = 16 << 20,
+    initial_bytes: int | None = None,
+    partitions: int = 2,
+    leader: int | tuple[int, ...] = 1,
+    **config: object,
 ) -> tuple[FetchManager, MetadataManager, SubscriptionState, FetchBuffer, list[ErrorEvent]]:
     cfg = ConsumerConfig.from_kwargs("h:1", fetch_buffer_bytes=buffer_bytes, **config)
     metadata = MetadataManager(["h:1"], 60_000, no_jitter())
-    only(metadata.poll(0).unsent_requests).on_response(metadata_response(), 0)
+    only(metadata.poll(0).unsent_requests).on_response(metadata_response(partitions=partitions, leader=leader), 0)
     subs = SubscriptionState(cfg.auto_offset_reset)
     buffer = FetchBuffer(buffer_bytes, CallerSignal(), initial_bytes)
     errors: list[ErrorEvent] = []
@@ -283,7 +294,8 @@ def test_fetch_sends_one_request_per_leader_and_buffers_complete_batches() -> No
     assert manager.poll(1).unsent_requests == ()  # one fetch in flight per leader
     batch0 = build_batch(0, [b"a", b"b"])
     batch1 = build_batch(10, [b"c"]) + build_batch(11, [b"d"])[:-5]  # the second batch is cut off
-    request.on_response(fetch_answer({0: (0, batch0), 1: (0, batch1)}), 2)
+    # records wait beyond partition 0's batch only: one partition behind is no reason for a second fetch
+    request.on_response(fetch_answer({0: (0, batch0), 1: (0, batch1)}, high_watermark=11), 2)
     fetched = [buffer.take(), buffer.take()]
     assert {(f.tp, f.fetch_offset, f.next_fetch_offset) for f in fetched if f} == {(TP0, 0, 2), (TP1, 10, 11)}
     assert buffer.take() is None
@@ -335,14 +347,14 @@ def test_fetch_asks_the_broker_for_no_more_than_the_room_left_in_the_buffer() ->
     assert isinstance(first.request, FetchRequest)
     assert first.request.max_bytes == 3 << 19  # half the bound, so a second fetch fits while this one is decoded
     assert buffer.reserved_bytes == 3 << 19
-    answer = fetch_answer({0: (0, build_batch(0, [b"a" * 100])), 1: (0, build_batch(0, [b"b" * 100]))})
-    first.on_response(answer, 1)
+    answer = fetch_answer({0: (0, build_batch(0, [b"a" * 100])), 1: (0, build_batch(0, [b"b" * 100]))}, 1)
+    first.on_response(answer, 1)  # caught up: one fetch at a time
     held = buffer.buffered_bytes
     assert buffer.reserved_bytes == 0 and held > 200
     second = only(manager.poll(2).unsent_requests)
     assert isinstance(second.request, FetchRequest)
     assert second.request.max_bytes == 3 << 19
-    second.on_response(fetch_answer({0: (0, None), 1: (0, None)}), 3)
+    second.on_response(fetch_answer({0: (0, None), 1: (0, None)}, 1), 3)
     buffer.reserve((3 << 20) - held - (1 << 20) - 10)  # as if another leader's fetch were in flight
     third = only(manager.poll(4).unsent_requests)
     assert isinstance(third.request, FetchRequest)
@@ -404,18 +416,22 @@ def test_a_response_is_freed_only_when_its_last_partition_is_released() -> None:
     assert buffer.buffered_bytes == 0
 
 
-def test_partition_order_rotates_between_fetches_so_none_starves() -> None:
+def test_the_partitions_that_got_records_longest_ago_are_named_first_so_none_starves() -> None:
     manager, _, subs, _, _ = fetch_fixture()
     subs.assign([TP0, TP1])
     subs.seek(TP0, 0)
     subs.seek(TP1, 0)
     orders = []
+    # a broker filling the first partition named until max_bytes: records for that one only; then none
     for now in range(3):
         request = only(manager.poll(now * 10).unsent_requests)
         orders.append(fetch_order(request))
-        request.on_response(fetch_answer({0: (0, None), 1: (0, None)}), now * 10 + 1)
-    assert orders[0] != orders[1] and orders[0] == orders[2]
-    assert sorted(orders[0]) == [0, 1]
+        served = orders[-1][0] if now < 2 else None
+        answer = {p: (0, build_batch(0, [b"a"]) if p == served else None) for p in (0, 1)}
+        request.on_response(fetch_answer(answer, high_watermark=1), now * 10 + 1)
+    orders.append(fetch_order(only(manager.poll(100).unsent_requests)))
+    # whoever was served goes last; a fetch without records changes nothing
+    assert orders[1] == orders[0][::-1] and orders[2] == orders[0] and orders[3] == orders[0]
 
 
 def test_offset_out_of_range_resets_with_the_configured_strategy() -> None:
