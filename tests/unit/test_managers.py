@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 
@@ -57,7 +58,7 @@ def metadata_response(
                 topic,
                 tuple(
                     MetadataPartition(0, p, node, 0, (node,), (node,))
-                    for p, node in ((p, leaders[p % len(leaders)]) for p in range(partitions))
+                    for p, node in zip(range(partitions), itertools.cycle(leaders))
                 )
                 if error_code == 0
                 else (),
@@ -347,14 +348,16 @@ def test_fetch_asks_the_broker_for_no_more_than_the_room_left_in_the_buffer() ->
     assert isinstance(first.request, FetchRequest)
     assert first.request.max_bytes == 3 << 19  # half the bound, so a second fetch fits while this one is decoded
     assert buffer.reserved_bytes == 3 << 19
-    answer = fetch_answer({0: (0, build_batch(0, [b"a" * 100])), 1: (0, build_batch(0, [b"b" * 100]))}, 1)
+    answer = fetch_answer(
+        {0: (0, build_batch(0, [b"a" * 100])), 1: (0, build_batch(0, [b"b" * 100]))}, high_watermark=1
+    )
     first.on_response(answer, 1)  # caught up: one fetch at a time
     held = buffer.buffered_bytes
     assert buffer.reserved_bytes == 0 and held > 200
     second = only(manager.poll(2).unsent_requests)
     assert isinstance(second.request, FetchRequest)
     assert second.request.max_bytes == 3 << 19
-    second.on_response(fetch_answer({0: (0, None), 1: (0, None)}, 1), 3)
+    second.on_response(fetch_answer({0: (0, None), 1: (0, None)}, high_watermark=1), 3)
     buffer.reserve((3 << 20) - held - (1 << 20) - 10)  # as if another leader's fetch were in flight
     third = only(manager.poll(4).unsent_requests)
     assert isinstance(third.request, FetchRequest)
