@@ -24,7 +24,7 @@ so a broker that keeps failing a partition costs one fetch and one error per ``p
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 
 import attrs
@@ -81,7 +81,7 @@ class FetchManager:
         self._buffer = buffer
         self._backoff = backoff
         self._emit = emit
-        self._in_flight: dict[int, int] = {}
+        self._in_flight: Counter[int] = Counter()
         """Node -> fetches in flight to it."""
         self._partitions_in_flight: set[TopicPartition] = set()
         self._behind: dict[TopicPartition, int] = {}
@@ -104,7 +104,7 @@ class FetchManager:
 
     @property
     def nodes_in_flight(self) -> int:
-        return sum(self._in_flight.values())
+        return self._in_flight.total()
 
     def poll(self, now_ms: int) -> PollResult:
         if self._assignment_version != self._subs.assignment_version:
@@ -131,7 +131,7 @@ class FetchManager:
                 continue
             if (
                 tp in self._partitions_in_flight
-                or self._in_flight.get(leader, 0) >= FETCHES_PER_NODE
+                or self._in_flight[leader] >= FETCHES_PER_NODE
                 or self._buffer.error_pending(tp, epoch)
             ):
                 continue
@@ -169,7 +169,7 @@ class FetchManager:
     ) -> list[tuple[int, dict[TopicPartition, _Sent], bool]]:
         """The fetches to send ``node`` now, each with whether it is pipelined (see the module docstring)."""
         waiting = [tp for tp in sent if tp in behind]
-        if not self._in_flight.get(node, 0):
+        if not self._in_flight[node]:
             if len(waiting) < 2:
                 return [(node, sent, False)]
             # records wait in two partitions or more: split them over two fetches, each naming one of them
@@ -185,7 +185,7 @@ class FetchManager:
         return 5_000
 
     def _request(self, node: int, sent: dict[TopicPartition, _Sent], max_bytes: int, now_ms: int) -> UnsentRequest:
-        self._in_flight[node] = self._in_flight.get(node, 0) + 1
+        self._in_flight[node] += 1
         self._partitions_in_flight.update(sent)
         self._buffer.reserve(max_bytes)
         by_topic: dict[str, list[FetchPartition]] = defaultdict(list)
@@ -221,9 +221,7 @@ class FetchManager:
         )
 
     def _on_response(self, node: int, sent: dict[TopicPartition, _Sent], result: object, now_ms: int) -> None:
-        left = self._in_flight.pop(node, 0) - 1
-        if left > 0:
-            self._in_flight[node] = left
+        self._in_flight[node] -= 1
         self._partitions_in_flight.difference_update(sent)
         for tp in sent:
             self._behind.pop(tp, None)
