@@ -16,7 +16,7 @@ import attrs
 from asyncconsumer.errors import ConfigError
 
 if TYPE_CHECKING:
-    from asyncconsumer.plugins.registry import Plugin
+    from asyncconsumer.plugins.registry import Plugin  # the type only: config never imports plugins
 
 Deserializer = Callable[[bytes | None], Any]
 
@@ -103,12 +103,12 @@ def _strategies(value: Any) -> tuple[Any, ...]:
 
 
 def _check_strategies(instance: object, attribute: attrs.Attribute[tuple[Any, ...]], value: tuple[Any, ...]) -> None:
-    from asyncconsumer.assignors import assignor_for  # late: assignors import config's error types
-
+    # Only the shape: the names are resolved to assignors where the consumer is built (``assignors.assignor_for``).
     if not value:
         raise ConfigError(attribute.name, "at least one assignor is required")
     for strategy in value:
-        assignor_for(strategy)
+        if isinstance(strategy, str) and not strategy:
+            raise ConfigError(attribute.name, "an assignor name must not be empty")
 
 
 def _plugins(value: Any) -> tuple[Any, ...]:
@@ -119,10 +119,22 @@ def _plugins(value: Any) -> tuple[Any, ...]:
     return (value,)
 
 
-def _check_plugin_list(instance: object, attribute: attrs.Attribute[tuple[Any, ...]], value: tuple[Any, ...]) -> None:
-    from asyncconsumer.plugins.registry import check_plugins  # late: the plugins package imports this module
+def _plugin_name(item: Any) -> str:
+    return item if isinstance(item, str) else str(item.name)
 
-    check_plugins(value)
+
+def _check_plugin_list(instance: object, attribute: attrs.Attribute[tuple[Any, ...]], value: tuple[Any, ...]) -> None:
+    # Only the shape: installed names are looked up where the consumer is built (``plugins.registry``).
+    seen: set[str] = set()
+    for item in value:
+        if not isinstance(item, str) and not (hasattr(item, "name") and hasattr(item, "factory")):
+            raise ConfigError(
+                "plugins", f"each entry is an installed plugin's name or a Plugin, got {type(item).__name__}"
+            )
+        name = _plugin_name(item)
+        if name in seen:
+            raise ConfigError("plugins", f"plugin {name!r} is enabled twice")
+        seen.add(name)
 
 
 def _plugin_options(value: Any) -> dict[str, dict[str, Any]]:
@@ -139,9 +151,7 @@ def _plugin_options(value: Any) -> dict[str, dict[str, Any]]:
 def _check_plugin_options(
     instance: ConsumerConfig, attribute: attrs.Attribute[dict[str, dict[str, Any]]], value: dict[str, dict[str, Any]]
 ) -> None:
-    from asyncconsumer.plugins.registry import plugin_name
-
-    enabled = {plugin_name(p) for p in instance.plugins}
+    enabled = {_plugin_name(p) for p in instance.plugins}
     for name in value:
         if name not in enabled:
             listed = ", ".join(sorted(enabled)) or "none"

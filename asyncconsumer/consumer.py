@@ -11,9 +11,9 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, TypeVar
 
-from asyncconsumer.clock import Clock
+from asyncconsumer._clock import Clock
+from asyncconsumer._runtime.core import ConsumerCore, to_partition
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.core import ConsumerCore, to_partition
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics
@@ -56,7 +56,7 @@ class AsyncConsumer:
         """Stops the background thread; returns within ``timeout_ms`` (default 30 s) even if brokers are gone."""
         timeout = 30_000 if timeout_ms is None else timeout_ms
         deadline = self._core.clock.now_ms() + timeout
-        if not self._core.closed and self._core.started and self._core.thread.alive:
+        if not self._core.closed and self._core.started and self._core.parts.thread.alive:
             await self._before_leaving()
         future = self._core.close(timeout)
         if future is not None:
@@ -156,7 +156,7 @@ class AsyncConsumer:
             records, seen, wait_s = core.poll_step(max_records, deadline)
             if records or wait_s <= 0:
                 return records
-            await core.signal.wait_async(seen, wait_s)
+            await core.parts.signal.wait_async(seen, wait_s)
 
     async def _run_callbacks(self) -> None:
         for event in self._core.take_background_events():

@@ -6,6 +6,7 @@ carries the code and its Kafka name.
 
 from __future__ import annotations
 
+import enum
 from typing import ClassVar
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "ConfigError",
     "CorruptRecordError",
     "CorruptResponseError",
+    "ErrorCode",
     "FencedLeaderEpochError",
     "IllegalStateError",
     "InvalidOffsetError",
@@ -146,6 +148,140 @@ class RecordDeserializationError(KafkaError):
 # --- broker error codes ------------------------------------------------------------------------------------
 
 
+class ErrorCode(enum.IntEnum):
+    """Kafka's broker error codes by name, as Java's ``Errors`` spells them; compare wire codes with these."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_FETCH_SIZE = 4
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
+    STALE_CONTROLLER_EPOCH = 11
+    OFFSET_METADATA_TOO_LARGE = 12
+    NETWORK_EXCEPTION = 13
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    INVALID_TOPIC_EXCEPTION = 17
+    RECORD_LIST_TOO_LARGE = 18
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    INVALID_COMMIT_OFFSET_SIZE = 28
+    TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
+    CLUSTER_AUTHORIZATION_FAILED = 31
+    INVALID_TIMESTAMP = 32
+    UNSUPPORTED_SASL_MECHANISM = 33
+    ILLEGAL_SASL_STATE = 34
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+    POLICY_VIOLATION = 44
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    DUPLICATE_SEQUENCE_NUMBER = 46
+    INVALID_PRODUCER_EPOCH = 47
+    INVALID_TXN_STATE = 48
+    INVALID_PRODUCER_ID_MAPPING = 49
+    INVALID_TRANSACTION_TIMEOUT = 50
+    CONCURRENT_TRANSACTIONS = 51
+    TRANSACTION_COORDINATOR_FENCED = 52
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+    SECURITY_DISABLED = 54
+    OPERATION_NOT_ATTEMPTED = 55
+    KAFKA_STORAGE_ERROR = 56
+    LOG_DIR_NOT_FOUND = 57
+    SASL_AUTHENTICATION_FAILED = 58
+    UNKNOWN_PRODUCER_ID = 59
+    REASSIGNMENT_IN_PROGRESS = 60
+    DELEGATION_TOKEN_AUTH_DISABLED = 61
+    DELEGATION_TOKEN_NOT_FOUND = 62
+    DELEGATION_TOKEN_OWNER_MISMATCH = 63
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED = 64
+    DELEGATION_TOKEN_AUTHORIZATION_FAILED = 65
+    DELEGATION_TOKEN_EXPIRED = 66
+    INVALID_PRINCIPAL_TYPE = 67
+    NON_EMPTY_GROUP = 68
+    GROUP_ID_NOT_FOUND = 69
+    FETCH_SESSION_ID_NOT_FOUND = 70
+    INVALID_FETCH_SESSION_EPOCH = 71
+    LISTENER_NOT_FOUND = 72
+    TOPIC_DELETION_DISABLED = 73
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    UNSUPPORTED_COMPRESSION_TYPE = 76
+    STALE_BROKER_EPOCH = 77
+    OFFSET_NOT_AVAILABLE = 78
+    MEMBER_ID_REQUIRED = 79
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
+    GROUP_SUBSCRIBED_TO_TOPIC = 86
+    INVALID_RECORD = 87
+    UNSTABLE_OFFSET_COMMIT = 88
+    THROTTLING_QUOTA_EXCEEDED = 89
+    PRODUCER_FENCED = 90
+    RESOURCE_NOT_FOUND = 91
+    DUPLICATE_RESOURCE = 92
+    UNACCEPTABLE_CREDENTIAL = 93
+    INCONSISTENT_VOTER_SET = 94
+    INVALID_UPDATE_VERSION = 95
+    FEATURE_UPDATE_FAILED = 96
+    PRINCIPAL_DESERIALIZATION_FAILURE = 97
+    SNAPSHOT_NOT_FOUND = 98
+    UNKNOWN_TOPIC_ID = 100
+    DUPLICATE_BROKER_REGISTRATION = 101
+    BROKER_ID_NOT_REGISTERED = 102
+    INCONSISTENT_TOPIC_ID = 103
+    INCONSISTENT_CLUSTER_ID = 104
+    TRANSACTIONAL_ID_NOT_FOUND = 105
+    FETCH_SESSION_TOPIC_ID_ERROR = 106
+    INELIGIBLE_REPLICA = 107
+    NEW_LEADER_ELECTED = 108
+    OFFSET_MOVED_TO_TIERED_STORAGE = 109
+    FENCED_MEMBER_EPOCH = 110
+    UNRELEASED_INSTANCE_ID = 111
+    UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
+    MISMATCHED_ENDPOINT_TYPE = 114
+    UNSUPPORTED_ENDPOINT_TYPE = 115
+    UNKNOWN_CONTROLLER_ID = 116
+    UNKNOWN_SUBSCRIPTION_ID = 117
+    TELEMETRY_TOO_LARGE = 118
+    INVALID_REGISTRATION = 119
+    TRANSACTION_ABORTABLE = 120
+    INVALID_RECORD_STATE = 121
+    SHARE_SESSION_NOT_FOUND = 122
+    INVALID_SHARE_SESSION_EPOCH = 123
+    FENCED_STATE_EPOCH = 124
+    INVALID_VOTER_KEY = 125
+    DUPLICATE_VOTER = 126
+    VOTER_NOT_FOUND = 127
+    INVALID_REGULAR_EXPRESSION = 128
+
+
 class BrokerResponseError(KafkaError):
     """A broker answered with a non-zero error code."""
 
@@ -162,7 +298,7 @@ class UnknownBrokerError(BrokerResponseError):
 
     def __init__(self, code: int, message: str = "") -> None:
         self.error_code = code
-        self.error_name = _UNNAMED.get(code, f"UNKNOWN_CODE_{code}")
+        self.error_name = ErrorCode(code).name if code in _KNOWN_CODES else f"UNKNOWN_CODE_{code}"
         KafkaError.__init__(self, f"[{self.error_name} ({code})] {message}".rstrip())
 
 
@@ -170,8 +306,7 @@ _BY_CODE: dict[int, type[BrokerResponseError]] = {}
 
 
 def _code(
-    code: int,
-    name: str,
+    code: ErrorCode,
     *,
     retriable: bool = False,
     invalid_metadata: bool = False,
@@ -179,14 +314,14 @@ def _code(
     also: type[KafkaError] | None = None,
 ) -> type[BrokerResponseError]:
     cls = type(
-        "".join(part.capitalize() for part in name.split("_")) + "Error",
+        "".join(part.capitalize() for part in code.name.split("_")) + "Error",
         (BrokerResponseError,) if also is None else (BrokerResponseError, also),
         {
-            "code": code,
-            "kafka_name": name,
+            "code": int(code),
+            "kafka_name": code.name,
             "retriable": retriable,
             "invalid_metadata": invalid_metadata,
-            "__doc__": doc or f"Broker error {name} ({code}).",
+            "__doc__": doc or f"Broker error {code.name} ({int(code)}).",
             "__module__": __name__,
         },
     )
@@ -194,111 +329,71 @@ def _code(
     return cls
 
 
-OffsetOutOfRangeError = _code(1, "OFFSET_OUT_OF_RANGE", doc="The fetch offset is outside the partition's log.")
-CorruptMessageError = _code(2, "CORRUPT_MESSAGE", retriable=True)
+OffsetOutOfRangeError = _code(ErrorCode.OFFSET_OUT_OF_RANGE, doc="The fetch offset is outside the partition's log.")
+CorruptMessageError = _code(ErrorCode.CORRUPT_MESSAGE, retriable=True)
 UnknownTopicOrPartitionError = _code(
-    3,
-    "UNKNOWN_TOPIC_OR_PARTITION",
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     retriable=True,
     invalid_metadata=True,
     doc="The broker does not host this topic or partition (it may not exist).",
 )
-InvalidFetchSizeError = _code(4, "INVALID_FETCH_SIZE")
-LeaderNotAvailableError = _code(5, "LEADER_NOT_AVAILABLE", retriable=True, invalid_metadata=True)
-NotLeaderOrFollowerError = _code(6, "NOT_LEADER_OR_FOLLOWER", retriable=True, invalid_metadata=True)
-RequestTimedOutError = _code(7, "REQUEST_TIMED_OUT", retriable=True)
-BrokerNotAvailableError = _code(8, "BROKER_NOT_AVAILABLE")
-ReplicaNotAvailableError = _code(9, "REPLICA_NOT_AVAILABLE", retriable=True, invalid_metadata=True)
-MessageTooLargeError = _code(10, "MESSAGE_TOO_LARGE")
-StaleControllerEpochError = _code(11, "STALE_CONTROLLER_EPOCH")
-OffsetMetadataTooLargeError = _code(12, "OFFSET_METADATA_TOO_LARGE")
-NetworkExceptionError = _code(13, "NETWORK_EXCEPTION", retriable=True, invalid_metadata=True)
-CoordinatorLoadInProgressError = _code(14, "COORDINATOR_LOAD_IN_PROGRESS", retriable=True)
-CoordinatorNotAvailableError = _code(15, "COORDINATOR_NOT_AVAILABLE", retriable=True)
-NotCoordinatorError = _code(16, "NOT_COORDINATOR", retriable=True)
-InvalidTopicError = _code(17, "INVALID_TOPIC_EXCEPTION")
-RecordListTooLargeError = _code(18, "RECORD_LIST_TOO_LARGE")
-NotEnoughReplicasError = _code(19, "NOT_ENOUGH_REPLICAS", retriable=True)
-NotEnoughReplicasAfterAppendError = _code(20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", retriable=True)
-InvalidRequiredAcksError = _code(21, "INVALID_REQUIRED_ACKS")
-IllegalGenerationError = _code(22, "ILLEGAL_GENERATION")
-InconsistentGroupProtocolError = _code(23, "INCONSISTENT_GROUP_PROTOCOL")
-InvalidGroupIdError = _code(24, "INVALID_GROUP_ID")
-UnknownMemberIdError = _code(25, "UNKNOWN_MEMBER_ID")
-InvalidSessionTimeoutError = _code(26, "INVALID_SESSION_TIMEOUT")
-RebalanceInProgressError = _code(27, "REBALANCE_IN_PROGRESS")
-InvalidCommitOffsetSizeError = _code(28, "INVALID_COMMIT_OFFSET_SIZE")
-TopicAuthorizationFailedError = _code(29, "TOPIC_AUTHORIZATION_FAILED")
-GroupAuthorizationFailedError = _code(30, "GROUP_AUTHORIZATION_FAILED")
-ClusterAuthorizationFailedError = _code(31, "CLUSTER_AUTHORIZATION_FAILED")
-InvalidTimestampError = _code(32, "INVALID_TIMESTAMP")
-UnsupportedSaslMechanismError = _code(33, "UNSUPPORTED_SASL_MECHANISM", also=AuthenticationError)
-IllegalSaslStateError = _code(34, "ILLEGAL_SASL_STATE", also=AuthenticationError)
-UnsupportedVersionResponseError = _code(35, "UNSUPPORTED_VERSION")
-InvalidRequestError = _code(42, "INVALID_REQUEST")
-KafkaStorageError = _code(56, "KAFKA_STORAGE_ERROR", retriable=True, invalid_metadata=True)
-SaslAuthenticationFailedError = _code(58, "SASL_AUTHENTICATION_FAILED", also=AuthenticationError)
-FetchSessionIdNotFoundError = _code(70, "FETCH_SESSION_ID_NOT_FOUND", retriable=True)
-InvalidFetchSessionEpochError = _code(71, "INVALID_FETCH_SESSION_EPOCH", retriable=True)
-FencedLeaderEpochError = _code(74, "FENCED_LEADER_EPOCH", retriable=True, invalid_metadata=True)
-UnknownLeaderEpochError = _code(75, "UNKNOWN_LEADER_EPOCH", retriable=True, invalid_metadata=True)
-OffsetNotAvailableError = _code(78, "OFFSET_NOT_AVAILABLE", retriable=True)
-MemberIdRequiredError = _code(79, "MEMBER_ID_REQUIRED")
-PreferredLeaderNotAvailableError = _code(80, "PREFERRED_LEADER_NOT_AVAILABLE", retriable=True, invalid_metadata=True)
-GroupMaxSizeReachedError = _code(81, "GROUP_MAX_SIZE_REACHED")
-FencedInstanceIdError = _code(82, "FENCED_INSTANCE_ID")
-UnstableOffsetCommitError = _code(88, "UNSTABLE_OFFSET_COMMIT", retriable=True)
-UnknownTopicIdError = _code(100, "UNKNOWN_TOPIC_ID", retriable=True, invalid_metadata=True)
-InconsistentTopicIdError = _code(103, "INCONSISTENT_TOPIC_ID", retriable=True, invalid_metadata=True)
-FencedMemberEpochError = _code(110, "FENCED_MEMBER_EPOCH")
-UnreleasedInstanceIdError = _code(111, "UNRELEASED_INSTANCE_ID")
-UnsupportedAssignorError = _code(112, "UNSUPPORTED_ASSIGNOR")
-StaleMemberEpochError = _code(113, "STALE_MEMBER_EPOCH")
-UnknownServerError = _code(-1, "UNKNOWN_SERVER_ERROR")
+InvalidFetchSizeError = _code(ErrorCode.INVALID_FETCH_SIZE)
+LeaderNotAvailableError = _code(ErrorCode.LEADER_NOT_AVAILABLE, retriable=True, invalid_metadata=True)
+NotLeaderOrFollowerError = _code(ErrorCode.NOT_LEADER_OR_FOLLOWER, retriable=True, invalid_metadata=True)
+RequestTimedOutError = _code(ErrorCode.REQUEST_TIMED_OUT, retriable=True)
+BrokerNotAvailableError = _code(ErrorCode.BROKER_NOT_AVAILABLE)
+ReplicaNotAvailableError = _code(ErrorCode.REPLICA_NOT_AVAILABLE, retriable=True, invalid_metadata=True)
+MessageTooLargeError = _code(ErrorCode.MESSAGE_TOO_LARGE)
+StaleControllerEpochError = _code(ErrorCode.STALE_CONTROLLER_EPOCH)
+OffsetMetadataTooLargeError = _code(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+NetworkExceptionError = _code(ErrorCode.NETWORK_EXCEPTION, retriable=True, invalid_metadata=True)
+CoordinatorLoadInProgressError = _code(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, retriable=True)
+CoordinatorNotAvailableError = _code(ErrorCode.COORDINATOR_NOT_AVAILABLE, retriable=True)
+NotCoordinatorError = _code(ErrorCode.NOT_COORDINATOR, retriable=True)
+InvalidTopicError = _code(ErrorCode.INVALID_TOPIC_EXCEPTION)
+RecordListTooLargeError = _code(ErrorCode.RECORD_LIST_TOO_LARGE)
+NotEnoughReplicasError = _code(ErrorCode.NOT_ENOUGH_REPLICAS, retriable=True)
+NotEnoughReplicasAfterAppendError = _code(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, retriable=True)
+InvalidRequiredAcksError = _code(ErrorCode.INVALID_REQUIRED_ACKS)
+IllegalGenerationError = _code(ErrorCode.ILLEGAL_GENERATION)
+InconsistentGroupProtocolError = _code(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+InvalidGroupIdError = _code(ErrorCode.INVALID_GROUP_ID)
+UnknownMemberIdError = _code(ErrorCode.UNKNOWN_MEMBER_ID)
+InvalidSessionTimeoutError = _code(ErrorCode.INVALID_SESSION_TIMEOUT)
+RebalanceInProgressError = _code(ErrorCode.REBALANCE_IN_PROGRESS)
+InvalidCommitOffsetSizeError = _code(ErrorCode.INVALID_COMMIT_OFFSET_SIZE)
+TopicAuthorizationFailedError = _code(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+GroupAuthorizationFailedError = _code(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+ClusterAuthorizationFailedError = _code(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+InvalidTimestampError = _code(ErrorCode.INVALID_TIMESTAMP)
+UnsupportedSaslMechanismError = _code(ErrorCode.UNSUPPORTED_SASL_MECHANISM, also=AuthenticationError)
+IllegalSaslStateError = _code(ErrorCode.ILLEGAL_SASL_STATE, also=AuthenticationError)
+UnsupportedVersionResponseError = _code(ErrorCode.UNSUPPORTED_VERSION)
+InvalidRequestError = _code(ErrorCode.INVALID_REQUEST)
+KafkaStorageError = _code(ErrorCode.KAFKA_STORAGE_ERROR, retriable=True, invalid_metadata=True)
+SaslAuthenticationFailedError = _code(ErrorCode.SASL_AUTHENTICATION_FAILED, also=AuthenticationError)
+FetchSessionIdNotFoundError = _code(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, retriable=True)
+InvalidFetchSessionEpochError = _code(ErrorCode.INVALID_FETCH_SESSION_EPOCH, retriable=True)
+FencedLeaderEpochError = _code(ErrorCode.FENCED_LEADER_EPOCH, retriable=True, invalid_metadata=True)
+UnknownLeaderEpochError = _code(ErrorCode.UNKNOWN_LEADER_EPOCH, retriable=True, invalid_metadata=True)
+OffsetNotAvailableError = _code(ErrorCode.OFFSET_NOT_AVAILABLE, retriable=True)
+MemberIdRequiredError = _code(ErrorCode.MEMBER_ID_REQUIRED)
+PreferredLeaderNotAvailableError = _code(
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, retriable=True, invalid_metadata=True
+)
+GroupMaxSizeReachedError = _code(ErrorCode.GROUP_MAX_SIZE_REACHED)
+FencedInstanceIdError = _code(ErrorCode.FENCED_INSTANCE_ID)
+UnstableOffsetCommitError = _code(ErrorCode.UNSTABLE_OFFSET_COMMIT, retriable=True)
+UnknownTopicIdError = _code(ErrorCode.UNKNOWN_TOPIC_ID, retriable=True, invalid_metadata=True)
+InconsistentTopicIdError = _code(ErrorCode.INCONSISTENT_TOPIC_ID, retriable=True, invalid_metadata=True)
+FencedMemberEpochError = _code(ErrorCode.FENCED_MEMBER_EPOCH)
+UnreleasedInstanceIdError = _code(ErrorCode.UNRELEASED_INSTANCE_ID)
+UnsupportedAssignorError = _code(ErrorCode.UNSUPPORTED_ASSIGNOR)
+StaleMemberEpochError = _code(ErrorCode.STALE_MEMBER_EPOCH)
+UnknownServerError = _code(ErrorCode.UNKNOWN_SERVER_ERROR)
 
 
-_UNNAMED: dict[int, str] = {
-    36: "TOPIC_ALREADY_EXISTS",
-    37: "INVALID_PARTITIONS",
-    38: "INVALID_REPLICATION_FACTOR",
-    39: "INVALID_REPLICA_ASSIGNMENT",
-    40: "INVALID_CONFIG",
-    41: "NOT_CONTROLLER",
-    43: "UNSUPPORTED_FOR_MESSAGE_FORMAT",
-    44: "POLICY_VIOLATION",
-    45: "OUT_OF_ORDER_SEQUENCE_NUMBER",
-    46: "DUPLICATE_SEQUENCE_NUMBER",
-    47: "INVALID_PRODUCER_EPOCH",
-    48: "INVALID_TXN_STATE",
-    49: "INVALID_PRODUCER_ID_MAPPING",
-    50: "INVALID_TRANSACTION_TIMEOUT",
-    51: "CONCURRENT_TRANSACTIONS",
-    52: "TRANSACTION_COORDINATOR_FENCED",
-    53: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-    54: "SECURITY_DISABLED",
-    55: "OPERATION_NOT_ATTEMPTED",
-    57: "LOG_DIR_NOT_FOUND",
-    59: "UNKNOWN_PRODUCER_ID",
-    60: "REASSIGNMENT_IN_PROGRESS",
-    61: "DELEGATION_TOKEN_AUTH_DISABLED",
-    62: "DELEGATION_TOKEN_NOT_FOUND",
-    63: "DELEGATION_TOKEN_OWNER_MISMATCH",
-    64: "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED",
-    65: "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
-    66: "DELEGATION_TOKEN_EXPIRED",
-    67: "INVALID_PRINCIPAL_TYPE",
-    68: "NON_EMPTY_GROUP",
-    69: "GROUP_ID_NOT_FOUND",
-    72: "LISTENER_NOT_FOUND",
-    73: "TOPIC_DELETION_DISABLED",
-    76: "UNSUPPORTED_COMPRESSION_TYPE",
-    77: "STALE_BROKER_EPOCH",
-    83: "ELIGIBLE_LEADERS_NOT_AVAILABLE",
-    84: "ELECTION_NOT_NEEDED",
-    85: "NO_REASSIGNMENT_IN_PROGRESS",
-    86: "GROUP_SUBSCRIBED_TO_TOPIC",
-    87: "INVALID_RECORD",
-}
+_KNOWN_CODES = frozenset(int(c) for c in ErrorCode)
 
 
 def for_code(code: int, message: str = "") -> BrokerResponseError:

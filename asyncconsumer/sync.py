@@ -15,9 +15,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from types import TracebackType
 from typing import Any, TypeVar
 
-from asyncconsumer.clock import Clock
+from asyncconsumer._clock import Clock
+from asyncconsumer._runtime.core import ConsumerCore, to_partition
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.core import ConsumerCore, to_partition
 from asyncconsumer.errors import KafkaError, KafkaTimeoutError
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics
@@ -60,7 +60,7 @@ class Consumer:
     def close(self, timeout_ms: int | None = None) -> None:
         timeout = 30_000 if timeout_ms is None else timeout_ms
         deadline = self._core.clock.now_ms() + timeout
-        if not self._core.closed and self._core.started and self._core.thread.alive:
+        if not self._core.closed and self._core.started and self._core.parts.thread.alive:
             self._before_leaving()
         future = self._core.close(timeout)
         if future is not None:
@@ -142,7 +142,7 @@ class Consumer:
             records, seen, wait_s = core.poll_step(max_records, deadline)
             if records or wait_s <= 0:
                 return records
-            core.signal.wait(seen, wait_s)
+            core.parts.signal.wait(seen, wait_s)
 
     def _run_callbacks(self) -> None:
         for event in self._core.take_background_events():

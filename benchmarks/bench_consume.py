@@ -1091,7 +1091,7 @@ def parent_main(args: argparse.Namespace) -> int:
     broker: Any = None
     bootstrap = args.bootstrap
     if bootstrap is None:
-        from asyncconsumer.embedded_broker import EmbeddedBroker
+        from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 
         broker = EmbeddedBroker.start()
         bootstrap = broker.bootstrap_servers

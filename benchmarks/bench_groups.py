@@ -688,7 +688,7 @@ def parent_main(args: argparse.Namespace) -> int:
     if unknown:
         print(f"unknown scenario(s) {unknown}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
         return 2
-    from asyncconsumer.embedded_broker import EmbeddedBroker
+    from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 
     started = time.perf_counter()
     broker = EmbeddedBroker.start()

@@ -368,7 +368,7 @@ def parent_main(args: argparse.Namespace) -> int:
     if args.records < args.partitions:
         print("--records must be at least --partitions", file=sys.stderr)
         return 2
-    from asyncconsumer.embedded_broker import EmbeddedBroker
+    from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 
     info = machine(("aiokafka", "pyspark", "pyarrow"))
     info["java"] = java_version()

@@ -52,7 +52,7 @@ from benchcommon import code_version, default_results_path, machine
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from asyncconsumer.embedded_broker import EmbeddedBroker  # noqa: E402
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker  # noqa: E402
 from tests.faultproxy import (  # noqa: E402
     API_FETCH,
     API_HEARTBEAT,

@@ -39,8 +39,8 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from asyncconsumer import Consumer, TopicPartition
-from asyncconsumer.embedded_broker import EmbeddedBroker
 from asyncconsumer.spark import with_group_commit
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 
 WINDOW_MS = 10_000
 BASE_TS_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: a fixed start, so every run produces the same events

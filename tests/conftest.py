@@ -16,7 +16,7 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 import attrs
 import pytest
 
-from asyncconsumer.embedded_broker import BrokerStartError, EmbeddedBroker
+from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
 from tests.faultproxy import FaultProxy
 from tests.kip848_shim import Kip848Shim
 from tests.loop_thread import LoopThreadServer

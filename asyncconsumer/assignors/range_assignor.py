@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from asyncconsumer.assignors import GroupMember, PartitionAssignor, RebalanceProtocol, member_sort_key
+from asyncconsumer.assignors.base import GroupMember, PartitionAssignor, RebalanceProtocol, member_sort_key
 from asyncconsumer.records import TopicPartition
 
 __all__ = ["RangeAssignor", "range_assign"]

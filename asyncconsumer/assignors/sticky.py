@@ -30,7 +30,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping, Sequence
 
-from asyncconsumer.assignors import (
+from asyncconsumer.assignors.base import (
     GroupMember,
     PartitionAssignor,
     RebalanceProtocol,

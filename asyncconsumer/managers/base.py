@@ -40,13 +40,22 @@ EMPTY = PollResult()
 
 
 class RequestManager(Protocol):
-    """A sans-I/O manager: never awaits, never reads a clock, never touches a socket."""
+    """A sans-I/O manager, polled by the network thread once per loop iteration, in a fixed order.
 
-    def poll(self, now_ms: int) -> PollResult: ...
+    The thread promises: ``poll`` is called only from the background thread, with the ``now_ms`` it read once for
+    the iteration; every request returned is sent (or failed) and its ``on_response`` is called exactly once, on
+    the same thread, with the response or a ``KafkaError``; ``poll_on_close`` replaces ``poll`` once the consumer
+    closes. The manager promises: no await, no clock read, no socket, no blocking, no user code.
+    """
 
-    def poll_on_close(self, now_ms: int) -> PollResult: ...
+    def poll(self, now_ms: int) -> PollResult:
+        """The requests to send now, and how long until this manager has something to do again."""
+        ...
 
-    def maximum_time_to_wait(self, now_ms: int) -> int: ...
+    def poll_on_close(self, now_ms: int) -> PollResult:
+        """The last requests before the consumer stops (a final commit, LeaveGroup); polled until they complete or
+        the close deadline passes."""
+        ...
 
 
 def is_error(result: object) -> bool:

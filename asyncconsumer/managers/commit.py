@@ -13,8 +13,9 @@ from typing import Any
 
 import attrs
 
-from asyncconsumer.errors import CommitFailedError, KafkaError, KafkaTimeoutError, for_code
-from asyncconsumer.logs import get_logger
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.subscription import SubscriptionState
+from asyncconsumer.errors import CommitFailedError, ErrorCode, KafkaError, KafkaTimeoutError, for_code
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
@@ -28,15 +29,21 @@ from asyncconsumer.protocol.offsets_commit import (
     OffsetFetchTopic,
 )
 from asyncconsumer.records import OffsetAndMetadata, TopicPartition
-from asyncconsumer.subscription import SubscriptionState
 
 log = get_logger("asyncconsumer.commit")
 
-_COORDINATOR_MOVED = frozenset({15, 16})  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-# ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID, FENCED_MEMBER_EPOCH
-_GROUP_MOVED_ON = frozenset({22, 25, 27, 82, 110})
-_STALE_MEMBER_EPOCH = 113
-"""KIP-848: the commit carried an epoch older than the member's; the retry carries the current one."""
+_COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+_GROUP_MOVED_ON = frozenset(
+    {
+        ErrorCode.ILLEGAL_GENERATION,
+        ErrorCode.UNKNOWN_MEMBER_ID,
+        ErrorCode.REBALANCE_IN_PROGRESS,
+        ErrorCode.FENCED_INSTANCE_ID,
+        ErrorCode.FENCED_MEMBER_EPOCH,
+    }
+)
+"""The group moved on without this member: a commit answered so is a ``CommitFailedError``, not retried.
+(STALE_MEMBER_EPOCH is not here: on KIP-848 the retry carries the member's current epoch.)"""
 
 Committed = dict[TopicPartition, OffsetAndMetadata | None]
 
@@ -225,9 +232,6 @@ class CommitManager:
         self._jobs = [job for job in self._jobs if job.kind == "commit"]
         return self._send_jobs(now_ms)
 
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return MAX_POLL_WAIT_MS
-
     # --- requests and answers --------------------------------------------------------------------------------
     def _request(self, job: _Job) -> OffsetFetchRequest | OffsetCommitRequest:
         group_id = self._coordinator.group_id
@@ -278,13 +282,13 @@ class CommitManager:
 
     def _handle(self, job: _Job, code: int, now_ms: int, what: str) -> bool:
         """Deals with an error code; True when the job is over or will be retried (nothing more to read)."""
-        if code == 0:
+        if code == ErrorCode.NONE:
             return False
         error = for_code(code, what)
         if code in _COORDINATOR_MOVED:
             self._coordinator.mark_unknown(error.kafka_name)
             self._retry(job, now_ms, error)
-        elif code == _STALE_MEMBER_EPOCH and self._generation() is not NO_GENERATION:
+        elif code == ErrorCode.STALE_MEMBER_EPOCH and self._generation() is not NO_GENERATION:
             self._retry(job, now_ms, error)
         elif job.kind == "commit" and code in _GROUP_MOVED_ON:
             job.fail(CommitFailedError(f"the group rebalanced or fenced this member before the commit: {error}"))

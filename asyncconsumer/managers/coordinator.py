@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import attrs
 
+from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import KafkaError, for_code
 from asyncconsumer.events.background import ErrorEvent
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff, RequestState
 from asyncconsumer.protocol.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -76,9 +76,6 @@ class CoordinatorManager:
 
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
-
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return MAX_POLL_WAIT_MS if self.coordinator is not None else self._state.remaining_backoff_ms(now_ms)
 
     def _on_response(self, result: object, now_ms: int) -> None:
         if isinstance(result, KafkaError):

@@ -29,16 +29,18 @@ from collections.abc import Callable
 
 import attrs
 
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer, ResponseShare
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import (
     CorruptRecordError,
+    ErrorCode,
     KafkaError,
     OffsetOutOfRangeError,
     for_code,
 )
 from asyncconsumer.events.background import ErrorEvent
-from asyncconsumer.fetch_buffer import CompletedFetch, FetchBuffer, ResponseShare
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
@@ -46,11 +48,9 @@ from asyncconsumer.metrics import LatencyWindow
 from asyncconsumer.protocol.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from asyncconsumer.protocol.records import complete_prefix
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.subscription import SubscriptionState
 
 log = get_logger("asyncconsumer.fetch")
 
-_OFFSET_OUT_OF_RANGE = 1
 
 FETCHES_PER_NODE = 2
 """Fetches in flight to one broker at most: two over disjoint partitions while records wait there."""
@@ -180,9 +180,6 @@ class FetchManager:
 
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
-
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return 5_000
 
     def _request(self, node: int, sent: dict[TopicPartition, _Sent], max_bytes: int, now_ms: int) -> UnsentRequest:
         self._in_flight[node] += 1
@@ -322,7 +319,7 @@ class FetchManager:
         # entries of partitions sought or unassigned since are of no use: drop them here, off the hot path
         self._partition_retry = {p: r for p, r in self._partition_retry.items() if self._subs.epoch(p) == r[0]}
         self._partition_retry[tp] = (s.epoch, failures, now_ms + self._backoff.backoff_ms(failures))
-        if code == _OFFSET_OUT_OF_RANGE:
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             strategy = self._config.auto_offset_reset
             if strategy != "none":
                 if self._subs.reset_if_unchanged(tp, s.epoch, strategy):

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import attrs
 
-from asyncconsumer.errors import KafkaError, PollIntervalExceededError, for_code
+from asyncconsumer._logs import get_logger
+from asyncconsumer.errors import ErrorCode, KafkaError, PollIntervalExceededError, for_code
 from asyncconsumer.events.background import ErrorEvent
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.membership_classic import ClassicMembershipManager
@@ -22,9 +22,10 @@ from asyncconsumer.protocol.group import HeartbeatRequest, HeartbeatResponse
 
 log = get_logger("asyncconsumer.heartbeat")
 
-_REBALANCE_IN_PROGRESS = 27
-_FENCED = frozenset({22, 25})  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID
-_COORDINATOR_MOVED = frozenset({14, 15, 16})
+_FENCED = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID})
+_COORDINATOR_MOVED = frozenset(
+    {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
+)
 
 
 @attrs.define(frozen=True, slots=True)
@@ -94,9 +95,6 @@ class ClassicHeartbeatManager:
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
 
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return MAX_POLL_WAIT_MS
-
     def _poll_timeout(self, idle_ms: int) -> None:
         log.warning(
             "heartbeat.poll_timeout",
@@ -119,18 +117,20 @@ class ClassicHeartbeatManager:
             return
         assert isinstance(result, HeartbeatResponse)
         code = result.error_code
-        if code == 0 or code == _REBALANCE_IN_PROGRESS:
+        if code == ErrorCode.NONE or code == ErrorCode.REBALANCE_IN_PROGRESS:
             self._last_answer_ms = now_ms
             self.last_heartbeat_ms = now_ms
             self._failures = 0
-            if code == _REBALANCE_IN_PROGRESS:
+            if code == ErrorCode.REBALANCE_IN_PROGRESS:
                 self._membership.request_rejoin("the coordinator started a rebalance")
             return
         if code in _FENCED:
             self._membership.fenced(code)
             return
         if code in _COORDINATOR_MOVED:
-            self._failed(now_ms, for_code(code).kafka_name, coordinator_moved=code != 14)
+            self._failed(
+                now_ms, for_code(code).kafka_name, coordinator_moved=code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            )
             return
         self._emit(ErrorEvent(for_code(code, f"heartbeat of group {self._coordinator.group_id!r}")))
 

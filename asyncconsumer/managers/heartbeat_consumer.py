@@ -14,14 +14,15 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
+from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import (
+    ErrorCode,
     KafkaError,
     PollIntervalExceededError,
     UnsupportedVersionError,
     for_code,
 )
 from asyncconsumer.events.background import ErrorEvent
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as S
@@ -37,9 +38,8 @@ from asyncconsumer.protocol.consumer_group_heartbeat import (
 
 log = get_logger("asyncconsumer.heartbeat")
 
-COORDINATOR_LOAD_IN_PROGRESS = 14
-_COORDINATOR_MOVED = frozenset({15, 16})  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-_FENCED = frozenset({25, 110})  # UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH
+_COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+_FENCED = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
 
 DEFAULT_INTERVAL_MS = 5_000
 """Kafka's ``group.consumer.heartbeat.interval.ms`` default, used until the coordinator names its own."""
@@ -158,9 +158,6 @@ class ConsumerHeartbeatManager:
         self._membership.on_heartbeat_sent()
         return PollResult(0, (UnsentRequest(request, coordinator.node_id, self._callback(request, True)),))
 
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return MAX_POLL_WAIT_MS
-
     # --- requests ----------------------------------------------------------------------------------------------
     def _request(self) -> ConsumerGroupHeartbeatRequest:
         membership = self._membership
@@ -211,7 +208,7 @@ class ConsumerHeartbeatManager:
         self, request: ConsumerGroupHeartbeatRequest, response: ConsumerGroupHeartbeatResponse, now_ms: int
     ) -> None:
         code = response.error_code
-        if code == 0:
+        if code == ErrorCode.NONE:
             self._failures = 0
             self.last_heartbeat_ms = now_ms
             if response.heartbeat_interval_ms > 0:
@@ -227,7 +224,7 @@ class ConsumerHeartbeatManager:
             detail += f": {response.error_message}"
         if code in _COORDINATOR_MOVED:
             self._failed(now_ms, for_code(code).kafka_name, coordinator_moved=True)
-        elif code == COORDINATOR_LOAD_IN_PROGRESS:
+        elif code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             self._failed(now_ms, for_code(code).kafka_name, coordinator_moved=False)
         elif code in _FENCED:
             self._sent = None
@@ -262,5 +259,5 @@ class ConsumerHeartbeatManager:
 
 def _describe(result: object) -> str:
     if isinstance(result, ConsumerGroupHeartbeatResponse):
-        return "ok" if result.error_code == 0 else for_code(result.error_code).kafka_name
+        return "ok" if result.error_code == ErrorCode.NONE else for_code(result.error_code).kafka_name
     return str(result)

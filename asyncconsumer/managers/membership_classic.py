@@ -14,9 +14,9 @@ from concurrent.futures import Future
 
 import attrs
 
-from asyncconsumer.errors import KafkaError, for_code
+from asyncconsumer._logs import get_logger
+from asyncconsumer.errors import ErrorCode, KafkaError, for_code
 from asyncconsumer.events.background import ErrorEvent
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.commit import NO_GENERATION, Generation
 from asyncconsumer.managers.coordinator import CoordinatorManager
@@ -40,12 +40,17 @@ from asyncconsumer.records import TopicPartition
 
 log = get_logger("asyncconsumer.membership")
 
-MEMBER_ID_REQUIRED = 79
-_INCONSISTENT_GROUP_PROTOCOL = 23
-_COORDINATOR_MOVED = frozenset({15, 16})
-_RETRY_JOIN = frozenset({14, 15, 16, 27})  # loading, not available, not coordinator, rebalance in progress
-_RESET_MEMBER = frozenset({25})  # UNKNOWN_MEMBER_ID: join again as a new member
-_RESET_GENERATION = frozenset({22, 25})  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID
+_COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+_RETRY_JOIN = frozenset(
+    {
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.REBALANCE_IN_PROGRESS,
+    }
+)
+_RESET_MEMBER = frozenset({ErrorCode.UNKNOWN_MEMBER_ID})
+_RESET_GENERATION = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID})
 
 ListenerCall = Callable[[str, frozenset[TopicPartition]], "Future[None]"]
 """Asks the caller's side to run ``on_partitions_<kind>`` (revoked, assigned, lost); done when it returned."""
@@ -198,9 +203,6 @@ class ClassicMembershipManager:
             return self._send(now_ms, self._leave_request(), coordinator.node_id, self._on_leave)
         return PollResult()
 
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return MAX_POLL_WAIT_MS
-
     # --- requests ----------------------------------------------------------------------------------------------
     def _send(
         self, now_ms: int, request: Request, node_id: int, handler: Callable[[object, int], None], join: bool = False
@@ -250,7 +252,7 @@ class ClassicMembershipManager:
             return
         assert isinstance(result, JoinGroupResponse)
         code = result.error_code
-        if code == MEMBER_ID_REQUIRED:
+        if code == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = result.member_id
             self._request.on_successful_attempt(now_ms)  # join again at once, with the id the coordinator gave
             return
@@ -396,7 +398,7 @@ class ClassicMembershipManager:
         if not retriable:
             self._request.on_failed_attempt(now_ms)
             detail = f"group {self._settings.group_id!r}"
-            if code == _INCONSISTENT_GROUP_PROTOCOL:
+            if code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
                 offered = ", ".join(p.name for p in self._protocols())
                 detail += (
                     f": no partition assignment strategy in common with the other members (this one offers {offered})"

@@ -16,10 +16,10 @@ from concurrent.futures import Future
 
 import attrs
 
-from asyncconsumer.cluster import Cluster
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.cluster import Cluster
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.events.background import ErrorEvent
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult
 from asyncconsumer.managers.commit import NO_GENERATION, Generation
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as S
@@ -217,9 +217,6 @@ class ConsumerMembershipManager:
     def poll_on_close(self, now_ms: int) -> PollResult:
         self.leave(notify=False)
         return PollResult()
-
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return MAX_POLL_WAIT_MS
 
     # --- reconciliation ----------------------------------------------------------------------------------------
     def _resolve(self) -> tuple[frozenset[TopicPartition], bool]:

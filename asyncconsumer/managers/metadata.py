@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from asyncconsumer.cluster import Broker, Cluster, TopicInfo
-from asyncconsumer.errors import KafkaError, for_code
-from asyncconsumer.logs import get_logger
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.cluster import Broker, Cluster, TopicInfo
+from asyncconsumer.errors import ErrorCode, KafkaError, for_code
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff, RequestState
 from asyncconsumer.protocol.metadata import MetadataRequest, MetadataResponse
@@ -19,7 +19,6 @@ from asyncconsumer.records import PartitionInfo
 
 log = get_logger("asyncconsumer.metadata")
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
 MetadataListener = Callable[[Cluster, frozenset[str]], None]
 """Called after each metadata response with the new cluster and the topics the response named."""
 
@@ -118,11 +117,6 @@ class MetadataManager:
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
 
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        if self._update_requested or self._last_refresh_ms is None:
-            return self._state.remaining_backoff_ms(now_ms)
-        return max(0, self._refresh_due_ms() - now_ms)
-
     def _refresh_due_ms(self) -> int:
         assert self._last_refresh_ms is not None
         missing = self._interest & self.cluster.unknown_topics
@@ -149,7 +143,7 @@ class MetadataManager:
             if t.name is None:
                 continue
             named.add(t.name)
-            if t.error_code == UNKNOWN_TOPIC_OR_PARTITION:
+            if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 topics.pop(t.name, None)
                 unknown.add(t.name)
                 continue
@@ -166,7 +160,7 @@ class MetadataManager:
                 )
                 for p in t.partitions
             }
-            if t.error_code != 0 or any(p.leader_id < 0 for p in t.partitions):
+            if t.error_code != ErrorCode.NONE or any(p.leader_id < 0 for p in t.partitions):
                 retry = True  # e.g. LEADER_NOT_AVAILABLE while a topic is being created
             topics[t.name] = TopicInfo(t.name, t.error_code, parts, t.topic_id, t.is_internal)
         if retry:

@@ -11,14 +11,16 @@ from collections.abc import Callable
 
 import attrs
 
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.errors import (
+    ErrorCode,
     KafkaError,
     NoOffsetForPartitionError,
     UnknownTopicOrPartitionError,
     for_code,
 )
 from asyncconsumer.events.background import ErrorEvent
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
@@ -31,7 +33,6 @@ from asyncconsumer.protocol.list_offsets import (
     ListOffsetsTopic,
 )
 from asyncconsumer.records import OffsetAndTimestamp, TopicPartition
-from asyncconsumer.subscription import SubscriptionState
 
 log = get_logger("asyncconsumer.offsets")
 
@@ -174,9 +175,6 @@ class OffsetsManager:
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
 
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return 5_000
-
     def fail_all(self, error: KafkaError) -> None:
         for job in self._jobs:
             job.fail(error)
@@ -227,7 +225,7 @@ class OffsetsManager:
                     tp = TopicPartition(topic.name, p.partition_index)
                     if tp not in sent:
                         continue
-                    if p.error_code == 0:
+                    if p.error_code == ErrorCode.NONE:
                         job.results[tp] = (
                             None
                             if p.offset < 0
@@ -272,7 +270,7 @@ class OffsetsManager:
                     tp = TopicPartition(topic.name, p.partition_index)
                     if tp not in sent:
                         continue
-                    if p.error_code == 0 and p.offset >= 0:
+                    if p.error_code == ErrorCode.NONE and p.offset >= 0:
                         self._reset_attempts.pop(tp, None)
                         self._reset_retry_at.pop(tp, None)
                         if self._subs.complete_reset(tp, epochs[tp], p.offset):

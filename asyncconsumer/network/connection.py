@@ -16,15 +16,16 @@ import anyio.abc
 import attrs
 from anyio.streams.tls import TLSStream
 
+from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import (
     AuthenticationError,
     CorruptResponseError,
+    ErrorCode,
     KafkaConnectionError,
     KafkaError,
     UnsupportedVersionError,
     for_code,
 )
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -39,7 +40,6 @@ from asyncconsumer.protocol.base import (
 log = get_logger("asyncconsumer.network")
 
 _SIZE = struct.Struct(">i")
-_UNSUPPORTED_VERSION = 35
 MAX_FRAME_BYTES = 1 << 30
 
 
@@ -206,9 +206,9 @@ class BrokerConnection:
             response = decode_response(payload, ApiVersionsRequest, version)
             assert isinstance(response, ApiVersionsResponse)
             ranges = {r.api_key: (r.min_version, r.max_version) for r in response.api_keys}
-            if response.error_code == 0:
+            if response.error_code == ErrorCode.NONE:
                 return ranges
-            if response.error_code == _UNSUPPORTED_VERSION and ranges.get(18):
+            if response.error_code == ErrorCode.UNSUPPORTED_VERSION and ranges.get(18):
                 version = min(ranges[18][1], ApiVersionsRequest.MAX_VERSION)
                 continue
             raise KafkaConnectionError(f"ApiVersions to node {self.node_id} failed with code {response.error_code}")

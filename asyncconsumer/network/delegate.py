@@ -16,7 +16,8 @@ import anyio.abc
 import anyio.lowlevel
 import attrs
 
-from asyncconsumer.clock import Clock
+from asyncconsumer._clock import Clock
+from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import (
     AuthenticationError,
     KafkaConnectionError,
@@ -24,7 +25,6 @@ from asyncconsumer.errors import (
     RequestTimedOutError,
     UnsupportedVersionError,
 )
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.connection import BrokerConnection, ConnectionState

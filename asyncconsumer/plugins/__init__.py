@@ -12,8 +12,8 @@ managers; it must not block or do I/O itself: it returns requests (``asyncconsum
 ``asyncconsumer.plugins.lag_monitor`` is the reference plugin.
 """
 
-from asyncconsumer.clock import Clock
-from asyncconsumer.cluster import Broker, Cluster, TopicInfo
+from asyncconsumer._clock import Clock
+from asyncconsumer._state.cluster import Broker, Cluster, TopicInfo
 from asyncconsumer.errors import PluginError
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, RequestManager, ResponseCallback, UnsentRequest
 from asyncconsumer.metrics import PluginMetrics

@@ -11,16 +11,16 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from asyncconsumer.clock import Clock
-from asyncconsumer.cluster import Cluster
+from asyncconsumer._clock import Clock
+from asyncconsumer._logs import Logger, get_logger
+from asyncconsumer._state.cluster import Cluster
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.events.background import BackgroundEvent, CallbackEvent, ErrorEvent
-from asyncconsumer.logs import Logger, get_logger
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.metrics import PluginMetricsStore
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.subscription import SubscriptionState
 
 
 class PluginContext:

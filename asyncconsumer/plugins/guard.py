@@ -1,8 +1,8 @@
 """Runs a plugin's request manager so that its failure cannot take the consumer down (unless asked to).
 
-Every call into the plugin (``poll``, ``poll_on_close``, ``maximum_time_to_wait``, and the response callbacks of its
-requests) is guarded. On the first exception the plugin is switched off for good, since its state is unknown:
-``plugin.failed`` is logged naming it, and its metrics say why. With ``plugin_errors="fatal"`` the ``PluginError``
+Every call into the plugin (``poll``, ``poll_on_close``, and the response callbacks of its requests) is guarded.
+On the first exception the plugin is switched off for good, since its state is unknown: ``plugin.failed`` is
+logged naming it, and its metrics say why. With ``plugin_errors="fatal"`` the ``PluginError``
 is raised instead, which stops the consumer and is raised from the caller's next call.
 """
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import attrs
 
+from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import PluginError
-from asyncconsumer.logs import get_logger
-from asyncconsumer.managers.base import EMPTY, MAX_POLL_WAIT_MS, PollResult, RequestManager, UnsentRequest
+from asyncconsumer.managers.base import EMPTY, PollResult, RequestManager, UnsentRequest
 from asyncconsumer.metrics import PluginMetricsStore
 
 log = get_logger("asyncconsumer.plugins")
@@ -37,16 +37,6 @@ class GuardedManager:
 
     def poll_on_close(self, now_ms: int) -> PollResult:
         return self._call("poll_on_close", now_ms)
-
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        if self._manager is None:
-            return MAX_POLL_WAIT_MS
-        try:
-            wait = self._manager.maximum_time_to_wait(now_ms)
-        except Exception as exc:
-            self.fail("maximum_time_to_wait", exc)
-            return MAX_POLL_WAIT_MS
-        return wait if isinstance(wait, int) else MAX_POLL_WAIT_MS
 
     def _call(self, method: str, now_ms: int) -> PollResult:
         manager = self._manager

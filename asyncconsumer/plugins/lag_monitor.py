@@ -67,9 +67,6 @@ class LagMonitor:
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
 
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return max(self._next_round_ms - now_ms, 0)
-
     def _request(self, leader: int, partitions: list[TopicPartition]) -> UnsentRequest:
         by_topic: dict[str, list[ListOffsetsPartition]] = defaultdict(list)
         for tp in partitions:

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from asyncconsumer.clock import Clock
+from asyncconsumer._clock import Clock
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import ConfigError
 from asyncconsumer.events.background import BackgroundEvent
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.metrics import PluginMetricsStore
 from asyncconsumer.plugins.context import PluginContext
 from asyncconsumer.plugins.guard import GuardedManager
-from asyncconsumer.plugins.registry import plugin_name, resolve
-from asyncconsumer.subscription import SubscriptionState
+from asyncconsumer.plugins.registry import check_installed, plugin_name, resolve
 
 log = get_logger("asyncconsumer.plugins")
 
-_MANAGER_METHODS = ("poll", "poll_on_close", "maximum_time_to_wait")
+_MANAGER_METHODS = ("poll", "poll_on_close")
 
 
 def load_plugins(
@@ -32,8 +32,9 @@ def load_plugins(
 
     A plugin that cannot be loaded or built is a ``PluginError`` raised here under ``plugin_errors="fatal"``;
     otherwise it is logged and kept switched off, so ``metrics()`` shows why. Bad options (``ConfigError`` from the
-    factory) are always raised.
+    factory) and names no installed plugin has are always raised.
     """
+    check_installed(config.plugins)
     fatal = config.plugin_errors == "fatal"
     loaded: dict[str, tuple[GuardedManager, PluginMetricsStore]] = {}
     for item in config.plugins:

@@ -14,6 +14,7 @@ from typing import ClassVar, Self
 
 import attrs
 
+from asyncconsumer.errors import ErrorCode
 from asyncconsumer.protocol.base import ApiKey, Response
 from asyncconsumer.protocol.wire import Reader, Writer
 
@@ -30,7 +31,6 @@ KEY_TYPE_TRANSACTION = 1
 
 _FLEXIBLE_FROM = 3
 _BATCHED_FROM = 4
-_COORDINATOR_NOT_AVAILABLE = 15
 
 
 @attrs.define(frozen=True, slots=True)
@@ -89,9 +89,11 @@ class FindCoordinatorResponse:
             for coordinator in self.coordinators:
                 if coordinator.key == key:
                     return coordinator
-            return Coordinator(key, -1, "", -1, _COORDINATOR_NOT_AVAILABLE, f"no coordinator for {key!r} in response")
-        if self.error_code == 0 and self.node_id < 0:
-            return Coordinator(key, -1, "", -1, _COORDINATOR_NOT_AVAILABLE, "no coordinator in response")
+            return Coordinator(
+                key, -1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"no coordinator for {key!r} in response"
+            )
+        if self.error_code == ErrorCode.NONE and self.node_id < 0:
+            return Coordinator(key, -1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, "no coordinator in response")
         return Coordinator(key, self.node_id, self.host, self.port, self.error_code, self.error_message)
 
     def encode(self, w: Writer, version: int) -> None:

@@ -18,7 +18,7 @@ from typing import ClassVar, Self
 
 import attrs
 
-from asyncconsumer.errors import CorruptResponseError
+from asyncconsumer.errors import CorruptResponseError, ErrorCode
 from asyncconsumer.protocol.base import ApiKey, Response
 from asyncconsumer.protocol.wire import Reader, Writer
 
@@ -40,7 +40,6 @@ __all__ = [
 _COMMIT_FLEXIBLE_FROM = 8
 _FETCH_FLEXIBLE_FROM = 6
 _FETCH_BATCHED_FROM = 8
-_COORDINATOR_NOT_AVAILABLE = 15
 
 
 # --- OffsetCommit ---------------------------------------------------------------------------------------------
@@ -313,7 +312,7 @@ class OffsetFetchResponse:
             for group in self.groups:
                 if group.group_id == group_id:
                     return group
-            return OffsetFetchGroupResponse(group_id, (), _COORDINATOR_NOT_AVAILABLE)
+            return OffsetFetchGroupResponse(group_id, (), ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return OffsetFetchGroupResponse(group_id, self.topics, self.error_code)
 
     def encode(self, w: Writer, version: int) -> None:

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import ConfigError, KafkaError
-from asyncconsumer.logs import get_logger
 from asyncconsumer.records import TopicPartition
 from asyncconsumer.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 from asyncconsumer.sync import Consumer

@@ -13,7 +13,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from asyncconsumer.spark import offsets as plan
+import asyncconsumer.spark.offsets as plan
 from asyncconsumer.spark.offsets import OffsetRange, Offsets
 from asyncconsumer.spark.options import SourceOptions, include_headers, parse_options
 from asyncconsumer.spark.reader import read_arrow, read_tuples, schema

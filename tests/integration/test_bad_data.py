@@ -185,7 +185,7 @@ async def test_garbage_fetch_responses_drop_the_connection_and_lose_nothing(
         accepted = proxied_broker.proxy.connections_accepted
         proxied_broker.proxy.set_response_mutator(garble)
         got = await consume_exactly(consumer, total)
-        assert consumer._core.thread.alive
+        assert consumer._core.parts.thread.alive
         reconnects = proxied_broker.proxy.connections_accepted - accepted
     print(f"{len(got)} of {total} records through {spoiled['count']} garbage responses, {reconnects} reconnections")
     assert spoiled["count"] == 3
@@ -308,7 +308,7 @@ async def test_an_unexpected_partition_error_code_is_raised_once_per_failed_fetc
         assert by_partition(got)[1] == list(range(40)), "partition 1 held up by partition 0's errors"
         state["on"] = False
         got.extend(await consume_exactly(consumer, 80 - len(got), errors=errors))
-        assert consumer._core.thread.alive
+        assert consumer._core.parts.thread.alive
     print(f"{kafka_name}: {len(errors)} errors for {state['failed']} failed fetches of {failing}; {len(got)} of 80")
     for error in errors:
         assert isinstance(error, UnknownBrokerError), repr(error)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from asyncconsumer.embedded_broker import EmbeddedBroker
 from asyncconsumer.records import TopicPartition
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
 from tests.produce import ProduceHelper, Record
 
@@ -20,7 +20,11 @@ pytestmark = pytest.mark.broker
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "asyncconsumer.cli", *args], capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, "-m", "asyncconsumer.tools.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
@@ -64,7 +68,7 @@ def test_consume_of_a_missing_topic_says_so_and_fails(broker: EmbeddedBroker) ->
 
 
 def test_consume_from_an_unreachable_server_prints_one_error_line() -> None:
-    from asyncconsumer.embedded_broker import free_port
+    from asyncconsumer.tools.embedded_broker import free_port
 
     result = run_cli(
         "consume", "--bootstrap-server", f"127.0.0.1:{free_port()}", "--topic", "t", "--timeout-ms", "1500", timeout=30
@@ -108,7 +112,7 @@ def test_consume_with_a_group_commits_what_it_printed(
 
 def _spawn(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "asyncconsumer.cli", *args],
+        [sys.executable, "-m", "asyncconsumer.tools.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -160,7 +164,7 @@ def test_groups_describe_of_an_unknown_group_prints_one_line(broker: EmbeddedBro
 
 
 def test_groups_describe_from_an_unreachable_server_prints_one_line() -> None:
-    from asyncconsumer.embedded_broker import free_port
+    from asyncconsumer.tools.embedded_broker import free_port
 
     address = f"127.0.0.1:{free_port()}"
     result = run_cli("groups", "describe", "g", "--bootstrap-server", address, "--timeout-ms", "1500", timeout=30)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from asyncconsumer import InvalidOffsetError, OffsetAndMetadata, TopicPartition
-from asyncconsumer.embedded_broker import EmbeddedBroker
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
 from tests.integration.test_groups import all_partitions, consume_until, group_consumer, new_group_id
 from tests.produce import ProduceHelper

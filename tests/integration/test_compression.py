@@ -14,9 +14,9 @@ from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from asyncconsumer import AsyncConsumer, ConsumerRecord, TopicPartition
-from asyncconsumer.embedded_broker import EmbeddedBroker
 from asyncconsumer.protocol.records import iter_batches
 from asyncconsumer.records import TimestampType
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import ProxiedBroker, TopicFactory
 from tests.fetch_rewrite import FetchTap
 from tests.produce import ProducedRecord, ProduceHelper, Record, value_for

@@ -16,7 +16,7 @@ from asyncconsumer import (
     TopicPartition,
     UnknownTopicOrPartitionError,
 )
-from asyncconsumer.embedded_broker import EmbeddedBroker
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
 from tests.produce import ProducedRecord, ProduceHelper, Record
 from tests.waiting import wait_for_async

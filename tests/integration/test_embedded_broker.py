@@ -11,7 +11,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.client import AIOKafkaClient
 
-from asyncconsumer.embedded_broker import BrokerCommandError, BrokerStartError, EmbeddedBroker, free_port
+from asyncconsumer.tools.embedded_broker import BrokerCommandError, BrokerStartError, EmbeddedBroker, free_port
 from tests.conftest import TopicFactory
 from tests.produce import ProducedRecord, ProduceHelper, Record, value_for
 

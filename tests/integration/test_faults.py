@@ -18,10 +18,10 @@ from asyncconsumer import (
     KafkaTimeoutError,
     TopicPartition,
 )
-from asyncconsumer.embedded_broker import free_port
 from asyncconsumer.protocol.base import encode_response
 from asyncconsumer.protocol.fetch import FetchRequest, FetchResponse
 from asyncconsumer.protocol.wire import Reader
+from asyncconsumer.tools.embedded_broker import free_port
 from tests.conftest import ProxiedBroker
 from tests.faultproxy import API_FETCH, parse_request_header, response_correlation_id
 from tests.integration.test_consumer import by_partition, consume_until
@@ -185,7 +185,7 @@ async def test_close_returns_within_its_timeout_when_the_broker_is_gone(proxied_
     started = time.monotonic()
     await consumer.close(timeout_ms=1_000)
     assert time.monotonic() - started < 3.0
-    assert not consumer._core.thread.alive
+    assert not consumer._core.parts.thread.alive
 
 
 async def test_unreachable_bootstrap_servers_fail_typed_after_the_timeout() -> None:

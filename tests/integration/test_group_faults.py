@@ -34,7 +34,7 @@ from asyncconsumer import (
     OffsetAndMetadata,
     TopicPartition,
 )
-from asyncconsumer.embedded_broker import BrokerStartError, EmbeddedBroker
+from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
 from tests.conftest import ProxiedBroker, TopicFactory, unique_topic_name
 from tests.faultproxy import (
     API_JOIN_GROUP,

@@ -25,7 +25,7 @@ from asyncconsumer import (
     OffsetAndMetadata,
     TopicPartition,
 )
-from asyncconsumer.embedded_broker import EmbeddedBroker
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import ProxiedBroker, TopicFactory
 from tests.faultproxy import API_LEAVE_GROUP
 from tests.produce import ProducedRecord, ProduceHelper

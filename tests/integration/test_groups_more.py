@@ -29,7 +29,7 @@ from asyncconsumer import (
     PollIntervalExceededError,
     TopicPartition,
 )
-from asyncconsumer.embedded_broker import EmbeddedBroker
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import ProxiedBroker, TopicFactory, unique_topic_name
 from tests.faultproxy import API_FIND_COORDINATOR, API_HEARTBEAT, API_LEAVE_GROUP
 from tests.integration.test_groups import (

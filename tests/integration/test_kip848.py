@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from asyncconsumer import AsyncConsumer, Consumer, ConsumerRecord, TopicPartition
-from asyncconsumer.embedded_broker import EmbeddedBroker
 from asyncconsumer.errors import ConfigError, UnsupportedAssignorError, UnsupportedVersionError
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import Kip848Broker, TopicFactory
 from tests.integration.test_groups import (
     Poller,

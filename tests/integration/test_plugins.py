@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from asyncconsumer import AsyncConsumer, ClientClosedError, Consumer, ConsumerMetrics, PluginError, TopicPartition
-from asyncconsumer.embedded_broker import EmbeddedBroker
 from asyncconsumer.plugins import Plugin, PluginContext, PollResult, installed_plugins
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
 from tests.produce import ProduceHelper, Record
 from tests.waiting import wait_for, wait_for_async
@@ -138,9 +138,6 @@ class RaisingManager:
 
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
-
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return 10
 
 
 async def test_a_failing_plugin_is_isolated_and_the_consumer_keeps_consuming(

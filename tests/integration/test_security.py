@@ -27,8 +27,8 @@ from asyncconsumer import (
     KafkaTimeoutError,
     TopicPartition,
 )
-from asyncconsumer.embedded_broker import EmbeddedBroker
 from asyncconsumer.errors import UnsupportedSaslMechanismError
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import SecuredBroker, _run_broker, start_secured_broker
 from tests.integration.test_consumer import by_partition, consume_until
 

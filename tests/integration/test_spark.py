@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from asyncconsumer import Consumer, TopicPartition
-from asyncconsumer.embedded_broker import EmbeddedBroker
 from asyncconsumer.errors import ConfigError
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
 from tests.produce import ProducedRecord, Record, produce_batches
 from tests.waiting import wait_for

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from asyncconsumer import ClientClosedError, Consumer, ConsumerRecord, IllegalStateError, TopicPartition
-from asyncconsumer.embedded_broker import EmbeddedBroker
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
 from tests.produce import ProduceHelper, Record
 

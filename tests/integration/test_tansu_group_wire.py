@@ -14,7 +14,6 @@ import uuid
 
 import pytest
 
-from asyncconsumer.embedded_broker import EmbeddedBroker
 from asyncconsumer.protocol.base import Request, Response, decode_response, encode_request
 from asyncconsumer.protocol.consumer_protocol import Assignment, Subscription
 from asyncconsumer.protocol.group import (
@@ -27,6 +26,7 @@ from asyncconsumer.protocol.group import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
 
 pytestmark = pytest.mark.broker

@@ -56,9 +56,6 @@ class ApiProbe:
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
 
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return max(self._next_ms - now_ms, 0)
-
 
 def create_api_probe(context: PluginContext) -> ApiProbe:
     return ApiProbe(context, int(context.options.get("interval_ms", 1_000)))

@@ -7,8 +7,6 @@ import json
 
 import pytest
 
-from asyncconsumer.admin import GroupNotFoundError, group_description, partition_offsets
-from asyncconsumer.cli import Progress, decode_bytes, format_record, group_lines, offsets_lines
 from asyncconsumer.errors import BrokerResponseError
 from asyncconsumer.protocol.consumer_protocol import Assignment
 from asyncconsumer.protocol.describe_groups import DescribedGroup, DescribedGroupMember
@@ -18,6 +16,8 @@ from asyncconsumer.protocol.offsets_commit import (
     OffsetFetchTopicResponse,
 )
 from asyncconsumer.records import ConsumerRecord, TopicPartition
+from asyncconsumer.tools.admin import GroupNotFoundError, group_description, partition_offsets
+from asyncconsumer.tools.cli import Progress, decode_bytes, format_record, group_lines, offsets_lines
 
 
 def _record(key: bytes | None, value: bytes | None) -> ConsumerRecord:

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from asyncconsumer.clock import SystemClock
+from asyncconsumer._clock import SystemClock
 from asyncconsumer.errors import KafkaConnectionError, RequestTimedOutError, UnsupportedVersionError
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff

@@ -3,12 +3,12 @@ buffer dry while the background is held back by the limit."""
 
 from __future__ import annotations
 
+from asyncconsumer._runtime.fetch_collector import FetchCollector
+from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, FetchBuffer
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.fetch_buffer import GROW_AFTER_DRY_POLLS, FetchBuffer
-from asyncconsumer.fetch_collector import FetchCollector
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.signal import CallerSignal
-from asyncconsumer.subscription import SubscriptionState
 from tests.batches import build_batch
 from tests.unit.test_fetch_collector import add
 

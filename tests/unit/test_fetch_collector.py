@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from asyncconsumer._runtime.fetch_collector import FetchCollector
+from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import CorruptRecordError, OffsetOutOfRangeError, RecordDeserializationError
-from asyncconsumer.fetch_buffer import CompletedFetch, FetchBuffer
-from asyncconsumer.fetch_collector import FetchCollector
 from asyncconsumer.protocol import records as records_module
 from asyncconsumer.protocol.fetch import AbortedTransaction
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.signal import CallerSignal
-from asyncconsumer.subscription import SubscriptionState
 from tests.batches import build_batch, build_control_batch
 
 TP = TopicPartition("t", 0)

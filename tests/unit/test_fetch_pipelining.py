@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from asyncconsumer.fetch_buffer import FetchBuffer
+from asyncconsumer._state.fetch_buffer import FetchBuffer
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.protocol.fetch import FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.subscription import SubscriptionState
 from tests.batches import build_batch
 from tests.unit.test_managers import fetch_answer, fetch_fixture, fetch_order, only
 

@@ -37,10 +37,12 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import asyncconsumer.protocol
+from asyncconsumer._runtime.fetch_collector import FetchCollector
+from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import CorruptRecordError, CorruptResponseError, KafkaError
-from asyncconsumer.fetch_buffer import CompletedFetch, FetchBuffer
-from asyncconsumer.fetch_collector import FetchCollector
 from asyncconsumer.protocol import base
 from asyncconsumer.protocol.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.consumer_group_heartbeat import (
@@ -110,8 +112,6 @@ from asyncconsumer.protocol.sasl import (
 )
 from asyncconsumer.protocol.wire import ZERO_UUID, Reader
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.signal import CallerSignal
-from asyncconsumer.subscription import SubscriptionState
 
 FUZZ = settings(deadline=None, derandomize=True, database=None)
 """Derandomized and without an example database: every run (and CI) tries the same inputs."""

@@ -12,7 +12,7 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from asyncconsumer.logs import get_logger
+from asyncconsumer._logs import get_logger
 
 
 def test_stdlib_fallback_renders_key_value_at_enabled_levels(caplog: pytest.LogCaptureFixture) -> None:
@@ -56,12 +56,12 @@ _PROBE = """
 import json, sys
 import asyncconsumer
 consumer = asyncconsumer.Consumer("127.0.0.1:1")  # no group, no SASL, no plugins; never started
-loaded = sorted(m for m in ("structlog", "asyncconsumer.group", "asyncconsumer.managers.membership_classic",
+loaded = sorted(m for m in ("structlog", "asyncconsumer._runtime.group", "asyncconsumer.managers.membership_classic",
     "asyncconsumer.managers.membership_consumer", "asyncconsumer.network.sasl", "asyncconsumer.plugins.loader")
     if m in sys.modules)
 consumer.close()
 grouped = asyncconsumer.Consumer("127.0.0.1:1", group_id="g")
-print(json.dumps({"plain": loaded, "group": "asyncconsumer.group" in sys.modules,
+print(json.dumps({"plain": loaded, "group": "asyncconsumer._runtime.group" in sys.modules,
     "kip848": "asyncconsumer.managers.membership_consumer" in sys.modules}))
 grouped.close()
 """
@@ -75,7 +75,7 @@ def test_a_plain_consumer_loads_only_what_it_uses() -> None:
 
 _RACE = """
 import logging, sys, threading
-from asyncconsumer.logs import get_logger
+from asyncconsumer._logs import get_logger
 assert "structlog" not in sys.modules
 logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
 barrier = threading.Barrier(8)

@@ -6,20 +6,20 @@ from typing import Any
 
 import anyio
 
-from asyncconsumer.background import ConsumerNetworkThread
-from asyncconsumer.clock import ManualClock
+from asyncconsumer._clock import ManualClock
+from asyncconsumer._runtime.network_thread import ConsumerNetworkThread
+from asyncconsumer._runtime.processor import ApplicationEventProcessor
+from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.errors import KafkaTimeoutError
 from asyncconsumer.events.application import SeekEvent, TopicMetadataEvent
-from asyncconsumer.events.processor import ApplicationEventProcessor
-from asyncconsumer.events.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.protocol.metadata import MetadataRequest
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.signal import CallerSignal
-from asyncconsumer.subscription import SubscriptionState
 
 
 class RecordingDelegate:
@@ -47,9 +47,6 @@ class FixedManager:
 
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
-
-    def maximum_time_to_wait(self, now_ms: int) -> int:
-        return self.wait
 
 
 def build(

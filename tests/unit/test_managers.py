@@ -8,10 +8,12 @@ import uuid
 
 import pytest
 
+from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, FetchBuffer
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import KafkaConnectionError, KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from asyncconsumer.events.background import ErrorEvent
-from asyncconsumer.fetch_buffer import GROW_AFTER_DRY_POLLS, FetchBuffer
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.managers.metadata import MetadataManager
@@ -32,8 +34,6 @@ from asyncconsumer.protocol.metadata import (
     MetadataTopic,
 )
 from asyncconsumer.records import OffsetAndTimestamp, TopicPartition
-from asyncconsumer.signal import CallerSignal
-from asyncconsumer.subscription import SubscriptionState
 from tests.batches import build_batch
 from tests.unit.test_fetch_buffer_limit import held_back
 
@@ -149,7 +149,6 @@ def test_metadata_asks_again_at_the_backoff_maximum_while_a_wanted_topic_is_unkn
     only(manager.poll(0).unsent_requests).on_response(metadata_response("missing", error_code=3), 10)
     assert manager.poll(500).unsent_requests == ()
     assert manager.poll(500).time_until_next_poll_ms == 510
-    assert manager.maximum_time_to_wait(500) == 510
     only(manager.poll(1_010).unsent_requests).on_response(metadata_response("missing"), 1_020)
     assert "missing" not in manager.cluster.unknown_topics
     assert manager.poll(2_100).unsent_requests == ()  # known now: back to metadata_max_age_ms

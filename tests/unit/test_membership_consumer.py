@@ -9,7 +9,7 @@ from concurrent.futures import Future
 
 import pytest
 
-from asyncconsumer.cluster import Cluster, TopicInfo
+from asyncconsumer._state.cluster import Cluster, TopicInfo
 from asyncconsumer.errors import (
     GroupAuthorizationFailedError,
     IllegalStateError,

@@ -64,8 +64,6 @@ REQUEST_TYPES: dict[int, type[base.Request]] = {
 NO_AUTH_OPS = -2147483648
 
 
-
-
 def versions(request_type: type[base.Request]) -> list[int]:
     return list(range(request_type.MIN_VERSION, request_type.MAX_VERSION + 1))
 
@@ -210,9 +208,7 @@ def fetch_response(v: int) -> st.SearchStrategy[FetchResponse]:
         since(v, 12, st.none() | st.builds(LeaderIdAndEpoch, int32, int32), None),
     )
     topic = st.builds(FetchableTopicResponse, text, tuples(partition))
-    return st.builds(
-        FetchResponse, tuples(topic), int32, since(v, 7, int16, 0), since(v, 7, int32, 0)
-    )
+    return st.builds(FetchResponse, tuples(topic), int32, since(v, 7, int16, 0), since(v, 7, int32, 0))
 
 
 STRATEGIES: dict[type[base.Request], tuple[Callable[[int], Any], Callable[[int], Any]]] = {
@@ -358,9 +354,7 @@ AIOKAFKA: list[tuple[type[base.Request], Converter, range, Converter, range]] = 
     (ListOffsetsRequest, ak_list_offsets_request, range(1, 4), ak_list_offsets_response, range(1, 6)),
     (FetchRequest, ak_fetch_request, range(4, 12), ak_fetch_response, range(4, 12)),
 ]
-AIOKAFKA_REQUESTS = [
-    pytest.param(t, conv, v, id=f"{t.__name__}-v{v}") for t, conv, vs, _, _ in AIOKAFKA for v in vs
-]
+AIOKAFKA_REQUESTS = [pytest.param(t, conv, v, id=f"{t.__name__}-v{v}") for t, conv, vs, _, _ in AIOKAFKA for v in vs]
 AIOKAFKA_RESPONSES = [
     pytest.param(t, conv, v, id=f"{t.RESPONSE.__name__}-v{v}") for t, _, _, conv, vs in AIOKAFKA for v in vs
 ]
@@ -401,9 +395,7 @@ def test_response_bytes_match_aiokafka(
 
 def test_aiokafka_cross_check_covers_a_concrete_fetch_response() -> None:
     """A readable instance of the generated check: aiokafka's own FetchResponse_v11 decoded by us."""
-    theirs = ak_fetch.FetchResponse_v11(
-        5, 0, 123, [("topic", [(2, 0, 100, 90, 10, [(1000, 80)], 3, b"\x00records")])]
-    )
+    theirs = ak_fetch.FetchResponse_v11(5, 0, 123, [("topic", [(2, 0, 100, 90, 10, [(1000, 80)], 3, b"\x00records")])])
     ours = decode(FetchResponse, theirs.encode(), 11)
     assert ours == FetchResponse(
         (
@@ -834,9 +826,7 @@ def test_every_truncation_of_a_response_is_corrupt(request_type: type[base.Reque
 
 @pytest.mark.parametrize("version", [4, 11, 12])
 def test_fetch_records_are_views_of_the_frame(version: int) -> None:
-    response = FetchResponse(
-        (FetchableTopicResponse("t", (FetchPartitionData(0, 0, 10, records=b"batch-bytes"),)),)
-    )
+    response = FetchResponse((FetchableTopicResponse("t", (FetchPartitionData(0, 0, 10, records=b"batch-bytes"),)),))
     frame = base.encode_response(response, FetchRequest, version, 9)[4:]
     decoded = base.decode_response(frame, FetchRequest, version)
     assert isinstance(decoded, FetchResponse)

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from asyncconsumer.logs import get_logger
+from asyncconsumer._logs import get_logger
 
 __all__ = ["BrokerCommandError", "BrokerStartError", "EmbeddedBroker", "free_port"]
 

@@ -20,15 +20,16 @@ import anyio
 import anyio.abc
 import attrs
 
-from asyncconsumer.clock import Clock, SystemClock
+from asyncconsumer._clock import Clock, SystemClock
+from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import (
     CorruptResponseError,
+    ErrorCode,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     for_code,
 )
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.delegate import NetworkClientDelegate
@@ -63,7 +64,6 @@ log = get_logger("asyncconsumer.admin")
 
 EARLIEST = -2
 LATEST = -1
-_UNKNOWN_TOPIC_OR_PARTITION = 3
 _RETRY_BACKOFF_MS = 100
 
 ResponseT = TypeVar("ResponseT")
@@ -143,7 +143,7 @@ class GroupDescription:
 
 
 def _check(code: int, what: str) -> None:
-    if code != 0:
+    if code != ErrorCode.NONE:
         raise for_code(code, what)
 
 
@@ -182,7 +182,7 @@ def group_description(
     offsets: dict[TopicPartition, int] = {}
     for topic in committed.topics:
         for p in topic.partitions:
-            if p.error_code == 0 and p.committed_offset >= 0:
+            if p.error_code == ErrorCode.NONE and p.committed_offset >= 0:
                 offsets[TopicPartition(topic.name, p.partition_index)] = p.committed_offset
     if not members and not offsets and described.group_state in ("Dead", "Empty", ""):
         raise GroupNotFoundError(f"group {described.group_id!r} has no members and no committed offsets")
@@ -322,7 +322,7 @@ class AdminClient:
             for t in response.topics:
                 if t.name != topic:
                     continue
-                if t.error_code == _UNKNOWN_TOPIC_OR_PARTITION:
+                if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     raise TopicNotFoundError(f"topic {topic!r} does not exist")
                 _check(t.error_code, f"metadata for topic {topic!r}")
                 for p in t.partitions:

@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from asyncconsumer.background import ConsumerNetworkThread
-from asyncconsumer.clock import Clock, SystemClock
+from asyncconsumer._clock import Clock, SystemClock
+from asyncconsumer._logs import get_logger
+from asyncconsumer._runtime.builder import build
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import (
     ClientClosedError,
@@ -38,19 +39,8 @@ from asyncconsumer.events.application import (
     UpdatePositionsEvent,
 )
 from asyncconsumer.events.background import CallbackEvent, ErrorEvent, RebalanceEvent
-from asyncconsumer.events.processor import ApplicationEventProcessor
-from asyncconsumer.events.queues import ApplicationEventQueue, BackgroundEventQueue
-from asyncconsumer.fetch_buffer import FetchBuffer
-from asyncconsumer.fetch_collector import FetchCollector
 from asyncconsumer.listener import ConsumerRebalanceListener
-from asyncconsumer.logs import get_logger
-from asyncconsumer.managers.fetch import FetchManager
-from asyncconsumer.managers.metadata import MetadataManager
-from asyncconsumer.managers.offsets import OffsetsManager
-from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, RateMeter
-from asyncconsumer.network.delegate import NetworkClientDelegate
-from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from asyncconsumer.records import (
     ConsumerRecords,
@@ -60,13 +50,9 @@ from asyncconsumer.records import (
     PartitionInfo,
     TopicPartition,
 )
-from asyncconsumer.signal import CallerSignal
-from asyncconsumer.subscription import SubscriptionState
 
 if TYPE_CHECKING:
-    from asyncconsumer.group import ConsumerGroup
-    from asyncconsumer.metrics import PluginMetricsStore
-    from asyncconsumer.plugins.guard import GuardedManager
+    pass
 
 log = get_logger("asyncconsumer.consumer")
 
@@ -100,105 +86,17 @@ def to_partition(value: Any) -> TopicPartition:
     raise TypeError(f"expected a TopicPartition or (topic, partition), got {value!r}")
 
 
-class _Nodes:
-    """The delegate's node directory: the group coordinator's connection first, then the cluster's nodes."""
-
-    def __init__(self, metadata: MetadataManager, group: ConsumerGroup | None) -> None:
-        self._metadata = metadata
-        self._group = group
-
-    def address(self, node_id: int) -> tuple[str, int] | None:
-        if self._group is not None:
-            found = self._group.address(node_id)
-            if found is not None:
-                return found
-        return self._metadata.address(node_id)
-
-    def candidate_nodes(self) -> list[int]:
-        return self._metadata.candidate_nodes()
-
-
 class ConsumerCore:
-    """One consumer's state and background thread."""
+    """One consumer's parts (``parts``, from ``builder.build``) and the calls both facades share."""
 
     def __init__(self, config: ConsumerConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock: Clock = clock or SystemClock()
-        self.signal = CallerSignal()
-        self.subscriptions = SubscriptionState(config.auto_offset_reset)
-        self.buffer = FetchBuffer(config.fetch_buffer_bytes, self.signal, config.fetch_buffer_bytes // 2)
-        self.app_events = ApplicationEventQueue()
-        self.background_events = BackgroundEventQueue(self.signal)
-        retry = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
-        self.metadata = MetadataManager(config.bootstrap_servers, config.metadata_max_age_ms, retry)
-        self.offsets = OffsetsManager(
-            self.subscriptions, self.metadata, config.isolation_level, retry, self.background_events.put
-        )
-        self.fetch = FetchManager(
-            config, self.subscriptions, self.metadata, self.buffer, retry, self.background_events.put
-        )
-        self.group: ConsumerGroup | None = None
-        if config.group_id is not None:
-            from asyncconsumer.group import ConsumerGroup  # late: a consumer without a group never loads its stack
-
-            self.group = ConsumerGroup(
-                config,
-                self.clock,
-                self.subscriptions,
-                self.metadata,
-                self.background_events.put,
-                self.background_events.put,
-                api_supported=lambda key: self.delegate.supports_api(key),
-            )
-        self.delegate = NetworkClientDelegate(
-            self.clock,
-            _Nodes(self.metadata, self.group),
-            client_id=config.client_id,
-            request_timeout_ms=config.request_timeout_ms,
-            connection_setup_timeout_ms=config.socket_connection_setup_timeout_ms,
-            max_in_flight=config.max_in_flight_requests_per_connection,
-            reconnect_backoff=ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms),
-            security=ConnectionSecurity.from_config(config),
-        )
-        self.delegate.add_fatal_listener(lambda error: self.background_events.put(ErrorEvent(error)))
-        self.delegate.add_disconnect_listener(lambda node, error: self.metadata.request_update())
-        if self.group is not None:
-            group = self.group
-            self.delegate.add_disconnect_listener(lambda node, error: group.on_disconnect(node))
-        self.processor = ApplicationEventProcessor(
-            self.subscriptions,
-            self.metadata,
-            self.offsets,
-            on_close=lambda event: self.thread.request_close(event),
-            last_error=lambda: self.delegate.last_connection_error() or self.metadata.last_error,
-            fatal_error=lambda: self.delegate.fatal_error,
-            group=self.group,
-        )
-        self.plugins: dict[str, tuple[GuardedManager, PluginMetricsStore]] = {}
-        if config.plugins:
-            from asyncconsumer.plugins.loader import load_plugins  # late: only consumers with plugins load them
-
-            self.plugins = load_plugins(
-                config, self.clock, self.metadata, self.subscriptions, self.background_events.put
-            )
-        self.thread = ConsumerNetworkThread(
-            self.clock,
-            self.app_events,
-            self.background_events,
-            self.processor,
-            [
-                *(self.group.managers if self.group is not None else ()),
-                self.metadata,
-                self.offsets,
-                self.fetch,
-                *(guarded for guarded, _ in self.plugins.values()),
-            ],
-            self.delegate,
-        )
-        self.buffer.set_space_waiter(self.thread.wakeup)
-        self.collector = FetchCollector(config, self.subscriptions, self.buffer)
+        self.parts = build(config, self.clock)
+        self.subscriptions = self.parts.subscriptions
         self.meter = RateMeter()
         self.listener: ConsumerRebalanceListener | None = None
+        """Set by ``subscribe`` on the caller's thread; read there only (callbacks run inside the caller's poll)."""
         self.started = False
         self.closed = False
 
@@ -207,7 +105,7 @@ class ConsumerCore:
         self._check_open()
         if not self.started:
             self.started = True
-            self.thread.start()
+            self.parts.thread.start()
             log.info(
                 "consumer.started", client_id=self.config.client_id, bootstrap=",".join(self.config.bootstrap_servers)
             )
@@ -217,24 +115,24 @@ class ConsumerCore:
         if self.closed:
             return None
         self.closed = True
-        if not self.started or not self.thread.alive:
+        if not self.started or not self.parts.thread.alive:
             return None
         event = CloseEvent(deadline_ms=self.deadline(timeout_ms if timeout_ms is not None else 30_000))
-        self.app_events.put(event)
+        self.parts.app_events.put(event)
         return event.future
 
     def finish_close(self, timeout_s: float) -> None:
         if not self.started:
             return
-        if not self.thread.join(max(timeout_s, 0.0)):
+        if not self.parts.thread.join(max(timeout_s, 0.0)):
             log.warning("consumer.close_timeout", timeout_s=timeout_s)
         log.info("consumer.closed", client_id=self.config.client_id)
 
     def _check_open(self) -> None:
         if self.closed:
             raise ClientClosedError("the consumer is closed")
-        if self.started and not self.thread.alive:
-            raise ClientClosedError(f"the consumer's background thread stopped: {self.thread.failure!r}")
+        if self.started and not self.parts.thread.alive:
+            raise ClientClosedError(f"the consumer's background thread stopped: {self.parts.thread.failure!r}")
 
     def _check_started(self) -> None:
         self._check_open()
@@ -246,7 +144,7 @@ class ConsumerCore:
 
     def submit(self, event: ApplicationEvent) -> Future[Any]:
         self._check_started()
-        self.app_events.put(event)
+        self.parts.app_events.put(event)
         return event.future
 
     def timeout_s(self, timeout_ms: int | None) -> float:
@@ -329,14 +227,14 @@ class ConsumerCore:
     # --- polling ---------------------------------------------------------------------------------------------
     def take_background_events(self) -> list[RebalanceEvent | CallbackEvent]:
         """Callbacks to run, in order, up to the first error, which is raised (the rest wait)."""
-        events = self.background_events.drain()
+        events = self.parts.background_events.drain()
         callbacks: list[RebalanceEvent | CallbackEvent] = []
         for i, event in enumerate(events):
             if isinstance(event, ErrorEvent):
                 for later in events[i + 1 :]:
-                    self.background_events.put(later)
+                    self.parts.background_events.put(later)
                 if callbacks:  # run the callbacks before it first; the error comes on the next call
-                    self.background_events.put(event)
+                    self.parts.background_events.put(event)
                     return callbacks
                 raise event.error
             callbacks.append(event)
@@ -362,7 +260,7 @@ class ConsumerCore:
 
         def done(f: Future[None]) -> None:
             error = f.exception()
-            self.background_events.put(CallbackEvent(lambda: callback(offsets, error)))
+            self.parts.background_events.put(CallbackEvent(lambda: callback(offsets, error)))
 
         future.add_done_callback(done)
 
@@ -370,15 +268,15 @@ class ConsumerCore:
         if isinstance(event, RebalanceEvent):
             if not event.done.done():
                 event.done.set_result(None)
-            self.thread.wakeup()
+            self.parts.thread.wakeup()
 
     def note_poll(self) -> None:
-        group = self.group
+        group = self.parts.group
         if group is None:
             return
         group.last_poll_ms = self.clock.now_ms()
         if group.membership.rejoin_on_poll:
-            self.app_events.put(PolledEvent(deadline_ms=self.deadline(None)))
+            self.parts.app_events.put(PolledEvent(deadline_ms=self.deadline(None)))
 
     # --- groups ----------------------------------------------------------------------------------------------
     def subscribe(
@@ -400,15 +298,15 @@ class ConsumerCore:
                 compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
             except re.error as exc:
                 raise ConfigError("pattern", f"not a regular expression: {exc}") from exc
-        if self.group is None:
+        if self.parts.group is None:
             raise IllegalStateError("subscribe() needs a consumer group: set group_id")
         self.listener = listener
-        self.group.has_listener = listener is not None
+        self.parts.group.has_listener = listener is not None
         return self.submit(SubscribeEvent(topics=names, pattern=compiled, deadline_ms=self.deadline(None)))
 
     def revoke_callback_before_leaving(self) -> Callable[[], Any] | None:
         """Java runs ``on_partitions_revoked`` on the caller's thread in ``unsubscribe`` and ``close``: this is it."""
-        if self.group is None or self.listener is None or self.subscriptions.subscription is None:
+        if self.parts.group is None or self.listener is None or self.subscriptions.subscription is None:
             return None
         assigned = self.subscriptions.assigned()
         if not assigned:
@@ -440,16 +338,16 @@ class ConsumerCore:
         return self.submit(CommittedEvent(partitions=tps, deadline_ms=self.deadline(timeout_ms)))
 
     def group_metadata(self) -> GroupMetadata:
-        if self.group is None:
+        if self.parts.group is None:
             raise IllegalStateError("group_metadata() needs a consumer group: set group_id")
-        generation = self.group.membership.generation()
+        generation = self.parts.group.membership.generation()
         return GroupMetadata(
-            self.group.group_id, generation.generation_id, generation.member_id, generation.group_instance_id
+            self.parts.group.group_id, generation.generation_id, generation.member_id, generation.group_instance_id
         )
 
     def poll_step(self, max_records: int | None, deadline_ms: int) -> tuple[ConsumerRecords, int, float]:
         """One ``poll`` attempt: the records (maybe none), the signal value seen before, and seconds left to wait."""
-        seen = self.signal.seq
+        seen = self.parts.signal.seq
         records = self.poll_once(max_records)
         return records, seen, (deadline_ms - self.clock.now_ms()) / 1000
 
@@ -465,23 +363,24 @@ class ConsumerCore:
         limit = self.config.max_poll_records if max_records is None else max_records
         if limit <= 0:
             raise ValueError(f"max_records must be positive, got {limit}")
-        records = ConsumerRecords(self.collector.collect(limit))
-        self.meter.sample(self.clock.now_ms(), self.collector.records_returned, self.collector.bytes_returned)
+        records = ConsumerRecords(self.parts.collector.collect(limit))
+        collector = self.parts.collector
+        self.meter.sample(self.clock.now_ms(), collector.records_returned, collector.bytes_returned)
         return records
 
     # --- observability ---------------------------------------------------------------------------------------
     def metrics(self) -> ConsumerMetrics:
         now = self.clock.now_ms()
-        collector = self.collector
+        collector = self.parts.collector
         records_rate, bytes_rate = self.meter.rates(now, collector.records_returned, collector.bytes_returned)
-        latency_avg, latency_max = self.fetch.latency.summary()
+        latency_avg, latency_max = self.parts.fetch.latency.summary()
         partitions: dict[TopicPartition, PartitionMetrics] = {}
         for tp in sorted(self.subscriptions.assigned()):
             position = self.subscriptions.position(tp)
             high = self.subscriptions.high_watermark(tp)
             lag = None if position is None or high is None else max(0, high - position)
             partitions[tp] = PartitionMetrics(position, high, lag)
-        group = self.group
+        group = self.parts.group
         coordinator = group.coordinator.coordinator if group is not None else None
         last_heartbeat = group.heartbeat.last_heartbeat_ms if group is not None else None
         return ConsumerMetrics(
@@ -491,13 +390,13 @@ class ConsumerCore:
             bytes_consumed_rate=bytes_rate,
             fetch_latency_avg_ms=latency_avg,
             fetch_latency_max_ms=latency_max,
-            fetch_requests_in_flight=self.fetch.nodes_in_flight,
-            buffered_bytes=self.buffer.buffered_bytes,
-            fetch_buffer_limit_bytes=self.buffer.limit,
+            fetch_requests_in_flight=self.parts.fetch.nodes_in_flight,
+            buffered_bytes=self.parts.buffer.buffered_bytes,
+            fetch_buffer_limit_bytes=self.parts.buffer.limit,
             partitions=partitions,
             rebalances=group.membership.rebalances if group is not None else 0,
             last_heartbeat_age_ms=None if last_heartbeat is None else now - last_heartbeat,
             coordinator_id=None if coordinator is None else coordinator.broker_node_id,
-            connection_count=self.delegate.connection_count,
-            plugins={name: store.snapshot() for name, (_, store) in self.plugins.items()},
+            connection_count=self.parts.delegate.connection_count,
+            plugins={name: store.snapshot() for name, (_, store) in self.parts.plugins.items()},
         )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 
+from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer.events.application import ApplicationEvent
 from asyncconsumer.events.background import BackgroundEvent
-from asyncconsumer.signal import CallerSignal
 
 
 class ApplicationEventQueue:

@@ -20,12 +20,18 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from asyncconsumer.admin import AdminClient, GroupDescription, GroupNotFoundError, PartitionOffsets, TopicNotFoundError
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.records import ConsumerRecord, TopicPartition
+from asyncconsumer.tools.admin import (
+    AdminClient,
+    GroupDescription,
+    GroupNotFoundError,
+    PartitionOffsets,
+    TopicNotFoundError,
+)
 
 EXIT_ERROR = 1
 EXIT_NOT_FOUND = 2
@@ -74,7 +80,7 @@ async def _produce(bootstrap: str, topic: str, count: int, size: int, partitions
 
 
 async def _demo(args: argparse.Namespace) -> int:
-    from asyncconsumer.embedded_broker import BrokerStartError, EmbeddedBroker
+    from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
 
     _out("asyncconsumer demo")
     try:

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 import anyio
 import attrs
 
-from asyncconsumer.clock import Clock
+from asyncconsumer._clock import Clock
+from asyncconsumer._logs import get_logger
+from asyncconsumer._runtime.processor import ApplicationEventProcessor
+from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer.errors import ClientClosedError, KafkaError, PluginError
 from asyncconsumer.events.application import CloseEvent
 from asyncconsumer.events.background import ErrorEvent
-from asyncconsumer.events.processor import ApplicationEventProcessor
-from asyncconsumer.events.queues import ApplicationEventQueue, BackgroundEventQueue
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, RequestManager, UnsentRequest
 from asyncconsumer.network.delegate import NetworkClientDelegate
 
@@ -60,6 +60,11 @@ class ConsumerNetworkThread:
     def start(self) -> None:
         self._thread.start()
         self._started.wait()
+
+    @property
+    def managers(self) -> Sequence[RequestManager]:
+        """What each iteration polls, in order."""
+        return tuple(self._managers)
 
     @property
     def alive(self) -> bool:

@@ -13,13 +13,13 @@ import heapq
 from collections.abc import Iterator
 from typing import Any
 
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import CorruptRecordError, KafkaError, RecordDeserializationError
-from asyncconsumer.fetch_buffer import CompletedFetch, FetchBuffer
-from asyncconsumer.logs import get_logger
 from asyncconsumer.protocol.records import BatchError, RecordBatchView, iter_batches
 from asyncconsumer.records import ConsumerRecord, TopicPartition
-from asyncconsumer.subscription import SubscriptionState
 
 log = get_logger("asyncconsumer.fetch")
 

@@ -11,22 +11,22 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
+from asyncconsumer._clock import Clock
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.cluster import Cluster
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.assignors import (
     GroupMember,
     NoCommonAssignorError,
     PartitionAssignor,
     RebalanceProtocol,
-    assignor_for,
     perform_assignment,
     rebalance_protocol,
     to_wire,
 )
-from asyncconsumer.clock import Clock
-from asyncconsumer.cluster import Cluster
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.base import RequestManager
 from asyncconsumer.managers.commit import CommitManager
 from asyncconsumer.managers.coordinator import CoordinatorManager
@@ -38,7 +38,6 @@ from asyncconsumer.protocol.base import ApiKey
 from asyncconsumer.protocol.consumer_protocol import Subscription
 from asyncconsumer.protocol.group import JoinGroupMember, JoinGroupProtocol
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.subscription import SubscriptionState
 
 if TYPE_CHECKING:
     from asyncconsumer.managers.heartbeat_consumer import ConsumerHeartbeatManager
@@ -53,6 +52,7 @@ class ConsumerGroup:
     def __init__(
         self,
         config: ConsumerConfig,
+        assignors: Sequence[PartitionAssignor],
         clock: Clock,
         subscriptions: SubscriptionState,
         metadata: MetadataManager,
@@ -72,7 +72,8 @@ class ConsumerGroup:
         backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
         self.coordinator = CoordinatorManager(self.group_id, backoff, emit_error)
         self.last_poll_ms: int | None = None
-        self.assignors: list[PartitionAssignor] = []
+        self.assignors: list[PartitionAssignor] = list(assignors)
+        """Resolved where the consumer is built, in ``partition_assignment_strategy`` order (classic protocol)."""
         self.membership: ClassicMembershipManager | ConsumerMembershipManager
         self.heartbeat: ClassicHeartbeatManager | ConsumerHeartbeatManager
         if config.group_protocol == "consumer":
@@ -100,7 +101,6 @@ class ConsumerGroup:
         self, backoff: ExponentialBackoff, emit_error: Callable[[ErrorEvent], None]
     ) -> tuple[ClassicMembershipManager, ClassicHeartbeatManager]:
         config = self._config
-        self.assignors = [assignor_for(s) for s in config.partition_assignment_strategy]
         self.protocol = rebalance_protocol(self.assignors)
         membership = ClassicMembershipManager(
             GroupSettings(

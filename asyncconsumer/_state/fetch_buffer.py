@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer.errors import KafkaError
-from asyncconsumer.logs import get_logger
 from asyncconsumer.protocol.fetch import AbortedTransaction
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.signal import CallerSignal
 
 log = get_logger("asyncconsumer.fetch")
 

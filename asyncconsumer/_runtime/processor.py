@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from asyncconsumer.cluster import Cluster
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.cluster import Cluster
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.errors import ClientClosedError, IllegalStateError, KafkaError, KafkaTimeoutError
 from asyncconsumer.events.application import (
     ApplicationEvent,
@@ -23,14 +25,12 @@ from asyncconsumer.events.application import (
     UnsubscribeEvent,
     UpdatePositionsEvent,
 )
-from asyncconsumer.logs import get_logger
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.records import OffsetAndMetadata, PartitionInfo
-from asyncconsumer.subscription import SubscriptionState
 
 if TYPE_CHECKING:
-    from asyncconsumer.group import ConsumerGroup
+    from asyncconsumer._runtime.group import ConsumerGroup
 
 log = get_logger("asyncconsumer.events")
 

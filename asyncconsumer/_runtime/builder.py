@@ -1,0 +1,189 @@
+"""Builds one consumer's parts and wires them together; nothing runs until the network thread starts.
+
+``build`` returns the parts by name, like Kafka's ``RequestManagers``: what the loop polls (``managers``, in loop
+order), what the two threads share, and the thread itself. Configured names (assignors, plugins) are resolved here,
+so a bad one is a ``ConfigError`` from the consumer's constructor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from asyncconsumer._clock import Clock
+from asyncconsumer._runtime.fetch_collector import FetchCollector
+from asyncconsumer._runtime.network_thread import ConsumerNetworkThread
+from asyncconsumer._runtime.processor import ApplicationEventProcessor
+from asyncconsumer._state.fetch_buffer import FetchBuffer
+from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.subscription import SubscriptionState
+from asyncconsumer.assignors import PartitionAssignor, assignor_for
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.events.application import CloseEvent
+from asyncconsumer.events.background import ErrorEvent
+from asyncconsumer.managers.base import RequestManager
+from asyncconsumer.managers.fetch import FetchManager
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.offsets import OffsetsManager
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.network.delegate import NetworkClientDelegate
+from asyncconsumer.network.security import ConnectionSecurity
+
+if TYPE_CHECKING:
+    from asyncconsumer._runtime.group import ConsumerGroup
+    from asyncconsumer.metrics import PluginMetricsStore
+    from asyncconsumer.plugins.guard import GuardedManager
+
+
+class NodeDirectory:
+    """The delegate's node directory: the group coordinator's own connection first, then the cluster's nodes."""
+
+    def __init__(self, metadata: MetadataManager, group: ConsumerGroup | None) -> None:
+        self._metadata = metadata
+        self._group = group
+
+    def address(self, node_id: int) -> tuple[str, int] | None:
+        if self._group is not None:
+            found = self._group.address(node_id)
+            if found is not None:
+                return found
+        return self._metadata.address(node_id)
+
+    def candidate_nodes(self) -> list[int]:
+        return self._metadata.candidate_nodes()
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class Components:
+    """One consumer's parts by name. Which thread touches each is said where it is defined."""
+
+    signal: CallerSignal
+    subscriptions: SubscriptionState
+    buffer: FetchBuffer
+    app_events: ApplicationEventQueue
+    background_events: BackgroundEventQueue
+    metadata: MetadataManager
+    offsets: OffsetsManager
+    fetch: FetchManager
+    group: ConsumerGroup | None
+    """Coordinator, commit, membership and heartbeat managers; only with a ``group_id``."""
+    plugins: dict[str, tuple[GuardedManager, PluginMetricsStore]]
+    delegate: NetworkClientDelegate
+    processor: ApplicationEventProcessor
+    thread: ConsumerNetworkThread
+    collector: FetchCollector
+
+    @property
+    def managers(self) -> Sequence[RequestManager]:
+        """In loop order: the group's (coordinator, commit, membership, heartbeat), metadata, offsets, fetch,
+        then the plugins'."""
+        return self.thread.managers
+
+
+def resolve_assignors(config: ConsumerConfig) -> list[PartitionAssignor]:
+    """The configured assignors, in preference order; an unknown name is a ``ConfigError`` (as Java's constructor
+    instantiates them whether or not the consumer joins a group)."""
+    return [assignor_for(strategy) for strategy in config.partition_assignment_strategy]
+
+
+def build(config: ConsumerConfig, clock: Clock) -> Components:
+    """Every part of one consumer, wired; the network thread is built but not started."""
+    signal = CallerSignal()
+    subscriptions = SubscriptionState(config.auto_offset_reset)
+    buffer = FetchBuffer(config.fetch_buffer_bytes, signal, config.fetch_buffer_bytes // 2)
+    app_events = ApplicationEventQueue()
+    background_events = BackgroundEventQueue(signal)
+    retry = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
+    metadata = MetadataManager(config.bootstrap_servers, config.metadata_max_age_ms, retry)
+    offsets = OffsetsManager(subscriptions, metadata, config.isolation_level, retry, background_events.put)
+    fetch = FetchManager(config, subscriptions, metadata, buffer, retry, background_events.put)
+    assignors = resolve_assignors(config)
+    delegate: NetworkClientDelegate | None = None
+
+    def api_supported(key: int) -> bool | None:
+        return delegate.supports_api(key) if delegate is not None else None
+
+    group: ConsumerGroup | None = None
+    if config.group_id is not None:
+        from asyncconsumer._runtime.group import ConsumerGroup  # late: a consumer without a group never loads it
+
+        group = ConsumerGroup(
+            config,
+            assignors,
+            clock,
+            subscriptions,
+            metadata,
+            background_events.put,
+            background_events.put,
+            api_supported=api_supported,
+        )
+    delegate = NetworkClientDelegate(
+        clock,
+        NodeDirectory(metadata, group),
+        client_id=config.client_id,
+        request_timeout_ms=config.request_timeout_ms,
+        connection_setup_timeout_ms=config.socket_connection_setup_timeout_ms,
+        max_in_flight=config.max_in_flight_requests_per_connection,
+        reconnect_backoff=ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms),
+        security=ConnectionSecurity.from_config(config),
+    )
+    network = delegate
+    network.add_fatal_listener(lambda error: background_events.put(ErrorEvent(error)))
+    network.add_disconnect_listener(lambda node, error: metadata.request_update())
+    if group is not None:
+        on_group_disconnect = group.on_disconnect
+        network.add_disconnect_listener(lambda node, error: on_group_disconnect(node))
+    thread: ConsumerNetworkThread | None = None
+
+    def request_close(event: CloseEvent) -> None:
+        assert thread is not None  # built below, before any event can be processed
+        thread.request_close(event)
+
+    processor = ApplicationEventProcessor(
+        subscriptions,
+        metadata,
+        offsets,
+        on_close=request_close,
+        last_error=lambda: network.last_connection_error() or metadata.last_error,
+        fatal_error=lambda: network.fatal_error,
+        group=group,
+    )
+    plugins: dict[str, tuple[GuardedManager, PluginMetricsStore]] = {}
+    if config.plugins:
+        from asyncconsumer.plugins.loader import load_plugins  # late: only consumers with plugins load them
+
+        plugins = load_plugins(config, clock, metadata, subscriptions, background_events.put)
+    thread = ConsumerNetworkThread(
+        clock,
+        app_events,
+        background_events,
+        processor,
+        [
+            *(group.managers if group is not None else ()),
+            metadata,
+            offsets,
+            fetch,
+            *(guarded for guarded, _ in plugins.values()),
+        ],
+        network,
+    )
+    buffer.set_space_waiter(thread.wakeup)
+    return Components(
+        signal=signal,
+        subscriptions=subscriptions,
+        buffer=buffer,
+        app_events=app_events,
+        background_events=background_events,
+        metadata=metadata,
+        offsets=offsets,
+        fetch=fetch,
+        group=group,
+        plugins=plugins,
+        delegate=network,
+        processor=processor,
+        thread=thread,
+        collector=FetchCollector(config, subscriptions, buffer),
+    )
