@@ -213,9 +213,9 @@ async def test_metadata_finds_a_topic_created_after_start_and_refreshes_on_its_o
         all_topics = await consumer.topics()
         assert name in all_topics and len(all_topics[name]) == 3
         core = consumer._core
-        refreshed = core.metadata._last_refresh_ms
+        refreshed = core.parts.metadata._last_refresh_ms
         deadline = time.monotonic() + 5
-        while core.metadata._last_refresh_ms == refreshed:
+        while core.parts.metadata._last_refresh_ms == refreshed:
             assert time.monotonic() < deadline, "no periodic metadata refresh within 5 s at metadata_max_age_ms=200"
             await consumer.poll(timeout_ms=100)
 
