@@ -3,12 +3,12 @@
     python benchmarks/soak.py                      # 10 minutes, 3 members, 6 partitions, 200 records/s
     python benchmarks/soak.py --minutes 1 --seed 7 --json /tmp/soak.json
 
-A benchmark, not a CI test. One embedded Tansu broker behind the tests' fault proxy (``tests/faultproxy.py``: the
-broker advertises the proxy's port, so every connection after bootstrap goes through it). ``--members`` copies of
-``tests/integration/group_member.py`` (range assignor, commit after every batch or every ``--commit-interval-ms``,
-retriable poll errors tolerated) consume one topic as a group, while the parent produces ``--rate`` records/s with
-aiokafka (acks=all, each record stamped with its creation time) for ``--minutes``. Every ``--fault-every-s`` on
-average (uniformly 0.5x to 1.5x), one fault, drawn with ``--seed``:
+A benchmark, not a CI test. One embedded Tansu broker behind the tests' fault proxy
+(``tests/support/faultproxy.py``: the broker advertises the proxy's port, so every connection after bootstrap goes
+through it). ``--members`` copies of ``tests/support/group_member.py`` (range assignor, commit after every batch or
+every ``--commit-interval-ms``, retriable poll errors tolerated) consume one topic as a group, while the parent
+produces ``--rate`` records/s with aiokafka (acks=all, each record stamped with its creation time) for
+``--minutes``. Every ``--fault-every-s`` on average (uniformly 0.5x to 1.5x), one fault, drawn with ``--seed``:
 
 - ``drop``: close every connection with a Fetch in flight, or every connection (the producer's too), or cut the next
   answer of one group API (Heartbeat, OffsetCommit, JoinGroup or SyncGroup: the broker did the work, the answer is
@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker  # noqa: E402
-from tests.faultproxy import (  # noqa: E402
+from tests.support.faultproxy import (  # noqa: E402
     API_FETCH,
     API_HEARTBEAT,
     API_JOIN_GROUP,
@@ -64,7 +64,7 @@ from tests.faultproxy import (  # noqa: E402
     FrameAction,
 )
 
-MEMBER_SCRIPT = ROOT / "tests" / "integration" / "group_member.py"
+MEMBER_SCRIPT = ROOT / "tests" / "support" / "group_member.py"
 DROPPABLE = {
     "fetch": API_FETCH,
     "heartbeat": API_HEARTBEAT,

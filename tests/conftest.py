@@ -17,11 +17,11 @@ import attrs
 import pytest
 
 from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
-from tests.faultproxy import FaultProxy
-from tests.kip848_shim import Kip848Shim
-from tests.loop_thread import LoopThreadServer
-from tests.produce import ProduceHelper
-from tests.secure_front import SecureFront
+from tests.support.faultproxy import FaultProxy
+from tests.support.kip848_shim import Kip848Shim
+from tests.support.loop_thread import LoopThreadServer
+from tests.support.produce import ProduceHelper
+from tests.support.secure_front import SecureFront
 
 TopicFactory = Callable[..., str]
 """``topic(partitions=4, *, name=None) -> str``: create a topic, return its name."""

@@ -18,38 +18,13 @@ from asyncconsumer.errors import UnknownBrokerError
 from asyncconsumer.protocol.fetch import FetchPartition, FetchPartitionData, FetchResponse
 from asyncconsumer.protocol.records import iter_batches
 from tests.conftest import ProxiedBroker
-from tests.faultproxy import API_FETCH
-from tests.fetch_rewrite import FetchExchange, FetchTap, with_partitions
-from tests.integration.test_consumer import by_partition
-from tests.produce import ProducedRecord, Record, value_for
-from tests.waiting import wait_for_async
+from tests.support.consume import by_partition, consume_exactly
+from tests.support.faultproxy import API_FETCH
+from tests.support.fetch_rewrite import FetchExchange, FetchTap, with_partitions
+from tests.support.produce import ProducedRecord, Record, value_for
+from tests.support.waiting import wait_for_async
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
-
-
-async def consume_exactly(
-    consumer: AsyncConsumer, count: int, timeout_s: float = 8, *, errors: list[KafkaError] | None = None
-) -> list[ConsumerRecord]:
-    """``count`` records, then polls until three in a row bring nothing more (a duplicate would show up here).
-
-    With ``errors``, what ``poll`` raises meanwhile is collected there instead of failing the call.
-    """
-    got: list[ConsumerRecord] = []
-    deadline = time.monotonic() + timeout_s
-    quiet = 0
-    while len(got) < count or quiet < 3:
-        assert time.monotonic() < deadline, f"only {len(got)} of {count} records within {timeout_s} s"
-        try:
-            records = list((await consumer.poll(timeout_ms=100)).records())
-        except KafkaError as exc:
-            if errors is None:
-                raise
-            errors.append(exc)
-            quiet = 0
-            continue
-        got.extend(records)
-        quiet = quiet + 1 if len(got) >= count and not records else 0
-    return got
 
 
 def offsets(produced: list[ProducedRecord]) -> dict[int, list[int]]:

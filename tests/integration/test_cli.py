@@ -13,19 +13,10 @@ import pytest
 from asyncconsumer.records import TopicPartition
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
-from tests.produce import ProduceHelper, Record
+from tests.support.cli import run_cli
+from tests.support.produce import ProduceHelper, Record
 
 pytestmark = pytest.mark.broker
-
-
-def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "asyncconsumer.tools.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def test_demo_starts_a_broker_produces_consumes_and_reports() -> None:
@@ -177,7 +168,7 @@ def test_groups_describe_shows_the_running_member_then_committed_offsets_and_lag
     broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     from asyncconsumer.sync import Consumer
-    from tests.waiting import wait_for
+    from tests.support.waiting import wait_for
 
     name = topic(2)
     produce.batches(name, _single_record_tail(name, 0, 6), partition=0)
@@ -235,7 +226,7 @@ def test_sigint_stops_a_group_consume_commits_what_it_printed_and_exits_130(
     import signal
 
     from asyncconsumer.sync import Consumer
-    from tests.waiting import wait_for
+    from tests.support.waiting import wait_for
 
     name = topic(1)
     produce(name, [Record(b"s-%d" % i, partition=0) for i in range(3)])

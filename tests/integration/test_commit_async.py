@@ -12,8 +12,8 @@ import pytest
 from asyncconsumer import InvalidOffsetError, OffsetAndMetadata, TopicPartition
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
-from tests.integration.test_groups import all_partitions, consume_until, group_consumer, new_group_id
-from tests.produce import ProduceHelper
+from tests.support.groups import all_partitions, consume_until, group_consumer, new_group_id
+from tests.support.produce import ProduceHelper
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 

@@ -18,8 +18,8 @@ from asyncconsumer.protocol.records import iter_batches
 from asyncconsumer.records import TimestampType
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import ProxiedBroker, TopicFactory
-from tests.fetch_rewrite import FetchTap
-from tests.produce import ProducedRecord, ProduceHelper, Record, value_for
+from tests.support.fetch_rewrite import FetchTap
+from tests.support.produce import ProducedRecord, ProduceHelper, Record, value_for
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 

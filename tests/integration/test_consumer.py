@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 
 import pytest
 
@@ -18,31 +17,11 @@ from asyncconsumer import (
 )
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
-from tests.produce import ProducedRecord, ProduceHelper, Record
-from tests.waiting import wait_for_async
+from tests.support.consume import by_partition, consume_until
+from tests.support.produce import ProducedRecord, ProduceHelper, Record
+from tests.support.waiting import wait_for_async
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
-
-
-async def consume_until(
-    consumer: AsyncConsumer, count: int, timeout_s: float = 20.0, max_records: int | None = None
-) -> list[ConsumerRecord]:
-    """Polls until ``count`` records arrived (failing at the deadline); returns them in arrival order."""
-    got: list[ConsumerRecord] = []
-    deadline = time.monotonic() + timeout_s
-    while len(got) < count:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"only {len(got)} of {count} records within {timeout_s} s"
-        records = await consumer.poll(timeout_ms=int(min(remaining, 1.0) * 1000), max_records=max_records)
-        got.extend(records.records())
-    return got
-
-
-def by_partition(records: list[ConsumerRecord]) -> dict[int, list[int]]:
-    out: dict[int, list[int]] = defaultdict(list)
-    for r in records:
-        out[r.partition].append(r.offset)
-    return dict(out)
 
 
 def all_partitions(topic: str, n: int) -> list[TopicPartition]:

@@ -13,7 +13,7 @@ from aiokafka.client import AIOKafkaClient
 
 from asyncconsumer.tools.embedded_broker import BrokerCommandError, BrokerStartError, EmbeddedBroker, free_port
 from tests.conftest import TopicFactory
-from tests.produce import ProducedRecord, ProduceHelper, Record, value_for
+from tests.support.produce import ProducedRecord, ProduceHelper, Record, value_for
 
 pytestmark = pytest.mark.broker
 

@@ -19,7 +19,7 @@ from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import CorruptRecordException, KafkaConnectionError
 
 from tests.conftest import ProxiedBroker
-from tests.faultproxy import (
+from tests.support.faultproxy import (
     API_FETCH,
     API_METADATA,
     CLOSE,
@@ -35,8 +35,8 @@ from tests.faultproxy import (
     response_correlation_id,
     truncated_frame,
 )
-from tests.produce import Record
-from tests.waiting import wait_for, wait_for_async
+from tests.support.produce import Record
+from tests.support.waiting import wait_for, wait_for_async
 
 pytestmark = pytest.mark.broker
 

@@ -23,8 +23,8 @@ from asyncconsumer.protocol.fetch import FetchRequest, FetchResponse
 from asyncconsumer.protocol.wire import Reader
 from asyncconsumer.tools.embedded_broker import free_port
 from tests.conftest import ProxiedBroker
-from tests.faultproxy import API_FETCH, parse_request_header, response_correlation_id
-from tests.integration.test_consumer import by_partition, consume_until
+from tests.support.consume import by_partition, consume_until
+from tests.support.faultproxy import API_FETCH, parse_request_header, response_correlation_id
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 

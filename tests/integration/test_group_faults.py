@@ -36,37 +36,36 @@ from asyncconsumer import (
 )
 from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
 from tests.conftest import ProxiedBroker, TopicFactory, unique_topic_name
-from tests.faultproxy import (
+from tests.support.consume import by_partition
+from tests.support.faultproxy import (
     API_JOIN_GROUP,
     API_OFFSET_COMMIT,
     API_SYNC_GROUP,
     CLOSE,
     FrameAction,
 )
-from tests.integration.test_groups import (
+from tests.support.groups import (
     JOIN_TIMEOUT_S,
     Poller,
     all_partitions,
-    by_partition,
     consume_until,
     describe,
     group_consumer,
+    merge,
     new_group_id,
+    pairs,
     stable_pair,
-    wait_until,
+    union_by_partition,
 )
-from tests.integration.test_groups_more import (
+from tests.support.member_process import (
     MEMBER_SCRIPT,
     MemberProcess,
     group_view,
-    merge,
     one_generation_owns_all,
-    pairs,
     settle_and_pick_victim,
-    union_by_partition,
 )
-from tests.produce import ProduceHelper
-from tests.waiting import wait_for_async
+from tests.support.produce import ProduceHelper
+from tests.support.waiting import wait_for_async, wait_until
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 

@@ -1,4 +1,9 @@
-"""Consumer groups against the real broker (Tansu): subscribe, assignment, rebalance listeners, commits, leaving.
+"""Consumer groups against the real broker (Tansu): subscribe (by name, or by a pattern that matches a topic created
+later), assignment, rebalance listeners, commits, leaving (on close, or by not polling within
+``max_poll_interval_ms``), a blocked event loop, the blocking consumer, and members joining and leaving one by one.
+
+Static membership, cooperative-sticky and killed member processes are in the other ``test_groups_*.py``, a member's
+connections cut again and again in ``test_reconnect.py``, more faults under a group in ``test_group_faults.py``.
 
 Tansu holds a new classic group's first JoinGroup (and every rejoin of a rebalance) for about half the member's
 session timeout, where Kafka waits group.initial.rebalance.delay.ms: with ``session_timeout_ms=6000`` a join takes
@@ -8,11 +13,10 @@ about 3 s, so every test here uses that and waits on conditions with deadlines w
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
-import uuid
-from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable
+from collections import Counter, defaultdict
 from typing import Any
 
 import pytest
@@ -20,177 +24,39 @@ import pytest
 from asyncconsumer import (
     AsyncConsumer,
     Consumer,
-    ConsumerRebalanceListener,
     ConsumerRecord,
     OffsetAndMetadata,
+    PollIntervalExceededError,
     TopicPartition,
 )
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import ProxiedBroker, TopicFactory
-from tests.faultproxy import API_LEAVE_GROUP
-from tests.produce import ProducedRecord, ProduceHelper
-from tests.waiting import wait_for, wait_for_async
+from tests.conftest import ProxiedBroker, TopicFactory, unique_topic_name
+from tests.support.consume import by_partition
+from tests.support.faultproxy import API_LEAVE_GROUP
+from tests.support.groups import (
+    GROUP_SETTINGS,
+    HEARTBEAT_INTERVAL_MS,
+    JOIN_TIMEOUT_S,
+    SESSION_TIMEOUT_MS,
+    AsyncRecordingListener,
+    Poller,
+    RecordingListener,
+    all_partitions,
+    consume_until,
+    consumed,
+    describe,
+    group_consumer,
+    merge,
+    new_group_id,
+    pairs,
+    produced_offsets,
+    stable_pair,
+    union_by_partition,
+)
+from tests.support.produce import ProduceHelper
+from tests.support.waiting import wait_for, wait_for_async, wait_until
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
-
-SESSION_TIMEOUT_MS = 6_000
-HEARTBEAT_INTERVAL_MS = 500
-GROUP_SETTINGS: dict[str, Any] = {
-    "auto_offset_reset": "earliest",
-    "session_timeout_ms": SESSION_TIMEOUT_MS,
-    "heartbeat_interval_ms": HEARTBEAT_INTERVAL_MS,
-    "enable_auto_commit": False,
-    "partition_assignment_strategy": ("range",),
-}
-JOIN_TIMEOUT_S = 20.0
-"""A (re)join takes ~3 s on Tansu with a 6 s session; a rebalance with two members up to ~5 s."""
-
-
-def new_group_id() -> str:
-    return f"g-{uuid.uuid4().hex[:8]}"
-
-
-def group_consumer(bootstrap: str, group_id: str, **overrides: Any) -> AsyncConsumer:
-    return AsyncConsumer(bootstrap, group_id=group_id, **{**GROUP_SETTINGS, **overrides})
-
-
-def all_partitions(topic: str, n: int) -> set[TopicPartition]:
-    return {TopicPartition(topic, p) for p in range(n)}
-
-
-def by_partition(records: Iterable[ConsumerRecord]) -> dict[int, list[int]]:
-    out: dict[int, list[int]] = defaultdict(list)
-    for r in records:
-        out[r.partition].append(r.offset)
-    return dict(out)
-
-
-def produced_offsets(produced: dict[int, list[ProducedRecord]]) -> dict[int, list[int]]:
-    return {p: [r.offset for r in recs] for p, recs in produced.items() if recs}
-
-
-def describe(tps: Iterable[TopicPartition]) -> list[int]:
-    return sorted(tp.partition for tp in tps)
-
-
-class _Recorder:
-    """Keeps every callback as ``(kind, partitions)`` and the threads they ran on (list appends are thread-safe)."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, frozenset[TopicPartition]]] = []
-        self.threads: set[str] = set()
-
-    def _note(self, kind: str, partitions: Iterable[TopicPartition]) -> None:
-        self.threads.add(threading.current_thread().name)
-        self.events.append((kind, frozenset(partitions)))
-
-    def of(self, kind: str, since: int = 0) -> list[frozenset[TopicPartition]]:
-        return [parts for k, parts in self.events[since:] if k == kind]
-
-    def nonempty(self, since: int = 0) -> list[tuple[str, list[int]]]:
-        """The callbacks since ``since`` that carried partitions (an empty revocation at the first join is
-        allowed: Kafka's classic consumer makes one), readable in an assertion message."""
-        return [(k, describe(parts)) for k, parts in self.events[since:] if parts]
-
-
-class RecordingListener(_Recorder, ConsumerRebalanceListener):
-    """A listener with plain callbacks."""
-
-    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
-        self._note("revoked", partitions)
-
-    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
-        self._note("assigned", partitions)
-
-    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
-        self._note("lost", partitions)
-
-
-class AsyncRecordingListener(_Recorder, ConsumerRebalanceListener):
-    """A listener with coroutine callbacks (the consumer awaits them inside ``poll``)."""
-
-    async def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
-        await asyncio.sleep(0)
-        self._note("revoked", partitions)
-
-    async def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
-        await asyncio.sleep(0)
-        self._note("assigned", partitions)
-
-    async def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
-        await asyncio.sleep(0)
-        self._note("lost", partitions)
-
-
-async def consume_until(
-    consumer: AsyncConsumer, count: int, timeout_s: float = JOIN_TIMEOUT_S, max_records: int | None = None
-) -> list[ConsumerRecord]:
-    """Polls until ``count`` records arrived (failing at the deadline); returns them in arrival order."""
-    got: list[ConsumerRecord] = []
-    deadline = time.monotonic() + timeout_s
-    while len(got) < count:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"only {len(got)} of {count} records within {timeout_s} s"
-        records = await consumer.poll(timeout_ms=int(min(remaining, 0.5) * 1000), max_records=max_records)
-        got.extend(records.records())
-    return got
-
-
-async def wait_until(check: Callable[[], Awaitable[bool]], timeout: float, message: Callable[[], str]) -> None:
-    """``wait_for_async`` for a coroutine check (mypy cannot pick the type variable of its union signature)."""
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, f"condition not met within {timeout} s: {message()}"
-        await asyncio.sleep(0.01)
-
-
-class Poller:
-    """Polls one AsyncConsumer in a task of the test's loop, collecting records, until ``stop()``."""
-
-    def __init__(self, consumer: AsyncConsumer) -> None:
-        self.consumer = consumer
-        self.records: list[ConsumerRecord] = []
-        self._stopping = False
-        self._task: asyncio.Task[None] = asyncio.create_task(self._run())
-
-    async def _run(self) -> None:
-        while not self._stopping:
-            self.records.extend((await self.consumer.poll(timeout_ms=100)).records())
-
-    def check(self) -> None:
-        """Raise what the polling task raised, if it ended."""
-        if self._task.done():
-            self._task.result()
-            raise AssertionError("the polling task ended without being stopped")
-
-    async def stop(self) -> None:
-        """Let the current poll finish (its records are kept), then end the task."""
-        self._stopping = True
-        await asyncio.wait_for(self._task, 10)
-
-    async def abandon(self) -> None:
-        """On the way out of a failed test: cancel the task, whatever it was doing."""
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-
-
-def consumed(*pollers: Poller) -> set[tuple[int, int]]:
-    """(partition, offset) of every record the pollers returned, duplicates folded."""
-    return {(r.partition, r.offset) for poller in pollers for r in poller.records}
-
-
-def stable_pair(c1: AsyncConsumer, c2: AsyncConsumer, partitions: set[TopicPartition], *pollers: Poller) -> bool:
-    """Both in the same generation, each owning something, the two owning every partition exactly once."""
-    for poller in pollers:
-        poller.check()
-    a1, a2 = c1.assignment(), c2.assignment()
-    return (
-        bool(a1)
-        and bool(a2)
-        and not (a1 & a2)
-        and a1 | a2 == partitions
-        and c1.group_metadata().generation_id == c2.group_metadata().generation_id
-    )
 
 
 async def test_one_member_owns_every_partition_and_commits_its_positions(
@@ -532,3 +398,211 @@ def test_the_blocking_consumer_in_a_group(broker: EmbeddedBroker, topic: TopicFa
         # Like Java, unsubscribe runs on_partitions_revoked on the caller's thread, once.
         assert listener.nonempty() == [("assigned", [0, 1, 2]), ("revoked", [0, 1, 2])]
         assert listener.threads == {threading.current_thread().name}
+
+
+# --- a pattern matches a topic created later ------------------------------------------------------------------
+
+
+async def test_a_pattern_subscription_picks_up_a_topic_created_later(
+    broker: EmbeddedBroker, produce: ProduceHelper
+) -> None:
+    prefix = unique_topic_name("pattern")
+    first = f"{prefix}.first"
+    broker.create_topic(first, 2)
+    produced_first = produce.values(first, 20, 2)
+    consumer = group_consumer(broker.bootstrap_servers, new_group_id(), metadata_max_age_ms=500)
+    await consumer.start()
+    poller: Poller | None = None
+    try:
+        await consumer.subscribe(pattern=re.escape(prefix) + r"\..*")
+        poller = Poller(consumer)
+        active = poller
+
+        def has(topic: str, offsets: dict[int, list[int]]) -> bool:
+            active.check()
+            return pairs(offsets) <= {(r.partition, r.offset) for r in active.records if r.topic == topic}
+
+        await wait_for_async(
+            lambda: has(first, produced_offsets(produced_first)) and consumer.assignment() == all_partitions(first, 2),
+            timeout=JOIN_TIMEOUT_S,
+            message=lambda: f"owns {sorted(consumer.assignment())}, {len(active.records)} records",
+        )
+        later = f"{prefix}.later"
+        broker.create_topic(later, 3)
+        broker.create_topic(f"{prefix}-no-dot", 1)  # does not match
+        produced_later = produce.values(later, 30, 3)
+        expected = all_partitions(first, 2) | all_partitions(later, 3)
+        await wait_for_async(
+            lambda: has(later, produced_offsets(produced_later)) and consumer.assignment() == expected,
+            timeout=JOIN_TIMEOUT_S,
+            message=lambda: f"owns {sorted(consumer.assignment())}, {len(active.records)} records",
+        )
+        await poller.stop()
+        assert consumer.subscription() == {first, later}
+        assert {r.topic for r in poller.records} == {first, later}
+    finally:
+        if poller is not None:
+            await poller.abandon()
+        await consumer.close()
+
+
+# --- max_poll_interval_ms -------------------------------------------------------------------------------------
+
+
+async def test_a_member_that_stops_polling_leaves_and_rejoins_on_its_next_poll(proxied_broker: ProxiedBroker) -> None:
+    name = proxied_broker.create_topic(2)
+    proxy = proxied_broker.proxy
+    first_wave = await proxied_broker.produce.values_async(name, 100, 2)
+    listener = RecordingListener()
+    consumer = group_consumer(proxied_broker.bootstrap_servers, new_group_id(), max_poll_interval_ms=2_000)
+    await consumer.start()
+    got: list[ConsumerRecord] = []
+
+    async def poll_and_commit() -> int:
+        records = list((await consumer.poll(timeout_ms=100, max_records=10)).records())
+        got.extend(records)
+        if records:
+            await consumer.commit(
+                {TopicPartition(r.topic, r.partition): OffsetAndMetadata(r.offset + 1) for r in records}
+            )
+        return len(records)
+
+    try:
+        await consumer.subscribe([name], listener=listener)
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        while len(got) < 50:  # about half of it, in batches of 10, each committed
+            assert time.monotonic() < deadline, f"{len(got)} of 50 records"
+            await poll_and_commit()
+        generation = consumer.group_metadata().generation_id
+        leaves = proxy.requests_by_api[API_LEAVE_GROUP]
+        mark = len(listener.events)
+
+        await asyncio.sleep(3.5)  # the caller does not poll; the loop stays free (heartbeats would still go)
+        second_wave = await proxied_broker.produce.values_async(name, 50, 2, start=100)
+        # It left ~2 s into the pause (the test below times that), so the LeaveGroup has gone out by now.
+        await wait_for_async(
+            lambda: proxy.requests_by_api[API_LEAVE_GROUP] == leaves + 1,
+            timeout=1,
+            message=lambda: f"{proxy.requests_by_api[API_LEAVE_GROUP] - leaves} LeaveGroup requests",
+        )
+        with pytest.raises(PollIntervalExceededError):
+            await consumer.poll(timeout_ms=100)
+        assert listener.nonempty(mark) == [("revoked", [0, 1])]  # given up on leaving, reported in that poll
+
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        while len({(r.partition, r.offset) for r in got}) < 150:
+            assert time.monotonic() < deadline, f"{len(got)} records after the rejoin: {listener.nonempty(mark)}"
+            await poll_and_commit()
+        assert (await consumer.poll(timeout_ms=300)).count() == 0
+        assert consumer.assignment() == all_partitions(name, 2)
+        assert consumer.group_metadata().generation_id > generation
+        assert listener.nonempty(mark) == [("revoked", [0, 1]), ("assigned", [0, 1])]
+        assert by_partition(got) == merge(first_wave, second_wave)  # every batch was committed: none twice or skipped
+    finally:
+        await consumer.close()
+
+
+async def test_the_leave_group_goes_out_when_max_poll_interval_passes(proxied_broker: ProxiedBroker) -> None:
+    name = proxied_broker.create_topic(1)
+    arrivals: list[float] = []
+
+    def note_leave(api_key: int, payload: bytes) -> None:
+        if api_key == API_LEAVE_GROUP:
+            arrivals.append(time.monotonic())
+
+    proxied_broker.proxy.set_request_mutator(note_leave)
+    consumer = group_consumer(proxied_broker.bootstrap_servers, new_group_id(), max_poll_interval_ms=2_000)
+    await consumer.start()
+    try:
+        await consumer.subscribe([name])
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "no assignment"
+            await consumer.poll(timeout_ms=100)
+        await consumer.pause(*consumer.assignment())  # no fetch in flight: nothing else wakes the background loop
+        last_poll = time.monotonic()
+        await wait_for_async(lambda: arrivals, timeout=10, message="no LeaveGroup")
+        assert arrivals[0] - last_poll < 2.0 + 1.0, f"LeaveGroup {arrivals[0] - last_poll:.2f} s after the last poll"
+    finally:
+        await consumer.close()
+
+
+# --- up to four members, joining and leaving one by one -------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+async def test_four_members_join_and_leave_one_by_one_and_every_record_is_consumed_exactly_once(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper, strategy: str
+) -> None:
+    """1 → 4 → 1 members, records produced between steps. After every rebalance one generation owns each partition
+    exactly once; with auto-commit (which commits before a revocation and on close) nothing is consumed twice."""
+    name = topic(8)
+    partitions = all_partitions(name, 8)
+    group_id = new_group_id()
+    settings: dict[str, Any] = {"partition_assignment_strategy": (strategy,), "enable_auto_commit": True}
+    waves = [produce.values(name, 80, 8)]
+    members: list[tuple[AsyncConsumer, Poller]] = []
+    everyone: list[tuple[AsyncConsumer, Poller]] = []
+    generations: list[int] = []
+    steps: list[str] = []
+
+    def view() -> str:
+        parts = []
+        for c, _ in members:
+            meta = c.group_metadata()
+            parts.append(f"{meta.member_id[-6:]} gen {meta.generation_id} owns {describe(c.assignment())}")
+        return "; ".join(parts)
+
+    async def settle(step: str) -> None:
+        started = time.monotonic()
+
+        def settled() -> bool:
+            for _, poller in members:
+                poller.check()
+            owned = [c.assignment() for c, _ in members]
+            ids = {c.group_metadata().generation_id for c, _ in members}
+            return (
+                len(ids) == 1
+                and ids.pop() > (generations[-1] if generations else -1)
+                and all(owned)
+                and sum(len(o) for o in owned) == len(partitions)
+                and frozenset().union(*owned) == partitions
+            )
+
+        await wait_for_async(settled, timeout=3 * JOIN_TIMEOUT_S, message=lambda: f"{step}: {view()}")
+        generations.append(members[0][0].group_metadata().generation_id)
+        steps.append(f"{step} {time.monotonic() - started:.1f}s")
+        waves.append(await produce.values_async(name, 80, 8, start=80 * len(waves)))
+
+    try:
+        for n in range(1, 5):
+            consumer = group_consumer(broker.bootstrap_servers, group_id, **settings)
+            await consumer.start()
+            await consumer.subscribe([name])
+            members.append((consumer, Poller(consumer)))
+            everyone.append(members[-1])
+            await settle(f"{n} member(s)")
+        while len(members) > 1:
+            consumer, poller = members.pop(0)
+            await poller.stop()
+            await consumer.close()  # commits its positions, then LeaveGroup
+            await settle(f"{len(members)} member(s) left")
+
+        expected = merge(*waves)
+        total = sum(len(offsets) for offsets in expected.values())
+        await wait_for_async(
+            lambda: len(consumed(*(p for _, p in everyone))) == total,
+            timeout=JOIN_TIMEOUT_S,
+            message=lambda: f"{len(consumed(*(p for _, p in everyone)))} of {total} records",
+        )
+        await members[0][1].stop()
+    finally:
+        for consumer, poller in everyone:
+            await poller.abandon()
+            await consumer.close()
+
+    print(f"\n{strategy}: generations {generations}; settled after {', '.join(steps)}")
+    returned = [(r.partition, r.offset) for _, poller in everyone for r in poller.records]
+    assert union_by_partition(returned) == expected  # none skipped
+    duplicates = sorted(x for x, times in Counter(returned).items() if times > 1)
+    assert duplicates == [], f"consumed twice across clean rebalances: {duplicates[:20]}"

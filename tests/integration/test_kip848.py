@@ -1,5 +1,5 @@
 """The KIP-848 consumer group protocol end to end: real consumers fetching real records from Tansu, their
-ConsumerGroupHeartbeat answered by the test coordinator in ``tests/kip848_shim.py`` (Tansu has no API 68).
+ConsumerGroupHeartbeat answered by the test coordinator in ``tests/support/kip848_shim.py`` (Tansu has no API 68).
 
 What the shim decides (assignments, epochs, when a partition may move) is our reading of KIP-848, not Kafka's code;
 what these tests pin is the client's side: join, reconcile (revoke before assign), acknowledge, leave, fencing,
@@ -20,19 +20,19 @@ from asyncconsumer import AsyncConsumer, Consumer, ConsumerRecord, TopicPartitio
 from asyncconsumer.errors import ConfigError, UnsupportedAssignorError, UnsupportedVersionError
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import Kip848Broker, TopicFactory
-from tests.integration.test_groups import (
+from tests.support.consume import by_partition
+from tests.support.groups import (
     Poller,
     RecordingListener,
     all_partitions,
-    by_partition,
     consume_until,
     consumed,
     describe,
     new_group_id,
     produced_offsets,
 )
-from tests.produce import ProducedRecord
-from tests.waiting import wait_for_async
+from tests.support.produce import ProducedRecord
+from tests.support.waiting import wait_for_async
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 

@@ -28,7 +28,7 @@ from asyncconsumer.protocol.offsets_commit import (
 )
 from asyncconsumer.protocol.wire import ZERO_UUID
 from tests.conftest import Kip848Broker
-from tests.kip848_shim import (
+from tests.support.kip848_shim import (
     API_CONSUMER_GROUP_HEARTBEAT,
     COORDINATOR_LOAD_IN_PROGRESS,
     FENCED_MEMBER_EPOCH,
@@ -38,8 +38,8 @@ from tests.kip848_shim import (
     Kip848Shim,
     TopicPartition,
 )
-from tests.produce import Record
-from tests.waiting import wait_for
+from tests.support.produce import Record
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.broker
 

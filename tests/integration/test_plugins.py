@@ -17,8 +17,8 @@ from asyncconsumer import AsyncConsumer, ClientClosedError, Consumer, ConsumerMe
 from asyncconsumer.plugins import Plugin, PluginContext, PollResult, installed_plugins
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
-from tests.produce import ProduceHelper, Record
-from tests.waiting import wait_for, wait_for_async
+from tests.support.produce import ProduceHelper, Record
+from tests.support.waiting import wait_for, wait_for_async
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 

@@ -1,4 +1,5 @@
-"""TLS and SASL end to end: a real broker behind ``tests.secure_front.SecureFront`` (why a front: its docstring).
+"""TLS and SASL end to end: a real broker behind ``tests.support.secure_front.SecureFront`` (why a front: its
+docstring).
 
 Records are produced through the same front by aiokafka with its own TLS and SCRAM code, so the front's
 server side is checked by an independent client before ours is trusted against it.
@@ -30,7 +31,7 @@ from asyncconsumer import (
 from asyncconsumer.errors import UnsupportedSaslMechanismError
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import SecuredBroker, _run_broker, start_secured_broker
-from tests.integration.test_consumer import by_partition, consume_until
+from tests.support.consume import by_partition, consume_until
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 
@@ -346,7 +347,7 @@ async def test_tansu_hangs_up_on_plain_and_the_error_says_why(tansu_with_authent
 def test_the_cli_takes_security_properties(secured: SecuredBroker, ca: trustme.CA, ca_file: Path) -> None:
     import anyio
 
-    from tests.integration.test_cli import run_cli
+    from tests.support.cli import run_cli
 
     topic = secured.create_topic(1)
     anyio.run(

@@ -21,8 +21,8 @@ from asyncconsumer import Consumer, TopicPartition
 from asyncconsumer.errors import ConfigError
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
-from tests.produce import ProducedRecord, Record, produce_batches
-from tests.waiting import wait_for
+from tests.support.produce import ProducedRecord, Record, produce_batches
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.broker]
 

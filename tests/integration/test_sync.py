@@ -10,7 +10,7 @@ import pytest
 from asyncconsumer import ClientClosedError, Consumer, ConsumerRecord, IllegalStateError, TopicPartition
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
-from tests.produce import ProduceHelper, Record
+from tests.support.produce import ProduceHelper, Record
 
 pytestmark = pytest.mark.broker
 

@@ -37,10 +37,9 @@ from asyncconsumer import AsyncConsumer, ConsumerRecord, TopicPartition
 from asyncconsumer.protocol.fetch import AbortedTransaction, FetchPartitionData, FetchResponse
 from asyncconsumer.protocol.records import iter_batches
 from tests.conftest import ProxiedBroker
-from tests.fetch_rewrite import FetchExchange, FetchTap, with_partitions
-from tests.integration.test_bad_data import consume_exactly
-from tests.integration.test_consumer import consume_until
-from tests.waiting import wait_for_async
+from tests.support.consume import consume_exactly, consume_until
+from tests.support.fetch_rewrite import FetchExchange, FetchTap, with_partitions
+from tests.support.waiting import wait_for_async
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 

@@ -1,0 +1,56 @@
+"""Polling a consumer in integration tests: until a count of records, exactly a count and nothing more, and the
+offsets it returned per partition."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+
+from asyncconsumer import AsyncConsumer, ConsumerRecord, KafkaError
+
+
+async def consume_until(
+    consumer: AsyncConsumer, count: int, timeout_s: float = 20.0, max_records: int | None = None
+) -> list[ConsumerRecord]:
+    """Polls until ``count`` records arrived (failing at the deadline); returns them in arrival order."""
+    got: list[ConsumerRecord] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"only {len(got)} of {count} records within {timeout_s} s"
+        records = await consumer.poll(timeout_ms=int(min(remaining, 1.0) * 1000), max_records=max_records)
+        got.extend(records.records())
+    return got
+
+
+async def consume_exactly(
+    consumer: AsyncConsumer, count: int, timeout_s: float = 8, *, errors: list[KafkaError] | None = None
+) -> list[ConsumerRecord]:
+    """``count`` records, then polls until three in a row bring nothing more (a duplicate would show up here).
+
+    With ``errors``, what ``poll`` raises meanwhile is collected there instead of failing the call.
+    """
+    got: list[ConsumerRecord] = []
+    deadline = time.monotonic() + timeout_s
+    quiet = 0
+    while len(got) < count or quiet < 3:
+        assert time.monotonic() < deadline, f"only {len(got)} of {count} records within {timeout_s} s"
+        try:
+            records = list((await consumer.poll(timeout_ms=100)).records())
+        except KafkaError as exc:
+            if errors is None:
+                raise
+            errors.append(exc)
+            quiet = 0
+            continue
+        got.extend(records)
+        quiet = quiet + 1 if len(got) >= count and not records else 0
+    return got
+
+
+def by_partition(records: Iterable[ConsumerRecord]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = defaultdict(list)
+    for r in records:
+        out[r.partition].append(r.offset)
+    return dict(out)

@@ -1,0 +1,187 @@
+"""Consumer groups in integration tests: the members' settings, AsyncConsumer members, listeners that record their
+callbacks, a poller task per member, and what a group consumed compared with what was produced.
+
+Tansu holds a new classic group's first JoinGroup (and every rejoin of a rebalance) for about half the member's
+session timeout, where Kafka waits group.initial.rebalance.delay.ms: with ``session_timeout_ms=6000`` a join takes
+about 3 s, so every member uses that and tests wait on conditions with deadlines well above it (``JOIN_TIMEOUT_S``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from asyncconsumer import AsyncConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from tests.support.produce import ProducedRecord
+
+SESSION_TIMEOUT_MS = 6_000
+HEARTBEAT_INTERVAL_MS = 500
+GROUP_SETTINGS: dict[str, Any] = {
+    "auto_offset_reset": "earliest",
+    "session_timeout_ms": SESSION_TIMEOUT_MS,
+    "heartbeat_interval_ms": HEARTBEAT_INTERVAL_MS,
+    "enable_auto_commit": False,
+    "partition_assignment_strategy": ("range",),
+}
+JOIN_TIMEOUT_S = 20.0
+"""A (re)join takes ~3 s on Tansu with a 6 s session; a rebalance with two members up to ~5 s."""
+SESSION_S = SESSION_TIMEOUT_MS / 1000
+
+
+def new_group_id() -> str:
+    return f"g-{uuid.uuid4().hex[:8]}"
+
+
+def group_consumer(bootstrap: str, group_id: str, **overrides: Any) -> AsyncConsumer:
+    return AsyncConsumer(bootstrap, group_id=group_id, **{**GROUP_SETTINGS, **overrides})
+
+
+def all_partitions(topic: str, n: int) -> set[TopicPartition]:
+    return {TopicPartition(topic, p) for p in range(n)}
+
+
+def produced_offsets(produced: dict[int, list[ProducedRecord]]) -> dict[int, list[int]]:
+    return {p: [r.offset for r in recs] for p, recs in produced.items() if recs}
+
+
+def describe(tps: Iterable[TopicPartition]) -> list[int]:
+    return sorted(tp.partition for tp in tps)
+
+
+class _Recorder:
+    """Keeps every callback as ``(kind, partitions)`` and the threads they ran on (list appends are thread-safe)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, frozenset[TopicPartition]]] = []
+        self.threads: set[str] = set()
+
+    def _note(self, kind: str, partitions: Iterable[TopicPartition]) -> None:
+        self.threads.add(threading.current_thread().name)
+        self.events.append((kind, frozenset(partitions)))
+
+    def of(self, kind: str, since: int = 0) -> list[frozenset[TopicPartition]]:
+        return [parts for k, parts in self.events[since:] if k == kind]
+
+    def nonempty(self, since: int = 0) -> list[tuple[str, list[int]]]:
+        """The callbacks since ``since`` that carried partitions (an empty revocation at the first join is
+        allowed: Kafka's classic consumer makes one), readable in an assertion message."""
+        return [(k, describe(parts)) for k, parts in self.events[since:] if parts]
+
+
+class RecordingListener(_Recorder, ConsumerRebalanceListener):
+    """A listener with plain callbacks."""
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        self._note("revoked", partitions)
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        self._note("assigned", partitions)
+
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        self._note("lost", partitions)
+
+
+class AsyncRecordingListener(_Recorder, ConsumerRebalanceListener):
+    """A listener with coroutine callbacks (the consumer awaits them inside ``poll``)."""
+
+    async def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        await asyncio.sleep(0)
+        self._note("revoked", partitions)
+
+    async def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        await asyncio.sleep(0)
+        self._note("assigned", partitions)
+
+    async def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        await asyncio.sleep(0)
+        self._note("lost", partitions)
+
+
+async def consume_until(
+    consumer: AsyncConsumer, count: int, timeout_s: float = JOIN_TIMEOUT_S, max_records: int | None = None
+) -> list[ConsumerRecord]:
+    """Polls until ``count`` records arrived (failing at the deadline); returns them in arrival order.
+
+    A group member's ``tests.support.consume.consume_until``: polls of at most 0.5 s, not 1 s."""
+    got: list[ConsumerRecord] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"only {len(got)} of {count} records within {timeout_s} s"
+        records = await consumer.poll(timeout_ms=int(min(remaining, 0.5) * 1000), max_records=max_records)
+        got.extend(records.records())
+    return got
+
+
+class Poller:
+    """Polls one AsyncConsumer in a task of the test's loop, collecting records, until ``stop()``."""
+
+    def __init__(self, consumer: AsyncConsumer) -> None:
+        self.consumer = consumer
+        self.records: list[ConsumerRecord] = []
+        self._stopping = False
+        self._task: asyncio.Task[None] = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            self.records.extend((await self.consumer.poll(timeout_ms=100)).records())
+
+    def check(self) -> None:
+        """Raise what the polling task raised, if it ended."""
+        if self._task.done():
+            self._task.result()
+            raise AssertionError("the polling task ended without being stopped")
+
+    async def stop(self) -> None:
+        """Let the current poll finish (its records are kept), then end the task."""
+        self._stopping = True
+        await asyncio.wait_for(self._task, 10)
+
+    async def abandon(self) -> None:
+        """On the way out of a failed test: cancel the task, whatever it was doing."""
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+def consumed(*pollers: Poller) -> set[tuple[int, int]]:
+    """(partition, offset) of every record the pollers returned, duplicates folded."""
+    return {(r.partition, r.offset) for poller in pollers for r in poller.records}
+
+
+def stable_pair(c1: AsyncConsumer, c2: AsyncConsumer, partitions: set[TopicPartition], *pollers: Poller) -> bool:
+    """Both in the same generation, each owning something, the two owning every partition exactly once."""
+    for poller in pollers:
+        poller.check()
+    a1, a2 = c1.assignment(), c2.assignment()
+    return (
+        bool(a1)
+        and bool(a2)
+        and not (a1 & a2)
+        and a1 | a2 == partitions
+        and c1.group_metadata().generation_id == c2.group_metadata().generation_id
+    )
+
+
+def merge(*waves: dict[int, list[ProducedRecord]]) -> dict[int, list[int]]:
+    """Offsets per partition over several ``produce.values`` calls, in offset order."""
+    out: dict[int, list[int]] = defaultdict(list)
+    for wave in waves:
+        for partition, offsets in produced_offsets(wave).items():
+            out[partition].extend(offsets)
+    return {p: sorted(offsets) for p, offsets in out.items()}
+
+
+def pairs(offsets: dict[int, list[int]]) -> set[tuple[int, int]]:
+    return {(p, o) for p, os in offsets.items() for o in os}
+
+
+def union_by_partition(seen: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = defaultdict(list)
+    for partition, offset in sorted(set(seen)):
+        out[partition].append(offset)
+    return dict(out)

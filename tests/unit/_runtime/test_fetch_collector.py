@@ -1,0 +1,263 @@
+"""The caller's side of the record path: decoding, positions, corruption, deserializers, transactions."""
+
+from __future__ import annotations
+
+import pytest
+
+from asyncconsumer._runtime.fetch_collector import FetchCollector
+from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.subscription import SubscriptionState
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import CorruptRecordError, OffsetOutOfRangeError, RecordDeserializationError
+from asyncconsumer.protocol import records as records_module
+from asyncconsumer.protocol.fetch import AbortedTransaction
+from asyncconsumer.records import TopicPartition
+from tests.support.batches import build_batch, build_control_batch
+from tests.support.fetch_buffer import add
+
+TP = TopicPartition("t", 0)
+
+
+def setup(
+    records: bytes, position: int = 0, fetch_offset: int | None = None, **config: object
+) -> tuple[FetchCollector, SubscriptionState, FetchBuffer]:
+    cfg = ConsumerConfig.from_kwargs("h:1", **config)
+    subs = SubscriptionState("earliest")
+    subs.assign([TP])
+    subs.seek(TP, position)
+    buffer = FetchBuffer(1 << 20, CallerSignal())
+    add(buffer, subs, records, fetch_offset if fetch_offset is not None else position)
+    return FetchCollector(cfg, subs, buffer), subs, buffer
+
+
+def test_records_come_back_in_order_and_positions_advance_per_poll() -> None:
+    batch = build_batch(0, [b"v0", b"v1", b"v2"], keys=[b"k0", None, b"k2"], headers=[("h", b"x")]) + build_batch(
+        3, [b"v3", b"v4"]
+    )
+    collector, subs, buffer = setup(batch)
+    first = collector.collect(2)[TP]
+    assert [(r.offset, r.key, r.value) for r in first] == [(0, b"k0", b"v0"), (1, None, b"v1")]
+    assert first[0].headers == (("h", b"x"),)
+    assert first[0].serialized_key_size == 2 and first[1].serialized_key_size == -1
+    assert subs.position(TP) == 2
+    rest = collector.collect(10)[TP]
+    assert [r.offset for r in rest] == [2, 3, 4]
+    assert subs.position(TP) == 5
+    assert collector.collect(10) == {}
+    assert buffer.buffered_bytes == 0
+
+
+def test_records_without_headers_share_one_empty_tuple() -> None:
+    collector, _, _ = setup(build_batch(0, [b"a", b"b"]))
+    records = collector.collect(10)[TP]
+    assert records[0].headers == () and records[0].headers is records[1].headers
+
+
+def test_records_before_the_position_inside_a_batch_are_skipped() -> None:
+    collector, _subs, _ = setup(build_batch(10, [b"a", b"b", b"c", b"d"]), position=12, fetch_offset=12)
+    assert [r.offset for r in collector.collect(10)[TP]] == [12, 13]
+
+
+def test_a_seek_drops_buffered_data_of_the_old_position() -> None:
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b", b"c"]))
+    assert [r.offset for r in collector.collect(1)[TP]] == [0]
+    subs.seek(TP, 40)
+    assert collector.collect(10) == {}
+    assert subs.position(TP) == 40
+    assert buffer.buffered_bytes == 0
+
+
+@pytest.fixture(params=["hardware", "aiokafka"])
+def crc_implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a CRC test with google-crc32c's hardware CRC and with aiokafka's own check."""
+    if request.param == "hardware":
+        if records_module._crc32c is None:
+            pytest.fail("google-crc32c's C implementation is not available: it is a dependency")
+    else:
+        monkeypatch.setattr(records_module, "_crc32c", None)
+    return str(request.param)
+
+
+def test_both_crc_implementations_accept_good_batches(crc_implementation: str) -> None:
+    collector, _, _ = setup(build_batch(0, [b"hello", b"world"] * 50))
+    assert len(collector.collect(1000)[TP]) == 100
+
+
+@pytest.mark.usefixtures("crc_implementation")
+def test_bad_crc_raises_naming_partition_and_offset_and_keeps_the_position() -> None:
+    data = bytearray(build_batch(7, [b"hello", b"world"]))
+    data[-3] ^= 0xFF
+    collector, subs, _ = setup(bytes(data), position=7)
+    with pytest.raises(CorruptRecordError) as info:
+        collector.collect(10)
+    assert (info.value.topic, info.value.partition, info.value.offset) == ("t", 0, 7)
+    assert subs.position(TP) == 7
+    with pytest.raises(CorruptRecordError):  # still there on the next poll: nothing is skipped silently
+        collector.collect(10)
+
+
+@pytest.mark.usefixtures("crc_implementation")
+def test_records_before_a_corrupt_batch_are_returned_first() -> None:
+    bad = bytearray(build_batch(2, [b"x"]))
+    bad[-2] ^= 0xFF
+    collector, _subs, _ = setup(build_batch(0, [b"a", b"b"]) + bytes(bad))
+    assert [r.offset for r in collector.collect(10)[TP]] == [0, 1]
+    with pytest.raises(CorruptRecordError) as info:
+        collector.collect(10)
+    assert info.value.offset == 2
+
+
+@pytest.mark.usefixtures("crc_implementation")
+def test_the_crc_covers_batches_larger_than_one_crc_chunk() -> None:
+    values = [b"%06d" % i * 50 for i in range(1_000)]  # 300 KB: several of the hardware CRC's 64 KiB chunks
+    good = build_batch(0, values)
+    collector, _, _ = setup(good)
+    assert [r.value for r in collector.collect(2_000)[TP]] == values
+    bad = bytearray(good)
+    bad[200_000] ^= 0x01  # in the fourth chunk
+    collector, _, _ = setup(bytes(bad))
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        collector.collect(2_000)
+
+
+def test_records_before_a_corrupt_record_inside_a_batch_are_returned_once_and_the_position_stops_at_it() -> None:
+    """Records are decoded as they are taken: a bad record in the middle of a batch (its CRC unchecked) lets the
+    ones before it through, exactly once, and the next polls raise at it until a seek moves past it."""
+    data = bytearray(build_batch(0, [b"a", b"b", b"c"]))
+    records_at = 61  # a v2 batch's header is 61 bytes
+    first_length = data[records_at] >> 1  # a zigzag varint, one byte for a record this small
+    data[records_at + 1 + first_length] = 0x7E  # record 1 now claims 63 bytes: more than the batch holds
+    collector, subs, buffer = setup(bytes(data), check_crcs=False)
+    assert [r.value for r in collector.collect(10)[TP]] == [b"a"]
+    assert subs.position(TP) == 1
+    for _ in range(2):
+        with pytest.raises(CorruptRecordError) as info:
+            collector.collect(10)
+        assert (info.value.topic, info.value.partition, info.value.offset) == ("t", 0, 1)
+        assert subs.position(TP) == 1
+    subs.seek(TP, 3)
+    add(buffer, subs, build_batch(3, [b"d"]), 3)
+    assert [r.value for r in collector.collect(10)[TP]] == [b"d"]
+
+
+@pytest.mark.usefixtures("crc_implementation")
+def test_crc_check_can_be_disabled() -> None:
+    data = bytearray(build_batch(0, [b"hello"]))
+    data[18] ^= 0xFF  # inside the CRC field itself
+    collector, _, _ = setup(bytes(data), check_crcs=False)
+    assert [r.value for r in collector.collect(10)[TP]] == [b"hello"]
+
+
+def test_a_failing_deserializer_stops_at_the_record_and_seek_skips_it() -> None:
+    def value_deserializer(raw: bytes | None) -> str:
+        assert raw is not None
+        if raw == b"bad":
+            raise ValueError("not text")
+        return raw.decode()
+
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"bad", b"c"]), value_deserializer=value_deserializer)
+    assert [r.value for r in collector.collect(10)[TP]] == ["a"]
+    with pytest.raises(RecordDeserializationError) as info:
+        collector.collect(10)
+    assert (info.value.offset, info.value.part) == (1, "value")
+    with pytest.raises(RecordDeserializationError):
+        collector.collect(10)
+    subs.seek(TP, 2)
+    add(buffer, subs, build_batch(0, [b"a", b"bad", b"c"]), 2)
+    assert [r.value for r in collector.collect(10)[TP]] == ["c"]
+
+
+def test_read_committed_drops_aborted_transactions_and_control_records() -> None:
+    pid_aborted, pid_committed = 5, 6
+    data = (
+        build_batch(0, [b"a1", b"a2"], transactional=True, producer_id=pid_aborted)
+        + build_batch(2, [b"c1"], transactional=True, producer_id=pid_committed)
+        + build_control_batch(3, pid_aborted, commit=False)
+        + build_control_batch(4, pid_committed, commit=True)
+        + build_batch(5, [b"plain"])
+    )
+    cfg = {"isolation_level": "read_committed"}
+    subs = SubscriptionState("earliest")
+    subs.assign([TP])
+    subs.seek(TP, 0)
+    buffer = FetchBuffer(1 << 20, CallerSignal())
+    add(buffer, subs, data, 0, aborted=(AbortedTransaction(pid_aborted, 0),))
+    collector = FetchCollector(ConsumerConfig.from_kwargs("h:1", **cfg), subs, buffer)
+    assert [r.value for r in collector.collect(100)[TP]] == [b"c1", b"plain"]
+    assert subs.position(TP) == 6
+
+
+def test_read_uncommitted_returns_aborted_data_but_never_control_records() -> None:
+    data = build_batch(0, [b"a1"], transactional=True, producer_id=5) + build_control_batch(1, 5, commit=False)
+    collector, subs, _ = setup(data)
+    assert [r.value for r in collector.collect(100)[TP]] == [b"a1"]
+    assert subs.position(TP) == 2
+
+
+def read_committed(data: bytes, fetch_offset: int, aborted: tuple[AbortedTransaction, ...]) -> tuple[list[int], int]:
+    """The offsets read_committed returns from one fetch of ``data`` at ``fetch_offset``, and the position after."""
+    subs = SubscriptionState("earliest")
+    subs.assign([TP])
+    subs.seek(TP, fetch_offset)
+    buffer = FetchBuffer(1 << 20, CallerSignal())
+    add(buffer, subs, data, fetch_offset, aborted=aborted)
+    collector = FetchCollector(ConsumerConfig.from_kwargs("h:1", isolation_level="read_committed"), subs, buffer)
+    offsets = [r.offset for r in collector.collect(100).get(TP, [])]
+    assert collector.collect(100) == {}
+    position = subs.position(TP)
+    assert position is not None
+    return offsets, position
+
+
+def test_read_committed_fetch_starting_at_an_abort_marker_returns_the_producers_next_committed_transaction() -> None:
+    # Producer 5's transaction began at 4 and was aborted by the marker at 10, where this fetch starts: the broker
+    # lists that transaction (it overlaps the fetch), and its marker ends it before the committed one at 11.
+    pid, other = 5, 6
+    data = (
+        build_control_batch(10, pid, commit=False)
+        + build_batch(11, [b"c1", b"c2"], transactional=True, producer_id=pid)
+        + build_control_batch(13, pid, commit=True)
+        + build_batch(14, [b"a1"], transactional=True, producer_id=pid)
+        + build_batch(15, [b"o1"], transactional=True, producer_id=other)
+        + build_control_batch(16, pid, commit=False)
+        + build_control_batch(17, other, commit=True)
+        + build_batch(18, [b"plain"])
+    )
+    aborted = (AbortedTransaction(pid, 4), AbortedTransaction(pid, 14))
+    assert read_committed(data, 10, aborted) == ([11, 12, 15, 18], 19)
+
+
+def test_read_committed_still_drops_aborted_data_before_a_producers_committed_transaction() -> None:
+    pid = 5
+    data = (
+        build_batch(0, [b"a1"], transactional=True, producer_id=pid)
+        + build_batch(1, [b"a2"], transactional=True, producer_id=pid)
+        + build_control_batch(2, pid, commit=False)
+        + build_batch(3, [b"c1"], transactional=True, producer_id=pid)
+        + build_control_batch(4, pid, commit=True)
+    )
+    aborted = (AbortedTransaction(pid, 0),)
+    assert read_committed(data, 0, aborted) == ([3], 5)
+    # Fetched from inside the aborted transaction (the broker lists it, as it began before the fetch): still dropped.
+    from_inside = data[len(build_batch(0, [b"a1"], transactional=True, producer_id=pid)) :]
+    assert read_committed(from_inside, 1, aborted) == ([3], 5)
+
+
+def test_a_failed_fetch_is_passed_over_without_raising_and_frees_its_partition() -> None:
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b"]))
+    woken: list[bool] = []
+    buffer.set_space_waiter(lambda: woken.append(True))
+    epoch = subs.epoch(TP)
+    assert epoch is not None
+    error = OffsetOutOfRangeError("offset 2 is out of range")
+    buffer.add_all([CompletedFetch(TP, epoch, 2, 2, memoryview(b""), -1, None, None, error)])
+    assert buffer.error_pending(TP, epoch)
+    assert [r.offset for r in collector.collect(1)[TP]] == [0]
+    assert buffer.error_pending(TP, epoch)  # not passed yet: records before it come first
+    assert [r.offset for r in collector.collect(10)[TP]] == [1]  # its error was reported already: not raised again
+    assert not buffer.error_pending(TP, epoch)
+    assert woken == [True]
+    assert subs.position(TP) == 2
+    assert len(buffer) == 0 and buffer.buffered_bytes == 0
+    assert collector.collect(10) == {}

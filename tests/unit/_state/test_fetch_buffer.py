@@ -1,0 +1,110 @@
+"""The fetch buffer's adaptive limit: it starts at half the bound and grows only when the caller keeps running the
+buffer dry while the background is held back by the limit."""
+
+from __future__ import annotations
+
+from asyncconsumer._runtime.fetch_collector import FetchCollector
+from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, FetchBuffer
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.subscription import SubscriptionState
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.records import TopicPartition
+from tests.support.batches import build_batch
+from tests.support.fetch_buffer import add, held_back
+
+TP = TopicPartition("t", 0)
+MIB = 1 << 20
+
+
+def test_the_limit_starts_where_asked_and_room_is_bounded_by_it() -> None:
+    buffer = FetchBuffer(8 * MIB, CallerSignal(), 4 * MIB)
+    assert buffer.limit == 4 * MIB
+    assert buffer.room(floor=1) == 4 * MIB
+    assert FetchBuffer(8 * MIB, CallerSignal()).limit == 8 * MIB  # no initial limit: the bound
+    assert FetchBuffer(1, CallerSignal(), 0).limit == 1  # never below one byte
+
+
+def test_dry_polls_with_the_background_held_back_double_the_limit_up_to_the_bound() -> None:
+    buffer = FetchBuffer(8 * MIB, CallerSignal(), 3 * MIB)
+    woken: list[bool] = []
+    buffer.set_space_waiter(lambda: woken.append(True))
+    for _ in range(GROW_AFTER_DRY_POLLS - 1):
+        held_back(buffer)
+        buffer.poll_done(returned=10, ran_dry=True)
+    assert buffer.limit == 3 * MIB
+    buffer.reserve(buffer.limit)
+    assert buffer.room(floor=1) == 0  # the background now waits for room
+    buffer.poll_done(returned=10, ran_dry=True)
+    assert buffer.limit == 6 * MIB
+    assert woken == [True]  # the grown limit is room: the waiting background is woken
+    assert buffer.room(floor=1) == 3 * MIB
+    buffer.unreserve(3 * MIB)
+    for _ in range(GROW_AFTER_DRY_POLLS):
+        held_back(buffer)
+        buffer.poll_done(returned=10, ran_dry=True)
+    assert buffer.limit == 8 * MIB  # capped at the bound
+    for _ in range(GROW_AFTER_DRY_POLLS):
+        held_back(buffer)
+        buffer.poll_done(returned=10, ran_dry=True)
+    assert buffer.limit == 8 * MIB
+
+
+def test_polls_that_are_not_dry_between_dry_ones_do_not_break_the_run() -> None:
+    """A poll may take one whole response and part of the next: it is full, and the next one is dry."""
+    buffer = FetchBuffer(8 * MIB, CallerSignal(), 4 * MIB)
+    for _ in range(GROW_AFTER_DRY_POLLS):
+        held_back(buffer)
+        buffer.poll_done(returned=10, ran_dry=False)
+        buffer.poll_done(returned=10, ran_dry=True)
+    assert buffer.limit == 8 * MIB
+
+
+def test_the_limit_stays_when_only_one_side_waits() -> None:
+    buffer = FetchBuffer(8 * MIB, CallerSignal(), 4 * MIB)
+    # The caller runs dry but the background was never held back: the broker or the network is the limit.
+    for _ in range(10 * GROW_AFTER_DRY_POLLS):
+        buffer.poll_done(returned=10, ran_dry=True)
+    assert buffer.limit == 4 * MIB
+    # The background is held back but every poll gets all it asked for: the caller is the limit.
+    for _ in range(10 * GROW_AFTER_DRY_POLLS):
+        held_back(buffer)
+        buffer.poll_done(returned=10, ran_dry=False)
+    assert buffer.limit == 4 * MIB
+    # Polls that returned nothing (waiting for data) count for neither.
+    for _ in range(10 * GROW_AFTER_DRY_POLLS):
+        held_back(buffer)
+        buffer.poll_done(returned=0, ran_dry=True)
+    assert buffer.limit == 4 * MIB
+
+
+def test_a_dry_poll_without_the_background_held_back_restarts_the_count() -> None:
+    buffer = FetchBuffer(8 * MIB, CallerSignal(), 4 * MIB)
+    for _ in range(GROW_AFTER_DRY_POLLS - 1):
+        held_back(buffer)
+        buffer.poll_done(returned=10, ran_dry=True)
+    buffer.poll_done(returned=10, ran_dry=True)  # the background kept up this time
+    for _ in range(GROW_AFTER_DRY_POLLS - 1):
+        held_back(buffer)
+        buffer.poll_done(returned=10, ran_dry=True)
+    assert buffer.limit == 4 * MIB
+    held_back(buffer)
+    buffer.poll_done(returned=10, ran_dry=True)
+    assert buffer.limit == 8 * MIB
+
+
+def test_the_collector_reports_dry_polls_to_the_buffer() -> None:
+    cfg = ConsumerConfig.from_kwargs("h:1")
+    subs = SubscriptionState("earliest")
+    subs.assign([TP])
+    subs.seek(TP, 0)
+    buffer = FetchBuffer(8 * MIB, CallerSignal(), 4 * MIB)
+    collector = FetchCollector(cfg, subs, buffer)
+    offset = 0
+    for _ in range(GROW_AFTER_DRY_POLLS):
+        add(buffer, subs, build_batch(offset, [b"a", b"b", b"c"]), offset)
+        held_back(buffer)
+        assert len(collector.collect(2)[TP]) == 2  # not dry: it got all it asked for
+        assert len(collector.collect(100)[TP]) == 1  # dry
+        offset += 3
+    assert buffer.limit == 8 * MIB
+    assert subs.position(TP) == offset

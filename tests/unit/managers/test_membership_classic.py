@@ -1,0 +1,261 @@
+"""The classic member state machine and membership manager, driven with literal times and hand-built answers."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from asyncconsumer.errors import IllegalStateError, KafkaConnectionError
+from asyncconsumer.managers.commit import NO_GENERATION
+from asyncconsumer.managers.member_state import TRANSITIONS, MemberState, transition
+from asyncconsumer.protocol.consumer_protocol import Assignment
+from asyncconsumer.protocol.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.group import (
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from asyncconsumer.records import TopicPartition
+from tests.support.classic_member import Harness, joined
+
+TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+# --- the transition table ----------------------------------------------------------------------------------------
+
+
+def test_every_state_has_a_row_and_fatal_is_terminal() -> None:
+    assert set(TRANSITIONS) == set(MemberState)
+    assert TRANSITIONS[MemberState.FATAL] == frozenset()
+
+
+@pytest.mark.parametrize(("current", "new"), list(itertools.product(MemberState, MemberState)))
+def test_only_the_transitions_in_the_table_are_possible(current: MemberState, new: MemberState) -> None:
+    if new in TRANSITIONS[current]:
+        assert transition(current, new) is new
+    else:
+        with pytest.raises(IllegalStateError, match=f"{current.name} cannot move to {new.name}"):
+            transition(current, new)
+
+
+def test_a_member_cannot_sync_without_joining_first() -> None:
+    with pytest.raises(IllegalStateError):
+        transition(MemberState.UNJOINED, MemberState.SYNCING)
+
+
+# --- the manager -------------------------------------------------------------------------------------------------
+
+
+def test_join_with_member_id_required_then_lead_sync_and_become_stable() -> None:
+    h = Harness()
+    h.manager.subscribe()
+    first = h.one(0)
+    assert isinstance(first.request, JoinGroupRequest) and first.request.member_id == ""
+    assert first.timeout_ms == 35_000  # a join may be held for the whole rebalance timeout
+    first.on_response(JoinGroupResponse(79, -1, None, None, "", "m-1", ()), 1)  # MEMBER_ID_REQUIRED
+    second = h.one(2)
+    assert isinstance(second.request, JoinGroupRequest) and second.request.member_id == "m-1"
+    second.on_response(joined("m-1", leader="m-1"), 3)
+    assert h.manager.state is MemberState.SYNCING
+    assert h.leader_inputs[0][0] == "range" and [m.member_id for m in h.leader_inputs[0][1]] == ["m-1"]
+    sync = h.one(4)
+    assert isinstance(sync.request, SyncGroupRequest)
+    assert (sync.request.generation_id, sync.request.member_id) == (5, "m-1")
+    assert [a.member_id for a in sync.request.assignments] == ["m-1"]
+    sync.on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 5)
+    assert h.applied[-1] == {TP0, TP1}
+    assert h.manager.state is MemberState.ASSIGNING
+    kind, partitions, done = h.calls[-1]
+    assert (kind, partitions) == ("assigned", {TP0, TP1})
+    assert h.manager.poll(6).unsent_requests == ()  # waits for the caller's callback
+    assert h.manager.state is MemberState.ASSIGNING
+    done.set_result(None)
+    h.manager.poll(7)
+    assert h.manager.state is MemberState.STABLE
+    assert h.manager.generation().generation_id == 5
+
+
+def test_a_follower_sends_no_assignments() -> None:
+    h = Harness()
+    h.manager.subscribe()
+    h.one(0).on_response(joined("m-2", leader="m-1"), 1)
+    sync = h.one(2)
+    assert isinstance(sync.request, SyncGroupRequest) and sync.request.assignments == ()
+    assert h.leader_inputs == []
+
+
+def test_a_rejoin_revokes_first_and_waits_for_the_callback() -> None:
+    h = Harness()
+    h.join_as_leader()
+    h.manager.request_rejoin("heartbeat said REBALANCE_IN_PROGRESS")
+    assert h.manager.state is MemberState.PREPARING
+    assert h.applied[-1] == {TP0, TP1}  # still assigned while the revoke callback may commit
+    kind, partitions, done = h.calls[-1]
+    assert (kind, partitions) == ("revoked", {TP0, TP1})
+    assert h.manager.generation().generation_id == 5  # commits during the revoke callback use the old generation
+    assert h.manager.poll(10).unsent_requests == ()
+    done.set_result(None)
+    join = h.one(11)
+    assert h.applied[-1] == frozenset()  # given up once the callback returned
+    assert isinstance(join.request, JoinGroupRequest) and join.request.member_id == "m-1"
+
+
+def test_sync_with_an_illegal_generation_rejoins_after_backoff() -> None:
+    h = Harness()
+    h.manager.subscribe()
+    h.one(0).on_response(joined("m-1", leader="m-1"), 0)
+    h.one(1).on_response(SyncGroupResponse(22, b""), 10)  # ILLEGAL_GENERATION
+    assert h.manager.state is MemberState.JOINING
+    assert h.manager.generation() is NO_GENERATION
+    assert h.manager.poll(50).unsent_requests == ()
+    assert isinstance(h.one(110).request, JoinGroupRequest)
+
+
+def test_being_fenced_loses_the_partitions_and_joins_again_as_new() -> None:
+    h = Harness()
+    h.join_as_leader()
+    h.manager.fenced(25)  # UNKNOWN_MEMBER_ID
+    assert h.manager.state is MemberState.UNJOINED
+    assert (h.calls[-1][0], h.calls[-1][1]) == ("lost", {TP0, TP1})
+    assert h.manager.generation() is NO_GENERATION
+    h.calls[-1][2].set_result(None)
+    join = h.one(1)
+    assert isinstance(join.request, JoinGroupRequest) and join.request.member_id == ""
+
+
+def test_no_common_assignor_is_fatal_once_with_a_clear_error() -> None:
+    h = Harness()
+    h.manager.subscribe()
+    h.one(0).on_response(joined("m-1", leader="m-1", code=23), 1)  # INCONSISTENT_GROUP_PROTOCOL
+    assert h.manager.state is MemberState.FATAL
+    assert len(h.errors) == 1
+    assert "no partition assignment strategy in common" in str(h.errors[0].error)
+    assert "range" in str(h.errors[0].error)
+    assert h.manager.poll(5_000).unsent_requests == ()
+
+
+def test_a_lost_coordinator_during_join_is_forgotten_and_the_join_retried() -> None:
+    h = Harness()
+    h.manager.subscribe()
+    h.one(0).on_response(KafkaConnectionError("gone"), 1)
+    assert h.coordinator.coordinator is None
+    assert h.manager.poll(500).unsent_requests == ()  # no coordinator: nothing to send
+    (find,) = h.coordinator.poll(500).unsent_requests
+    find.on_response(FindCoordinatorResponse(0, 2, "h2", 9092), 501)
+    assert isinstance(h.one(502).request, JoinGroupRequest)
+
+
+def test_leaving_revokes_and_sends_leave_group() -> None:
+    h = Harness()
+    h.join_as_leader()
+    h.manager.leave()
+    assert h.calls[-1][0] == "revoked"
+    leave = h.one(1)
+    assert isinstance(leave.request, LeaveGroupRequest)
+    assert [m.member_id for m in leave.request.members] == ["m-1"]
+    leave.on_response(LeaveGroupResponse(0), 2)
+    assert h.manager.state is MemberState.UNJOINED
+    assert h.manager.poll(3).unsent_requests == ()  # unsubscribed: no rejoin
+
+
+def test_a_static_member_leaves_without_leave_group() -> None:
+    h = Harness(instance_id="static-1")
+    h.join_as_leader()
+    join_request = h.manager._join_request()
+    assert join_request.group_instance_id == "static-1"
+    h.manager.leave()
+    assert h.manager.state is MemberState.UNJOINED
+    assert h.manager.poll(1).unsent_requests == ()
+
+
+def cooperative_harness() -> Harness:
+    h = Harness()
+    h.manager.cooperative = True
+    return h
+
+
+def test_cooperative_rejoin_keeps_the_partitions_and_revokes_only_what_moved() -> None:
+    h = cooperative_harness()
+    h.join_as_leader()
+    assert h.applied[-1] == {TP0, TP1}
+    h.manager.request_rejoin("a member joined")
+    assert h.manager.state is MemberState.JOINING  # no revoke before joining
+    assert h.calls[-1][0] == "assigned"
+    join = h.one(1)
+    join.on_response(joined("m-1", leader="m-2", generation=6), 2)
+    sync = h.one(3)
+    sync.on_response(SyncGroupResponse(0, Assignment((("t", (0,)),)).encode()), 4)
+    kind, partitions, done = h.calls[-1]
+    assert (kind, partitions) == ("revoked", {TP1})  # only the partition that moved
+    assert h.applied[-1] == {TP0, TP1}  # still held while the callback may commit
+    done.set_result(None)
+    h.manager.poll(5)
+    assert h.applied[-1] == {TP0}
+    kind, partitions, done = h.calls[-1]
+    assert (kind, partitions) == ("assigned", frozenset())
+    done.set_result(None)
+    h.manager.poll(6)
+    # Something was revoked: rejoin at once so the group can give it to its new owner.
+    assert h.manager.state is MemberState.JOINING
+
+
+def test_cooperative_assignment_without_revocation_settles() -> None:
+    h = cooperative_harness()
+    h.manager.subscribe()
+    h.one(0).on_response(joined("m-1", leader="m-2"), 1)
+    h.one(2).on_response(SyncGroupResponse(0, Assignment((("t", (1,)),)).encode()), 3)
+    kind, partitions, done = h.calls[-1]
+    assert (kind, partitions) == ("assigned", {TP1})
+    done.set_result(None)
+    h.manager.poll(4)
+    assert h.manager.state is MemberState.STABLE
+
+
+def test_a_cooperative_rebalance_notice_during_the_assign_callback_waits_for_it() -> None:
+    """The race seen in the group benchmark: a heartbeat says REBALANCE_IN_PROGRESS while the caller has not yet run
+    on_partitions_assigned. The member finishes that callback (STABLE), then rejoins; before the fix it moved to
+    JOINING at once and died with IllegalStateError('JOINING cannot move to STABLE') when the callback returned."""
+    h = cooperative_harness()
+    h.join_as_follower()
+    kind, _, done = h.calls[-1]
+    assert kind == "assigned" and h.manager.state is MemberState.ASSIGNING
+    h.manager.request_rejoin("the coordinator started a rebalance")
+    assert h.manager.state is MemberState.ASSIGNING  # not before the callback returned
+    assert h.manager.poll(4).unsent_requests == ()
+    done.set_result(None)
+    (join,) = h.manager.poll(5).unsent_requests  # STABLE for a moment, then the deferred rejoin
+    assert isinstance(join.request, JoinGroupRequest) and join.request.member_id == "m-1"
+    assert h.manager.state is MemberState.JOINING
+    assert h.manager.owned == {TP0, TP1}  # cooperative: kept across the rejoin
+
+
+def test_an_eager_rejoin_during_the_assign_callback_revokes_after_it() -> None:
+    h = Harness()
+    h.join_as_follower()
+    assigned = h.calls[-1][2]
+    h.manager.request_rejoin("the coordinator started a rebalance")
+    assert [c[0] for c in h.calls] == ["assigned"]  # no revoke of partitions the caller has not been given yet
+    assigned.set_result(None)
+    h.manager.poll(4)
+    assert [(c[0], c[1]) for c in h.calls] == [("assigned", {TP0, TP1}), ("revoked", {TP0, TP1})]
+    assert h.manager.state is MemberState.PREPARING
+
+
+def test_leaving_while_a_callback_is_pending_abandons_what_was_to_follow_it() -> None:
+    h = Harness()
+    h.join_as_follower()
+    assigned = h.calls[-1][2]
+    h.manager.leave_until_next_poll()  # the caller stopped polling before it ran on_partitions_assigned
+    (leave,) = h.manager.poll(4).unsent_requests  # the pending callback does not hold the LeaveGroup back
+    assert isinstance(leave.request, LeaveGroupRequest)
+    leave.on_response(LeaveGroupResponse(0), 5)
+    assigned.set_result(None)  # the caller finally runs it; nothing may move the member to STABLE now
+    h.manager.poll(6)
+    assert h.manager.state is MemberState.UNJOINED
+    h.manager.caller_polled()
+    (join,) = h.manager.poll(7).unsent_requests
+    assert isinstance(join.request, JoinGroupRequest)

@@ -1,0 +1,62 @@
+"""The metadata manager driven with literal timestamps and hand-built responses: bootstrap, refresh, retries, unknown
+topics."""
+
+from __future__ import annotations
+
+from asyncconsumer.errors import KafkaConnectionError
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.protocol.metadata import MetadataRequest
+from asyncconsumer.records import TopicPartition
+from tests.support.managers import metadata_response, no_jitter, only
+
+TP0 = TopicPartition("t", 0)
+
+
+def test_metadata_bootstraps_then_refreshes_after_max_age() -> None:
+    manager = MetadataManager(["127.0.0.1:9092", "[::1]:9093"], metadata_max_age_ms=10_000, backoff=no_jitter())
+    assert manager.address(-1) == ("127.0.0.1", 9092)
+    assert manager.address(-2) == ("::1", 9093)
+    assert manager.candidate_nodes() == [-1, -2]
+    first = only(manager.poll(0).unsent_requests)
+    assert isinstance(first.request, MetadataRequest)
+    assert first.node_id is None
+    assert manager.poll(1).unsent_requests == ()  # one in flight at a time
+    first.on_response(metadata_response(), 5)
+    assert manager.cluster.leader_for(TP0) == 1
+    assert manager.candidate_nodes() == [1, 2]
+    result = manager.poll(6)
+    assert result.unsent_requests == ()
+    assert result.time_until_next_poll_ms == 9_999
+    assert only(manager.poll(10_005).unsent_requests)
+
+
+def test_metadata_retries_with_backoff_after_a_failure() -> None:
+    manager = MetadataManager(["h:1"], metadata_max_age_ms=60_000, backoff=no_jitter(100))
+    only(manager.poll(0).unsent_requests).on_response(KafkaConnectionError("down"), 10)
+    assert manager.poll(50).unsent_requests == ()
+    assert manager.poll(50).time_until_next_poll_ms == 60
+    assert only(manager.poll(110).unsent_requests)
+
+
+def test_metadata_records_unknown_topics_and_answers_waiters() -> None:
+    manager = MetadataManager(["h:1"], metadata_max_age_ms=60_000, backoff=no_jitter())
+    answers: list[object] = []
+    manager.await_topic("missing", answers.append, answers.append)
+    request = only(manager.poll(0).unsent_requests)
+    assert isinstance(request.request, MetadataRequest)
+    assert request.request.topics == ("missing",)
+    request.on_response(metadata_response("missing", error_code=3), 1)
+    assert "missing" in manager.cluster.unknown_topics
+    assert len(answers) == 1 and "missing" not in answers[0].topics  # type: ignore[attr-defined]
+
+
+def test_metadata_asks_again_at_the_backoff_maximum_while_a_wanted_topic_is_unknown() -> None:
+    manager = MetadataManager(["h:1"], metadata_max_age_ms=60_000, backoff=no_jitter(100))  # maximum 1,000 ms
+    manager.set_topics(["missing"])
+    only(manager.poll(0).unsent_requests).on_response(metadata_response("missing", error_code=3), 10)
+    assert manager.poll(500).unsent_requests == ()
+    assert manager.poll(500).time_until_next_poll_ms == 510
+    only(manager.poll(1_010).unsent_requests).on_response(metadata_response("missing"), 1_020)
+    assert "missing" not in manager.cluster.unknown_topics
+    assert manager.poll(2_100).unsent_requests == ()  # known now: back to metadata_max_age_ms
+    assert manager.poll(2_100).time_until_next_poll_ms == 58_920

@@ -1,0 +1,113 @@
+"""The offsets manager driven with literal timestamps and hand-built responses: resets through ListOffsets, and
+offset lookups for the caller."""
+
+from __future__ import annotations
+
+from asyncconsumer._state.subscription import SubscriptionState
+from asyncconsumer.errors import KafkaError, UnknownTopicOrPartitionError
+from asyncconsumer.events.background import ErrorEvent
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.offsets import OffsetsManager
+from asyncconsumer.protocol.list_offsets import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+from asyncconsumer.records import OffsetAndTimestamp, TopicPartition
+from tests.support.managers import metadata_response, no_jitter, only
+
+TP0 = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+
+
+def offsets_fixture(
+    strategy: str = "earliest",
+) -> tuple[OffsetsManager, MetadataManager, SubscriptionState, list[ErrorEvent]]:
+    metadata = MetadataManager(["h:1"], 60_000, no_jitter())
+    only(metadata.poll(0).unsent_requests).on_response(metadata_response(), 0)
+    subs = SubscriptionState(strategy)
+    errors: list[ErrorEvent] = []
+    return OffsetsManager(subs, metadata, "read_uncommitted", no_jitter(), errors.append), metadata, subs, errors
+
+
+def list_offsets_answer(offsets: dict[TopicPartition, int], error_code: int = 0) -> ListOffsetsResponse:
+    return ListOffsetsResponse(
+        topics=(
+            ListOffsetsTopicResponse(
+                "t", tuple(ListOffsetsPartitionResponse(tp.partition, error_code, -1, o) for tp, o in offsets.items())
+            ),
+        )
+    )
+
+
+def test_new_assignment_is_reset_through_list_offsets_to_the_leader() -> None:
+    manager, _, subs, _ = offsets_fixture("earliest")
+    subs.assign([TP0, TP1])
+    request = only(manager.poll(10).unsent_requests)
+    assert request.node_id == 1
+    assert isinstance(request.request, ListOffsetsRequest)
+    sent = {(p.partition_index, p.timestamp) for t in request.request.topics for p in t.partitions}
+    assert sent == {(0, -2), (1, -2)}
+    assert manager.poll(11).unsent_requests == ()  # already in flight
+    request.on_response(list_offsets_answer({TP0: 5, TP1: 7}), 12)
+    assert subs.position(TP0) == 5
+    assert subs.position(TP1) == 7
+
+
+def test_a_reset_answer_is_ignored_if_the_caller_sought_meanwhile() -> None:
+    manager, _, subs, _ = offsets_fixture("latest")
+    subs.assign([TP0])
+    request = only(manager.poll(0).unsent_requests)
+    subs.seek(TP0, 3)
+    request.on_response(list_offsets_answer({TP0: 99}), 1)
+    assert subs.position(TP0) == 3
+
+
+def test_retriable_reset_error_retries_after_backoff() -> None:
+    manager, _metadata, subs, errors = offsets_fixture()
+    subs.assign([TP0])
+    only(manager.poll(0).unsent_requests).on_response(list_offsets_answer({TP0: -1}, error_code=6), 10)
+    assert manager.poll(50).unsent_requests == ()
+    assert only(manager.poll(110).unsent_requests)
+    assert errors == []
+
+
+def test_list_offsets_job_completes_with_offsets_and_timestamps() -> None:
+    manager, _, _, _ = offsets_fixture()
+    results: list[object] = []
+    manager.list_offsets({TP0: 1000, TP1: 1000}, results.append, results.append)
+    request = only(manager.poll(0).unsent_requests)
+    request.on_response(
+        ListOffsetsResponse(
+            topics=(
+                ListOffsetsTopicResponse(
+                    "t",
+                    (ListOffsetsPartitionResponse(0, 0, 1001, 4, 0), ListOffsetsPartitionResponse(1, 0, -1, -1, -1)),
+                ),
+            )
+        ),
+        5,
+    )
+    assert results == [{TP0: OffsetAndTimestamp(4, 1001, 0), TP1: None}]
+
+
+def test_list_offsets_for_an_unknown_topic_fails_naming_it() -> None:
+    manager, metadata, _, _ = offsets_fixture()
+    errors: list[KafkaError] = []
+    manager.list_offsets({TopicPartition("nope", 0): -1}, lambda r: None, errors.append)
+    assert manager.poll(0).unsent_requests == ()
+    only(metadata.poll(1).unsent_requests).on_response(metadata_response("nope", error_code=3), 2)
+    manager.poll(3)
+    assert len(errors) == 1
+    assert isinstance(errors[0], UnknownTopicOrPartitionError)
+    assert "nope" in str(errors[0])
+
+
+def test_list_offsets_for_a_missing_partition_fails_naming_it() -> None:
+    manager, _, _, _ = offsets_fixture()
+    errors: list[KafkaError] = []
+    manager.list_offsets({TopicPartition("t", 9): -1}, lambda r: None, errors.append)
+    manager.poll(0)
+    assert isinstance(errors[0], UnknownTopicOrPartitionError)
+    assert "partition 9" in str(errors[0])
