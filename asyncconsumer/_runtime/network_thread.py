@@ -51,7 +51,9 @@ class ConsumerNetworkThread:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()
         self._wake_pending = False
+        """Set by any thread's ``wakeup`` and cleared on the background loop: coalesces wake-ups."""
         self._close_event: CloseEvent | None = None
+        """Background only (set by the processor when the caller's close event arrives)."""
         self.failure: BaseException | None = None
         self.iterations = 0
         app_events.set_wakeup(self.wakeup)

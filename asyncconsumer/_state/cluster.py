@@ -1,4 +1,8 @@
-"""An immutable snapshot of cluster metadata; replaced whole on every metadata response."""
+"""An immutable snapshot of cluster metadata; replaced whole on every metadata response.
+
+The metadata manager (background) publishes a new snapshot by swapping one reference; any thread may read the
+snapshot it got, which never changes under it.
+"""
 
 from __future__ import annotations
 

@@ -72,19 +72,28 @@ class FetchBuffer:
 
     def __init__(self, max_bytes: int, signal: CallerSignal, initial_bytes: int | None = None) -> None:
         self._lock = threading.Lock()
+        """Guards every field below but ``_bound``, ``_signal`` and ``_space_waiter`` (set once, before the thread
+        starts); both threads take it for a few lines only."""
         self._fetches: deque[CompletedFetch] = deque()
+        """Background appends, caller pops."""
         self._bytes = 0
+        """Held bytes: background adds, caller releases; read without the lock for metrics (an int, atomic)."""
         self._reserved = 0
+        """Bytes fetches in flight may bring: background only (reserve on send, settle on answer)."""
         self._bound = max_bytes
         self._limit = max_bytes if initial_bytes is None else max(1, min(initial_bytes, max_bytes))
+        """Grown by the caller's dry polls, read by the background's ``room``."""
         self._held = False
-        """The background was refused room since the caller's last dry poll."""
+        """The background was refused room since the caller's last dry poll: background sets, caller clears."""
         self._dry_polls = 0
+        """Caller only."""
         self._signal = signal
         self._space_waiter: Callable[[], None] | None = None
         self._background_waiting = False
+        """Background sets when refused room; the caller clears it and wakes the background when it frees some."""
         self._errors: dict[TopicPartition, int] = {}
-        """Partition -> subscription epoch of its failed fetch that the caller has not taken yet."""
+        """Partition -> subscription epoch of its failed fetch that the caller has not taken yet: background adds,
+        caller removes; the background reads it without the lock only to see that it is empty."""
 
     def set_space_waiter(self, wake_background: Callable[[], None]) -> None:
         """How to wake the background when the caller frees space it was waiting for."""

@@ -11,7 +11,8 @@ from asyncconsumer.events.background import BackgroundEvent
 
 
 class ApplicationEventQueue:
-    """Caller → background. ``deque.append``/``popleft`` are atomic, so no lock is needed."""
+    """Caller → background: any caller thread puts, the background drains. ``deque.append``/``popleft`` are
+    atomic, so no lock is needed."""
 
     def __init__(self) -> None:
         self._events: collections.deque[ApplicationEvent] = collections.deque()
@@ -35,7 +36,8 @@ class ApplicationEventQueue:
 
 
 class BackgroundEventQueue:
-    """Background → caller."""
+    """Background → caller: the background puts (and the caller re-queues what it did not handle yet), the
+    caller drains inside ``poll``."""
 
     def __init__(self, signal: CallerSignal) -> None:
         self._events: collections.deque[BackgroundEvent] = collections.deque()

@@ -18,7 +18,9 @@ class CallerSignal:
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._seq = 0
+        """Bumped by any thread (``notify``) under the condition; read without it by waiters taking a snapshot."""
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        """asyncio callers waiting: added and removed by them, taken by ``notify``; under the condition."""
 
     @property
     def seq(self) -> int:

@@ -22,18 +22,26 @@ COMMITTED = "committed"
 
 @attrs.define(slots=True)
 class PartitionState:
-    """Mutable per-partition state; only touched under ``SubscriptionState``'s lock."""
+    """Mutable per-partition state; only touched under ``SubscriptionState``'s lock. Who writes each field:"""
 
     epoch: int = 0
+    """Either thread, through a seek or a reset (the caller's seek, the background's reset answer)."""
     position: int | None = None
+    """The caller's ``poll`` (advance) and seeks/resets; the background reads it for commits and fetch decisions."""
     fetch_position: int | None = None
+    """The background's fetch manager only (and seeks/resets, which set both positions)."""
     reset_strategy: str | None = None
+    """Set by the caller (seek_to_*) or an assignment, cleared by the background when the reset answer lands."""
     paused: bool = False
+    """Background, processing the caller's pause/resume events and the group's revocations."""
     high_watermark: int | None = None
+    """Background (each fetch answer); read by the caller for lag and ``highwater``."""
     last_stable_offset: int | None = None
+    """Background (each fetch answer); read by the caller under ``read_committed``."""
     log_start_offset: int | None = None
+    """Background (each fetch answer)."""
     fetch_size_override: int | None = None
-    """Set when a batch larger than ``max_partition_fetch_bytes`` must still be fetched whole."""
+    """Background only: set when a batch larger than ``max_partition_fetch_bytes`` must still be fetched whole."""
 
 
 class SubscriptionState:
@@ -41,12 +49,16 @@ class SubscriptionState:
 
     def __init__(self, default_reset_strategy: str) -> None:
         self._lock = threading.Lock()
+        """Guards every field; held for a few lines by either thread, never across a callback or I/O."""
         self._default_reset = default_reset_strategy
         self._partitions: dict[TopicPartition, PartitionState] = {}
+        """Replaced (never mutated in place) by the background when it applies an assignment; both threads read."""
         self._epoch_counter = 0
         self._subscribed: frozenset[str] | None = None
+        """Background (processing subscribe/unsubscribe events and pattern matches); the caller reads it."""
         self.assignment_version = 0
-        """Bumped whenever the assignment changes, so managers can drop per-assignment bookkeeping."""
+        """Bumped by the background whenever the assignment changes, so managers can drop per-assignment
+        bookkeeping; read by plugins (background) and the caller."""
 
     def _next_epoch(self) -> int:
         self._epoch_counter += 1
@@ -253,6 +265,10 @@ class SubscriptionState:
     def high_watermark(self, tp: TopicPartition) -> int | None:
         with self._lock:
             return self._state(tp).high_watermark
+
+    def last_stable_offset(self, tp: TopicPartition) -> int | None:
+        with self._lock:
+            return self._state(tp).last_stable_offset
 
     # --- pausing ------------------------------------------------------------------------------------------
     def set_paused(self, partitions: Iterable[TopicPartition], paused: bool) -> None:
