@@ -1,4 +1,4 @@
-"""The ``asyncconsumer`` command: ``demo``, ``consume``, ``groups describe`` and ``offsets``.
+"""The ``asyncconsumer`` command: ``demo``, ``broker``, ``consume``, ``groups describe`` and ``offsets``.
 
 Output for people goes to stdout; errors are one ``error: ...`` line on stderr and a non-zero exit status; a
 progress line goes to stderr when it is a terminal. Logs stay in structlog and are off unless ``--verbose``.
@@ -16,11 +16,12 @@ import re
 import resource
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.config import ConsumerConfig, canonical_key
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.network.security import ConnectionSecurity
@@ -57,7 +58,9 @@ def _cpu_s() -> float:
 # --- demo -----------------------------------------------------------------------------------------------------
 
 
-async def _produce(bootstrap: str, topic: str, count: int, size: int, partitions: int) -> float:
+async def _produce(
+    bootstrap: str, topic: str, count: int, size: int, partitions: int, *, readable: bool = False
+) -> float:
     from aiokafka import AIOKafkaProducer
 
     producer = AIOKafkaProducer(
@@ -69,6 +72,8 @@ async def _produce(bootstrap: str, topic: str, count: int, size: int, partitions
         value = os.urandom(size)
         batch: list[asyncio.Future[Any]] = []
         for i in range(count):
+            if readable:  # a sample topic people read: "record 7" rather than random bytes
+                value = f"record {i}".encode()
             batch.append(await producer.send(topic, value=value, key=str(i).encode(), partition=i % partitions))
             if len(batch) >= 20_000:
                 await asyncio.gather(*batch)
@@ -156,6 +161,40 @@ async def _demo(args: argparse.Namespace) -> int:
         broker.stop()
 
 
+# --- broker ---------------------------------------------------------------------------------------------------
+
+
+def _broker(args: argparse.Namespace) -> int:
+    """Runs the embedded Tansu broker in the foreground until Ctrl-C (or SIGTERM), with an optional sample topic."""
+    from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
+
+    try:
+        broker = EmbeddedBroker.start(port=args.port)
+    except BrokerStartError as exc:
+        _err(f"error: the embedded broker could not start: {exc}")
+        return EXIT_ERROR
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _out(f"Tansu broker at {broker.bootstrap_servers} (pid {broker.pid}); Ctrl-C stops it")
+        if args.topic:
+            broker.create_topic(args.topic, args.partitions)
+            if args.records:
+                asyncio.run(
+                    _produce(broker.bootstrap_servers, args.topic, args.records, 0, args.partitions, readable=True)
+                )
+            _out(f"  topic {args.topic!r}: {args.partitions} partition(s), {args.records:,} records")
+        while not stop.wait(0.5):
+            if not broker.running:
+                _err(f"error: the broker exited; its log ends with:\n{broker.log_tail()}")
+                return EXIT_ERROR
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        broker.stop()
+
+
 # --- consume --------------------------------------------------------------------------------------------------
 
 
@@ -230,6 +269,21 @@ class Progress:
         self._stream.flush()
         self._shown = True
 
+    def waiting(self, what: str, detail: str | None = None) -> None:
+        """Says what the command waits for (connecting, joining a group) until records flow."""
+        if not self._enabled:
+            return
+        now = self._clock()
+        if now - self._shown_at < self._interval_s:
+            return
+        self._shown_at = now
+        line = f"  {what}...  {now - self._started:.0f} s"
+        if detail:
+            line += f"  ({detail})"
+        self._stream.write(f"\r\x1b[K{line}")
+        self._stream.flush()
+        self._shown = True
+
     def close(self) -> None:
         if self._shown:
             self._stream.write("\r\x1b[K")
@@ -237,30 +291,71 @@ class Progress:
             self._shown = False
 
 
-def _properties(args: argparse.Namespace) -> dict[str, Any]:
-    config: dict[str, Any] = {}
+def _properties(args: argparse.Namespace) -> dict[str, str]:
+    """``--property KEY=VALUE`` settings under their Python names (Java or Python spelling accepted)."""
+    config: dict[str, str] = {}
     for item in args.property:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--property takes KEY=VALUE, got {item!r}")
-        config[key.strip()] = value.strip()
+        name = canonical_key(key)
+        if name in config:
+            raise UsageError(f"--property {key.strip()} is given twice")
+        config[name] = value.strip()
     return config
 
 
+_FLAG_FOR = {"group_id": "--group G", "bootstrap_servers": "--bootstrap-server"}
+"""Settings a command line flag owns: a --property for them is an error naming the flag."""
+
+_SECURITY_KEYS = frozenset(
+    {
+        "security_protocol",
+        "ssl_cafile",
+        "ssl_certfile",
+        "ssl_keyfile",
+        "ssl_check_hostname",
+        "sasl_mechanism",
+        "sasl_username",
+        "sasl_password",
+    }
+)
+
+CLI_SESSION_TIMEOUT_MS = 6_000
+"""The CLI's session timeout in a group: a short first join (Tansu holds it half the session timeout; Kafka's
+minimum is 6 s) for a command that joins, prints and leaves. ``--property session.timeout.ms=...`` overrides it."""
+
+
 def _consumer_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The consumer's settings: the CLI's defaults, then ``--property`` over them."""
+    properties = _properties(args)
+    for name, flag in _FLAG_FOR.items():
+        if name in properties:
+            raise UsageError(f"--property {name.replace('_', '.')} is not honoured here: use {flag}")
     config: dict[str, Any] = {
         "auto_offset_reset": "earliest" if args.from_beginning else "latest",
         "client_id": "asyncconsumer-cli",
     }
     if args.group:
         config["group_id"] = args.group
-    config.update(_properties(args))
+        if properties.get("group_protocol", "classic").strip().lower() == "classic":
+            config["session_timeout_ms"] = CLI_SESSION_TIMEOUT_MS
+            config["heartbeat_interval_ms"] = CLI_SESSION_TIMEOUT_MS // 6
+    config.update(properties)
     return config
 
 
 def _admin(args: argparse.Namespace) -> AdminClient:
-    """An admin client with the security settings of ``--property`` (the other settings are not used)."""
-    config = ConsumerConfig.from_kwargs(args.bootstrap_server, **_properties(args))
+    """An admin client with the security settings of ``--property``; any other setting is an error (the admin
+    commands make one request at a time and have nothing else to honour)."""
+    properties = _properties(args)
+    unused = sorted(set(properties) - _SECURITY_KEYS)
+    if unused:
+        names = ", ".join(k.replace("_", ".") for k in unused)
+        raise UsageError(
+            f"--property {names}: {args.command} uses only the security settings (security.protocol, ssl.*, sasl.*)"
+        )
+    config = ConsumerConfig.from_kwargs(args.bootstrap_server, **properties)
     security = ConnectionSecurity.from_config(config)
     return AdminClient(args.bootstrap_server, timeout_ms=args.timeout_ms, security=security)
 
@@ -290,6 +385,21 @@ async def _start(consumer: AsyncConsumer, args: argparse.Namespace) -> None:
         await consumer.assign([TopicPartition(args.topic, p.partition) for p in infos])
 
 
+async def _show_status(
+    consumer: AsyncConsumer, args: argparse.Namespace, progress: Progress, state: dict[str, int]
+) -> None:
+    """Keeps the progress line saying what the command waits for until the first record is printed."""
+    while state["seen"] == 0:
+        error = consumer.metrics().last_connection_error
+        if not state["started"]:
+            progress.waiting(f"connecting to {args.bootstrap_server}", error)
+        elif args.group and not consumer.assignment():
+            progress.waiting(f"joining group {args.group}", error)
+        else:
+            progress.waiting("waiting for records", error)
+        await asyncio.sleep(0.25)
+
+
 async def _consume(args: argparse.Namespace) -> int:
     if args.format == "json" and "raw" in (args.key_format, args.value_format):
         raise UsageError("raw bytes cannot go into JSON: use --key-format/--value-format utf8, hex or base64")
@@ -304,15 +414,22 @@ async def _consume(args: argparse.Namespace) -> int:
 
     loop.add_signal_handler(signal.SIGINT, interrupted)
     progress = Progress(sys.stderr)
-    seen = 0
+    state = {"seen": 0, "started": 0}
     try:
         async with AsyncConsumer(args.bootstrap_server, **config) as consumer:
-            await _start(consumer, args)
+            status = asyncio.ensure_future(_show_status(consumer, args, progress, state))
             stopped = asyncio.ensure_future(stop.wait())
             try:
-                while not stop.is_set() and (args.max_messages is None or seen < args.max_messages):
+                started = asyncio.ensure_future(_start(consumer, args))
+                await asyncio.wait([started, stopped], return_when=asyncio.FIRST_COMPLETED)
+                if not started.done():
+                    started.cancel()
+                else:
+                    started.result()
+                    state["started"] = 1
+                while not stop.is_set() and (args.max_messages is None or state["seen"] < args.max_messages):
                     # Never take more records than will be printed: with a group, what poll returns gets committed.
-                    limit = 500 if args.max_messages is None else args.max_messages - seen
+                    limit = 500 if args.max_messages is None else args.max_messages - state["seen"]
                     poll = asyncio.ensure_future(consumer.poll(timeout_ms=500, max_records=limit))
                     await asyncio.wait([poll, stopped], return_when=asyncio.FIRST_COMPLETED)
                     if not poll.done():
@@ -320,12 +437,14 @@ async def _consume(args: argparse.Namespace) -> int:
                         break
                     for record in poll.result().records():
                         _write_line(format_record(record, args.format, args.key_format, args.value_format))
-                        seen += 1
-                    progress.update(seen, args.max_messages)
+                        state["seen"] += 1
+                    if state["seen"]:
+                        progress.update(state["seen"], args.max_messages)
             finally:
                 stopped.cancel()
+                status.cancel()
                 progress.close()
-            if args.group:
+            if args.group and state["started"]:
                 # Everything printed is committed before the group is left (close would auto-commit too, but an
                 # explicit commit reports its failure).
                 await consumer.commit(timeout_ms=args.timeout_ms)
@@ -473,6 +592,12 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--size", type=int, default=100, help="value size in bytes")
     demo.add_argument("--partitions", type=int, default=4)
 
+    broker = sub.add_parser("broker", help="run the embedded Tansu broker in the foreground (Ctrl-C stops it)")
+    broker.add_argument("--port", type=int, default=None, help="listen on 127.0.0.1:PORT (default: a free port)")
+    broker.add_argument("--topic", default=None, help="create this topic")
+    broker.add_argument("--partitions", type=int, default=1, help="partitions of --topic (default 1)")
+    broker.add_argument("--records", type=int, default=0, help="produce this many records ('record N') to --topic")
+
     consume = sub.add_parser("consume", help="print records from a topic (Ctrl-C stops, commits, exits 130)")
     _add_common(consume)
     source = consume.add_mutually_exclusive_group(required=True)
@@ -503,16 +628,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _configure_logging(verbose: bool) -> None:
+    ours = logging.getLogger("asyncconsumer")
     if verbose:
-        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
-        return
-    # Quiet: not even warnings (Python's last-resort handler would print them).
-    quiet = logging.getLogger("asyncconsumer")
-    quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
+        # Our events only: the root logger stays as it is, so asyncio's and other libraries' debug lines stay out.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        ours.addHandler(handler)
+        ours.setLevel(logging.DEBUG)
+    else:
+        # Quiet: not even warnings (Python's last-resort handler would print them).
+        ours.addHandler(logging.NullHandler())
+    ours.propagate = False
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "broker":
+        return _broker(args)
     if args.command == "demo":
         return asyncio.run(_demo(args))
     if args.command == "offsets":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import uuid
@@ -67,6 +68,7 @@ def test_consume_from_an_unreachable_server_prints_one_error_line() -> None:
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "127.0.0.1" in errors[0]
+    assert "connection refused" in errors[0] and "Event" not in errors[0], errors[0]
 
 
 def test_consume_with_a_group_commits_what_it_printed(
@@ -310,3 +312,29 @@ def test_consume_verbose_shows_structured_logs(
     assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
     assert quiet.stderr == ""
     assert "event='consumer.started'" in loud.stderr or "consumer.started" in loud.stderr
+
+
+def test_verbose_shows_our_events_and_not_asyncios_debug_lines() -> None:
+    from asyncconsumer.tools.embedded_broker import free_port
+
+    address = f"127.0.0.1:{free_port()}"
+    argv = ["--verbose", "consume", "--bootstrap-server", address, "--topic", "t", "--timeout-ms", "1500"]
+    result = run_cli(*argv, timeout=30, env={"PYTHONASYNCIODEBUG": "1"})
+    assert result.returncode == 1
+    assert "connection.failed" in result.stderr and "connection refused" in result.stderr
+    assert "Using selector" not in result.stderr  # asyncio's debug line, whatever the format
+    assert [line for line in result.stderr.splitlines() if re.search(r"\basyncio\b", line)] == []
+
+
+def test_a_property_overrides_the_default_it_names_and_a_flag_owned_one_is_refused(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(1)
+    produce(name, [Record(f"v{i}".encode(), partition=0) for i in range(3)])
+    args = ["consume", "--bootstrap-server", broker.bootstrap_servers, "--topic", name, "--max-messages", "3"]
+    earliest = run_cli(*args, "--property", "auto.offset.reset=earliest")  # no --from-beginning
+    assert earliest.returncode == 0, earliest.stderr
+    assert [line.split("\t")[2] for line in earliest.stdout.splitlines()] == ["v0", "v1", "v2"]
+    refused = run_cli(*args, "--property", "group.id=X")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip() == "error: --property group.id is not honoured here: use --group G"

@@ -1,16 +1,28 @@
-"""The CLI's pure parts: decoding bytes, record formatting, the progress line, the offsets table (the admin client's
-rows)."""
+"""The CLI's pure parts: decoding bytes, record formatting, the progress line, the settings a command builds from
+its flags and ``--property``, the offsets table (the admin client's rows)."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
+import re
 
 import pytest
 
+from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.records import ConsumerRecord
 from asyncconsumer.tools.admin import partition_offsets
-from asyncconsumer.tools.cli import Progress, decode_bytes, format_record, offsets_lines
+from asyncconsumer.tools.cli import (
+    Progress,
+    UsageError,
+    _admin,
+    _consumer_config,
+    _parser,
+    decode_bytes,
+    format_record,
+    offsets_lines,
+)
 
 
 def _record(key: bytes | None, value: bytes | None) -> ConsumerRecord:
@@ -49,6 +61,70 @@ def test_progress_rewrites_one_line_at_most_every_interval_and_clears_it() -> No
     progress.close()
     shown = stream.getvalue().split("\r\x1b[K")
     assert shown == ["", "  100 records  50/s  2 s", "  300/1,000 (30%) records  86/s  4 s", ""]
+
+
+def test_progress_says_what_it_waits_for_until_records_flow() -> None:
+    now = [0.0]
+    stream = _Tty()
+    progress = Progress(stream, interval_s=1.0, clock=lambda: now[0])
+    progress.waiting("connecting to h:9092")
+    now[0] = 2.0
+    progress.waiting("joining group G", "cannot connect to broker 1 at h:9092: connection refused")
+    now[0] = 2.5
+    progress.waiting("joining group G")  # too soon: not shown
+    now[0] = 4.0
+    progress.update(10)
+    shown = stream.getvalue().split("\r\x1b[K")
+    assert shown == [
+        "",
+        "  connecting to h:9092...  0 s",
+        "  joining group G...  2 s  (cannot connect to broker 1 at h:9092: connection refused)",
+        "  10 records  2/s  4 s",
+    ]
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    return _parser().parse_args(["consume", "--bootstrap-server", "h:1", "--topic", "t", *argv])
+
+
+def test_a_group_consume_uses_a_short_session_unless_told_otherwise() -> None:
+    config = _consumer_config(_args("--group", "G"))
+    assert (config["group_id"], config["session_timeout_ms"], config["heartbeat_interval_ms"]) == ("G", 6_000, 1_000)
+    assert ConsumerConfig.from_kwargs("h:1", **config).session_timeout_ms == 6_000
+    told = _consumer_config(_args("--group", "G", "--property", "session.timeout.ms=45000"))
+    assert ConsumerConfig.from_kwargs("h:1", **told).session_timeout_ms == 45_000
+    kip848 = _consumer_config(_args("--group", "G", "--property", "group.protocol=consumer"))
+    assert "session_timeout_ms" not in kip848 and "heartbeat_interval_ms" not in kip848
+    assert ConsumerConfig.from_kwargs("h:1", **kip848).group_protocol == "consumer"
+    assert "session_timeout_ms" not in _consumer_config(_args())  # no group: nothing to time
+
+
+@pytest.mark.parametrize("spelling", ["auto.offset.reset", "auto_offset_reset", "auto-offset-reset"])
+def test_a_property_overrides_the_commands_own_default(spelling: str) -> None:
+    config = _consumer_config(_args("--property", f"{spelling}=earliest"))
+    assert ConsumerConfig.from_kwargs("h:1", **config).auto_offset_reset == "earliest"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--property", "group.id=X"), "--property group.id is not honoured here: use --group G"),
+        (("--property", "bootstrap.servers=h:2"), "use --bootstrap-server"),
+        (("--property", "a.b=1", "--property", "a_b=2"), "--property a_b is given twice"),
+        (("--property", "novalue"), "--property takes KEY=VALUE"),
+    ],
+)
+def test_a_property_the_command_cannot_honour_is_an_error(argv: tuple[str, ...], message: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(message)):
+        _consumer_config(_args(*argv))
+
+
+def test_admin_commands_take_only_security_properties() -> None:
+    args = _parser().parse_args(["offsets", "t", "--bootstrap-server", "h:1", "--property", "fetch.max.wait.ms=5"])
+    with pytest.raises(UsageError, match=r"fetch\.max\.wait\.ms: offsets uses only the security settings"):
+        _admin(args)
+    secure = _parser().parse_args(["offsets", "t", "--bootstrap-server", "h:1", "--property", "security.protocol=SSL"])
+    assert _admin(secure) is not None
 
 
 def test_progress_is_silent_off_a_terminal() -> None:
