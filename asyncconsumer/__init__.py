@@ -1,6 +1,6 @@
 """asyncconsumer: an asyncio-first Kafka consumer with one background I/O thread and sans-I/O request managers."""
 
-from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.config import ConsumerConfig, ConsumerSettings
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.errors import (
     AuthenticationError,
@@ -8,6 +8,7 @@ from asyncconsumer.errors import (
     CommitFailedError,
     ConfigError,
     CorruptRecordError,
+    ErrorCode,
     IllegalStateError,
     InvalidOffsetError,
     KafkaConnectionError,
@@ -19,6 +20,7 @@ from asyncconsumer.errors import (
     PollIntervalExceededError,
     RecordDeserializationError,
     UnknownTopicOrPartitionError,
+    WakeupError,
 )
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics
@@ -47,7 +49,9 @@ __all__ = [
     "ConsumerRebalanceListener",
     "ConsumerRecord",
     "ConsumerRecords",
+    "ConsumerSettings",
     "CorruptRecordError",
+    "ErrorCode",
     "GroupMetadata",
     "IllegalStateError",
     "InvalidOffsetError",
@@ -65,5 +69,6 @@ __all__ = [
     "RecordDeserializationError",
     "TopicPartition",
     "UnknownTopicOrPartitionError",
+    "WakeupError",
     "__version__",
 ]

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import difflib
 import ssl
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import attrs
 
 from asyncconsumer.errors import ConfigError
 
-if TYPE_CHECKING:
-    from asyncconsumer.plugins.registry import Plugin  # the type only: config never imports plugins
+if TYPE_CHECKING:  # the types only: config never imports the plugins or the assignors
+    from asyncconsumer.assignors.base import PartitionAssignor
+    from asyncconsumer.plugins.registry import Plugin
 
 Deserializer = Callable[[bytes | None], Any]
 
@@ -35,6 +36,12 @@ _CLASSIC_ONLY_MESSAGE = (
 )
 
 
+def canonical_key(key: str) -> str:
+    """The Python name of a setting from any spelling: ``fetch.max.wait.ms`` and ``fetch-max-wait-ms`` are
+    ``fetch_max_wait_ms``."""
+    return key.strip().replace(".", "_").replace("-", "_")
+
+
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ConfigError(attribute.name, f"must be a positive integer, got {value!r}")
@@ -51,6 +58,15 @@ def _one_of(*allowed: str) -> Callable[[object, attrs.Attribute[str], str], None
             raise ConfigError(attribute.name, f"must be one of {', '.join(map(repr, allowed))}; got {value!r}")
 
     return check
+
+
+def _boolean(key: str, text: str) -> bool:
+    word = text.strip().lower()
+    if word in ("true", "1", "yes"):
+        return True
+    if word in ("false", "0", "no", ""):
+        return False
+    raise ConfigError(key, f"must be true or false, got {text!r}")
 
 
 def _lower(value: Any) -> Any:
@@ -156,6 +172,24 @@ def _check_plugin_options(
         if name not in enabled:
             listed = ", ".join(sorted(enabled)) or "none"
             raise ConfigError("plugin_options", f"plugin {name!r} is not enabled in plugins (enabled: {listed})")
+
+
+def _canonical(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings under their Python names; an unknown key, or one key spelled two ways, is a ``ConfigError``."""
+    names = {f.name for f in attrs.fields(ConsumerConfig)}
+    values: dict[str, Any] = {}
+    for raw_key, value in settings.items():
+        if not isinstance(raw_key, str):
+            raise ConfigError(repr(raw_key), "configuration keys are strings")
+        key = canonical_key(raw_key)
+        if key not in names:
+            close = difflib.get_close_matches(key, sorted(names), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(raw_key, f"unknown configuration key{hint}")
+        if key in values:
+            raise ConfigError(raw_key, "given twice (Pythonic and Java spelling)")
+        values[key] = value
+    return values
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -269,19 +303,25 @@ class ConsumerConfig:
     """value.deserializer"""
 
     @classmethod
+    def from_settings(cls, settings: Any = None, /, **kwargs: Any) -> ConsumerConfig:
+        """What the consumers' constructors take: bootstrap servers (a string or a list), a mapping of settings
+        with Java or Python keys (confluent-kafka's habit), or a ``ConsumerConfig``; plus keyword arguments. A key
+        given both in the mapping and as a keyword is a ``ConfigError`` naming it."""
+        if isinstance(settings, ConsumerConfig):
+            return settings.with_changes(**_canonical(kwargs)) if kwargs else settings
+        if not isinstance(settings, Mapping):
+            return cls.from_kwargs(settings, **kwargs)
+        given = _canonical(settings)
+        for key in kwargs:
+            if canonical_key(key) in given:
+                spelled = next(k for k in settings if canonical_key(k) == canonical_key(key))
+                raise ConfigError(key, f"given twice: as {spelled!r} in the settings mapping and as a keyword argument")
+        return cls.from_kwargs(**{**settings, **kwargs})
+
+    @classmethod
     def from_kwargs(cls, bootstrap_servers: Any = None, **kwargs: Any) -> ConsumerConfig:
         """Builds a config from Pythonic or Java-style keys; an unknown key is a ``ConfigError`` naming it."""
-        names = {f.name for f in attrs.fields(cls)}
-        values: dict[str, Any] = {}
-        for raw_key, value in kwargs.items():
-            key = raw_key.replace(".", "_").replace("-", "_")
-            if key not in names:
-                close = difflib.get_close_matches(key, sorted(names), n=3)
-                hint = f"; did you mean {', '.join(close)}?" if close else ""
-                raise ConfigError(raw_key, f"unknown configuration key{hint}")
-            if key in values:
-                raise ConfigError(raw_key, "given twice (Pythonic and Java spelling)")
-            values[key] = value
+        values = _canonical(kwargs)
         if bootstrap_servers is not None:
             if "bootstrap_servers" in values:
                 raise ConfigError("bootstrap_servers", "given twice")
@@ -309,7 +349,7 @@ class ConsumerConfig:
                 values[key] = int(values[key])
         for key in ("check_crcs", "enable_auto_commit", "pause_gc_during_poll", "ssl_check_hostname"):
             if isinstance(values.get(key), str):
-                values[key] = values[key].strip().lower() in ("true", "1", "yes")
+                values[key] = _boolean(key, values[key])
         for key in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "auto_commit_interval_ms"):
             if isinstance(values.get(key), str) and values[key].strip().isdigit():
                 values[key] = int(values[key])
@@ -367,3 +407,59 @@ class ConsumerConfig:
 
     def as_dict(self) -> Mapping[str, Any]:
         return attrs.asdict(self, recurse=False)
+
+
+class ConsumerSettings(TypedDict, total=False):
+    """The consumers' keyword arguments, typed for editors and type checkers (PEP 692); ``ConsumerConfig``'s fields
+    say what each does. Java spellings (``"fetch.max.wait.ms"``) go in the settings mapping instead."""
+
+    bootstrap_servers: str | Sequence[str]
+    client_id: str
+    client_rack: str
+    auto_offset_reset: Literal["earliest", "latest", "none"]
+    isolation_level: Literal["read_uncommitted", "read_committed"]
+    fetch_min_bytes: int
+    fetch_max_wait_ms: int
+    fetch_max_bytes: int
+    max_partition_fetch_bytes: int
+    fetch_buffer_bytes: int
+    max_poll_records: int
+    check_crcs: bool
+    pause_gc_during_poll: bool
+    request_timeout_ms: int
+    default_api_timeout_ms: int
+    metadata_max_age_ms: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+    reconnect_backoff_ms: int
+    reconnect_backoff_max_ms: int
+    socket_connection_setup_timeout_ms: int
+    max_in_flight_requests_per_connection: int
+    group_id: str | None
+    group_instance_id: str | None
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_poll_interval_ms: int
+    enable_auto_commit: bool
+    auto_commit_interval_ms: int
+    group_protocol: Literal["classic", "consumer"]
+    group_remote_assignor: str | None
+    partition_assignment_strategy: str | Sequence[str | PartitionAssignor | type[PartitionAssignor]]
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+    ssl_context: ssl.SSLContext | None
+    ssl_cafile: str | None
+    ssl_certfile: str | None
+    ssl_keyfile: str | None
+    ssl_check_hostname: bool
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    sasl_username: str | None
+    sasl_password: str | None
+    plugins: str | Sequence[str | Plugin]
+    plugin_options: Mapping[str, Mapping[str, Any]]
+    plugin_errors: Literal["isolate", "fatal"]
+    key_deserializer: Deserializer | None
+    value_deserializer: Deserializer | None
+
+
+Settings = str | Sequence[str] | Mapping[str, Any] | ConsumerConfig | None
+"""The consumers' first argument: bootstrap servers, a settings mapping (Java or Python keys), or a config."""

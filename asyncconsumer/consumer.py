@@ -9,11 +9,10 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
-from asyncconsumer._clock import Clock
 from asyncconsumer._runtime.core import ConsumerCore, to_partition
-from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.config import ConsumerConfig, ConsumerSettings, Settings
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics
@@ -40,8 +39,11 @@ class AsyncConsumer:
     Config keys are Pythonic (``fetch_max_wait_ms``) or Java-style (``"fetch.max.wait.ms"``); see ``ConsumerConfig``.
     """
 
-    def __init__(self, bootstrap_servers: Any = None, *, _clock: Clock | None = None, **config: Any) -> None:
-        self._core = ConsumerCore(ConsumerConfig.from_kwargs(bootstrap_servers, **config), _clock)
+    def __init__(self, config: Settings = None, /, **settings: Unpack[ConsumerSettings]) -> None:
+        """``AsyncConsumer("host:9092", group_id="g")``, or a settings mapping with Java keys
+        (``{"bootstrap.servers": ..., "group.id": ...}``). Safe to create outside a running loop; the background
+        thread starts with the first awaited call that needs it."""
+        self._core = ConsumerCore(ConsumerConfig.from_settings(config, **settings))
         self._pending: list[ConsumerRecord] = []
 
     @property
@@ -50,13 +52,14 @@ class AsyncConsumer:
 
     # --- lifecycle -------------------------------------------------------------------------------------------
     async def start(self) -> None:
+        """Starts the background thread now; optional, as every call that needs it starts it."""
         self._core.start()
 
     async def close(self, timeout_ms: int | None = None) -> None:
         """Stops the background thread; returns within ``timeout_ms`` (default 30 s) even if brokers are gone."""
         timeout = 30_000 if timeout_ms is None else timeout_ms
         deadline = self._core.clock.now_ms() + timeout
-        if not self._core.closed and self._core.started and self._core.parts.thread.alive:
+        if self._core.running:
             await self._before_leaving()
         future = self._core.close(timeout)
         if future is not None:
@@ -143,14 +146,14 @@ class AsyncConsumer:
         return result.get(topic, [])
 
     # --- consuming -------------------------------------------------------------------------------------------
-    async def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> ConsumerRecords:
+    async def poll(self, timeout_ms: float = 0, max_records: int | None = None) -> ConsumerRecords:
         """Records that have arrived, waiting up to ``timeout_ms`` for the first; raises what the background hit.
 
-        Rebalance listener callbacks run here, before records are returned.
+        Rebalance listener callbacks run here, before records are returned. Raises ``IllegalStateError`` when
+        nothing is subscribed or assigned. Cancel the task to interrupt it: nothing consumed is lost.
         """
         core = self._core
-        deadline = core.clock.now_ms() + timeout_ms
-        core.note_poll()
+        deadline = core.begin_poll(timeout_ms, max_records)
         while True:
             await self._run_callbacks()
             records, seen, wait_s = core.poll_step(max_records, deadline)
@@ -219,6 +222,15 @@ class AsyncConsumer:
 
     def group_metadata(self) -> GroupMetadata:
         return self._core.group_metadata()
+
+    def enforce_rebalance(self, reason: str | None = None) -> None:
+        """Rejoins the group at once (classic protocol; ignored, with a warning, under ``group_protocol="consumer"``,
+        as Java does); returns without waiting."""
+        self._core.enforce_rebalance(reason)
+
+    def current_lag(self, partition: TopicPartition | tuple[str, int]) -> int | None:
+        """Records between the position and the partition's end as last fetched; None while unknown."""
+        return self._core.current_lag(partition)
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self

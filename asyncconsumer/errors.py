@@ -33,6 +33,7 @@ __all__ = [
     "RequestTimedOutError",
     "UnknownTopicOrPartitionError",
     "UnsupportedVersionError",
+    "WakeupError",
     "for_code",
 ]
 
@@ -66,6 +67,10 @@ class InvalidOffsetError(KafkaError, ValueError):
 
 class ClientClosedError(IllegalStateError):
     """The consumer is closed, or its background thread has stopped."""
+
+
+class WakeupError(KafkaError):
+    """``wakeup()`` interrupted a blocking call (Java's ``WakeupException``); nothing consumed was lost."""
 
 
 class KafkaTimeoutError(KafkaError, TimeoutError):

@@ -58,6 +58,9 @@ class ConsumerMetrics:
     coordinator_id: int | None
     """The group coordinator's broker node id (None without a group or while it is looked up)."""
     connection_count: int
+    last_connection_error: str | None = None
+    """Why the most recent connection attempt or connection failed, while that broker stays unreachable (None when
+    every broker the consumer needs answers): what to show a person waiting for a consumer to connect."""
     plugins: dict[str, PluginMetrics] = attrs.field(factory=dict)
     """Per enabled plugin, by name (see ``asyncconsumer.plugins``)."""
 

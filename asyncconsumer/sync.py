@@ -9,15 +9,14 @@ import asyncio
 import contextlib
 import inspect
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
-from asyncconsumer._clock import Clock
 from asyncconsumer._runtime.core import ConsumerCore, to_partition
-from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.config import ConsumerConfig, ConsumerSettings, Settings
 from asyncconsumer.errors import KafkaError, KafkaTimeoutError
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics
@@ -41,30 +40,50 @@ async def _awaited(awaitable: Awaitable[Any]) -> None:
 class Consumer:
     """A blocking Kafka consumer with the same methods as ``AsyncConsumer``."""
 
-    def __init__(self, bootstrap_servers: Any = None, *, _clock: Clock | None = None, **config: Any) -> None:
-        self._core = ConsumerCore(ConsumerConfig.from_kwargs(bootstrap_servers, **config), _clock)
+    def __init__(self, config: Settings = None, /, **settings: Unpack[ConsumerSettings]) -> None:
+        """``Consumer("host:9092", group_id="g")``, or ``Consumer({"bootstrap.servers": "host:9092", "group.id":
+        "g"})`` with Java keys as confluent-kafka takes them. Usable at once: the background thread starts with the
+        first call that needs it."""
+        self._core = ConsumerCore(ConsumerConfig.from_settings(config, **settings))
 
     def _wait(self, future: Future[T], timeout_ms: int | None = None) -> T:
-        try:
-            return future.result(self._core.timeout_s(timeout_ms))
-        except FutureTimeout as exc:
-            raise KafkaTimeoutError("the background thread did not answer in time") from exc
+        """The future's result, or the error the background gave it; ``WakeupError`` if ``wakeup()`` is called
+        meanwhile. A timeout of our own comes only when the background does not answer by the deadline plus a
+        grace second (its own ``KafkaTimeoutError``, which names what timed out, normally comes first)."""
+        core = self._core
+        signal = core.parts.signal
+        future.add_done_callback(lambda _: signal.notify())
+        give_up = time.monotonic() + core.timeout_s(timeout_ms)
+        while True:
+            seen = signal.seq
+            if future.done():
+                return future.result()
+            core.check_wakeup()
+            left = give_up - time.monotonic()
+            if left <= 0:
+                raise KafkaTimeoutError(
+                    f"the consumer's background thread did not answer within {core.timeout_s(timeout_ms):.0f} s"
+                )
+            signal.wait(seen, left)
 
     @property
     def config(self) -> ConsumerConfig:
         return self._core.config
 
     def start(self) -> None:
+        """Starts the background thread now; optional, as every call that needs it starts it."""
         self._core.start()
 
     def close(self, timeout_ms: int | None = None) -> None:
+        """Leaves the group (after the revoke callback and an auto-commit) and stops the background thread, within
+        ``timeout_ms`` (default 30 s) even if the brokers are gone. A no-op on a consumer never used or closed."""
         timeout = 30_000 if timeout_ms is None else timeout_ms
         deadline = self._core.clock.now_ms() + timeout
-        if not self._core.closed and self._core.started and self._core.parts.thread.alive:
+        if self._core.running:
             self._before_leaving()
         future = self._core.close(timeout)
         if future is not None:
-            with contextlib.suppress(FutureTimeout):
+            with contextlib.suppress(TimeoutError):  # the close deadline passed: finish_close still joins
                 future.result(timeout / 1000 + 0.5)
         self._core.finish_close((deadline - self._core.clock.now_ms()) / 1000 + 0.5)
 
@@ -133,11 +152,16 @@ class Consumer:
     def partitions_for(self, topic: str, timeout_ms: int | None = None) -> list[PartitionInfo]:
         return self._wait(self._core.topic_metadata(topic, timeout_ms), timeout_ms).get(topic, [])
 
-    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> ConsumerRecords:
+    def poll(self, timeout_ms: float = 0, max_records: int | None = None) -> ConsumerRecords:
+        """Records that have arrived, waiting up to ``timeout_ms`` for the first; raises what the background hit.
+
+        Rebalance listener callbacks run here, before records are returned. Raises ``IllegalStateError`` when
+        nothing is subscribed or assigned, ``WakeupError`` after ``wakeup()``.
+        """
         core = self._core
-        deadline = core.clock.now_ms() + timeout_ms
-        core.note_poll()
+        deadline = core.begin_poll(timeout_ms, max_records)
         while True:
+            core.check_wakeup()
             self._run_callbacks()
             records, seen, wait_s = core.poll_step(max_records, deadline)
             if records or wait_s <= 0:
@@ -201,6 +225,20 @@ class Consumer:
 
     def group_metadata(self) -> GroupMetadata:
         return self._core.group_metadata()
+
+    def wakeup(self) -> None:
+        """Interrupts ``poll`` (or another blocking call) in progress, or the next one, with ``WakeupError``; the
+        only method that may be called from another thread (Java's ``wakeup``). Nothing consumed is lost."""
+        self._core.wakeup()
+
+    def enforce_rebalance(self, reason: str | None = None) -> None:
+        """Rejoins the group at once (classic protocol; ignored, with a warning, under ``group_protocol="consumer"``,
+        as Java does); returns without waiting."""
+        self._core.enforce_rebalance(reason)
+
+    def current_lag(self, partition: TopicPartition | tuple[str, int]) -> int | None:
+        """Records between the position and the partition's end as last fetched; None while unknown."""
+        return self._core.current_lag(partition)
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         while not self._core.closed:

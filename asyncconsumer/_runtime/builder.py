@@ -22,6 +22,7 @@ from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.assignors import PartitionAssignor, assignor_for
 from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import KafkaError
 from asyncconsumer.events.application import CloseEvent
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import RequestManager
@@ -106,6 +107,9 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
     def api_supported(key: int) -> bool | None:
         return delegate.supports_api(key) if delegate is not None else None
 
+    def last_network_error() -> KafkaError | None:
+        return delegate.last_connection_error() if delegate is not None else None
+
     group: ConsumerGroup | None = None
     if config.group_id is not None:
         from asyncconsumer._runtime.group import ConsumerGroup  # late: a consumer without a group never loads it
@@ -119,6 +123,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
             background_events.put,
             background_events.put,
             api_supported=api_supported,
+            last_network_error=last_network_error,
         )
     delegate = NetworkClientDelegate(
         clock,

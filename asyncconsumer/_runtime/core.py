@@ -7,6 +7,7 @@ Every method that needs the background returns a ``concurrent.futures.Future``; 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -21,6 +22,7 @@ from asyncconsumer.errors import (
     IllegalStateError,
     InvalidOffsetError,
     NoOffsetForPartitionError,
+    WakeupError,
 )
 from asyncconsumer.events.application import (
     ApplicationEvent,
@@ -28,6 +30,7 @@ from asyncconsumer.events.application import (
     CloseEvent,
     CommitEvent,
     CommittedEvent,
+    EnforceRebalanceEvent,
     ListOffsetsEvent,
     PauseEvent,
     PolledEvent,
@@ -99,22 +102,30 @@ class ConsumerCore:
         """Set by ``subscribe`` on the caller's thread; read there only (callbacks run inside the caller's poll)."""
         self.started = False
         self.closed = False
+        self._start_lock = threading.Lock()
+        self._wakeup_requested = False
+        """Set by ``wakeup()`` from any thread, cleared by the caller's thread when it raises ``WakeupError``."""
 
     # --- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
+        """Starts the background thread unless it runs already: called by every call that needs it, so an explicit
+        ``start()`` is never required (as with Java's and confluent-kafka's consumers). Thread-safe."""
         self._check_open()
-        if not self.started:
-            self.started = True
+        if self.started:
+            return
+        with self._start_lock:
+            if self.started:
+                return
             self.parts.thread.start()
-            log.info(
-                "consumer.started", client_id=self.config.client_id, bootstrap=",".join(self.config.bootstrap_servers)
-            )
+            self.started = True
+        log.info("consumer.started", client_id=self.config.client_id, bootstrap=",".join(self.config.bootstrap_servers))
 
     def close(self, timeout_ms: int | None) -> Future[None] | None:
-        """Asks the background to stop; ``None`` if it never started or already stopped."""
-        if self.closed:
-            return None
-        self.closed = True
+        """Asks the background to stop; ``None`` if it never started or already stopped. Later calls raise."""
+        with self._start_lock:  # no start() can slip in between: a closed consumer never starts
+            if self.closed:
+                return None
+            self.closed = True
         if not self.started or not self.parts.thread.alive:
             return None
         event = CloseEvent(deadline_ms=self.deadline(timeout_ms if timeout_ms is not None else 30_000))
@@ -134,16 +145,28 @@ class ConsumerCore:
         if self.started and not self.parts.thread.alive:
             raise ClientClosedError(f"the consumer's background thread stopped: {self.parts.thread.failure!r}")
 
-    def _check_started(self) -> None:
-        self._check_open()
-        if not self.started:
-            raise IllegalStateError("the consumer is not started: call start() or use it as a context manager")
+    @property
+    def running(self) -> bool:
+        """Started, not closed, and its background thread alive: there is something to close or leave."""
+        return self.started and not self.closed and self.parts.thread.alive
+
+    # --- wakeup (any thread) -----------------------------------------------------------------------------------
+    def wakeup(self) -> None:
+        """Makes the blocking call in progress, or the next one, raise ``WakeupError``; callable from any thread."""
+        self._wakeup_requested = True
+        self.parts.signal.notify()
+
+    def check_wakeup(self) -> None:
+        """Raises ``WakeupError`` once per ``wakeup()`` (caller's thread)."""
+        if self._wakeup_requested:
+            self._wakeup_requested = False
+            raise WakeupError("wakeup() was called: the blocking call was interrupted; nothing consumed is lost")
 
     def deadline(self, timeout_ms: int | None) -> int:
         return self.clock.now_ms() + (self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms)
 
     def submit(self, event: ApplicationEvent) -> Future[Any]:
-        self._check_started()
+        self.start()
         self.parts.app_events.put(event)
         return event.future
 
@@ -337,6 +360,31 @@ class ConsumerCore:
         tps = frozenset(to_partition(p) for p in partitions)
         return self.submit(CommittedEvent(partitions=tps, deadline_ms=self.deadline(timeout_ms)))
 
+    def enforce_rebalance(self, reason: str | None) -> None:
+        """Asks the group for a rebalance (classic protocol) and returns at once, as Java's ``enforceRebalance``."""
+        if self.parts.group is None or self.subscriptions.subscription is None:
+            raise IllegalStateError("enforce_rebalance() needs a group subscription: call subscribe() first")
+        if self.config.group_protocol == "consumer":
+            # Java's consumer ignores it there too: the coordinator decides every assignment.
+            log.warning("consumer.enforce_rebalance_ignored", group_protocol="consumer")
+            return
+        why = f"enforce_rebalance(): {reason}" if reason else "enforce_rebalance() was called"
+        self.submit(EnforceRebalanceEvent(reason=why, deadline_ms=self.deadline(None)))
+
+    def current_lag(self, partition: Any) -> int | None:
+        """Records between the position and the end the last fetch reported (the last stable offset under
+        ``read_committed``); None while either is unknown. No request is made (Java's ``currentLag``)."""
+        tp = to_partition(partition)
+        self.subscriptions.require_assigned([tp])
+        position = self.subscriptions.position(tp)
+        if self.config.isolation_level == "read_committed":
+            end = self.subscriptions.last_stable_offset(tp)
+        else:
+            end = self.subscriptions.high_watermark(tp)
+        if position is None or end is None:
+            return None
+        return max(0, end - position)
+
     def group_metadata(self) -> GroupMetadata:
         if self.parts.group is None:
             raise IllegalStateError("group_metadata() needs a consumer group: set group_id")
@@ -344,6 +392,21 @@ class ConsumerCore:
         return GroupMetadata(
             self.parts.group.group_id, generation.generation_id, generation.member_id, generation.group_instance_id
         )
+
+    def begin_poll(self, timeout_ms: float, max_records: int | None) -> int:
+        """Checks a ``poll``'s arguments and the consumer's state, starts it if need be; returns the deadline."""
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)):
+            raise TypeError(f"timeout_ms must be a number of milliseconds, got {timeout_ms!r}")
+        if timeout_ms < 0:
+            raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms!r}")
+        if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)):
+            raise TypeError(f"max_records must be an integer, got {max_records!r}")
+        self._check_open()
+        if self.subscriptions.subscription is None and not self.subscriptions.assigned():
+            raise IllegalStateError("poll() needs a subscription or an assignment: call subscribe() or assign() first")
+        self.start()
+        self.note_poll()
+        return self.clock.now_ms() + int(timeout_ms)
 
     def poll_step(self, max_records: int | None, deadline_ms: int) -> tuple[ConsumerRecords, int, float]:
         """One ``poll`` attempt: the records (maybe none), the signal value seen before, and seconds left to wait."""
@@ -356,7 +419,7 @@ class ConsumerCore:
 
         Rebalance callbacks must have been run by the facade first (``take_background_events``).
         """
-        self._check_started()
+        self._check_open()
         missing = self.subscriptions.without_position_and_no_reset()
         if missing:
             raise NoOffsetForPartitionError(sorted(missing))
@@ -381,6 +444,7 @@ class ConsumerCore:
             lag = None if position is None or high is None else max(0, high - position)
             partitions[tp] = PartitionMetrics(position, high, lag)
         group = self.parts.group
+        last_error = self.parts.delegate.last_connection_error()  # a reference read; written by the background
         coordinator = group.coordinator.coordinator if group is not None else None
         last_heartbeat = group.heartbeat.last_heartbeat_ms if group is not None else None
         return ConsumerMetrics(
@@ -398,5 +462,6 @@ class ConsumerCore:
             last_heartbeat_age_ms=None if last_heartbeat is None else now - last_heartbeat,
             coordinator_id=None if coordinator is None else coordinator.broker_node_id,
             connection_count=self.parts.delegate.connection_count,
+            last_connection_error=None if last_error is None else str(last_error),
             plugins={name: store.snapshot() for name, (_, store) in self.parts.plugins.items()},
         )

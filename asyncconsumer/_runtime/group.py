@@ -60,6 +60,7 @@ class ConsumerGroup:
         ask_caller: Callable[[RebalanceEvent], None],
         *,
         api_supported: Callable[[int], bool | None] = lambda key: None,
+        last_network_error: Callable[[], KafkaError | None] = lambda: None,
     ) -> None:
         assert config.group_id is not None
         self._api_supported = api_supported
@@ -72,6 +73,7 @@ class ConsumerGroup:
         backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
         self.coordinator = CoordinatorManager(self.group_id, backoff, emit_error)
         self.last_poll_ms: int | None = None
+        """Written by the caller's ``poll``, read by the heartbeat managers (an int reference: no lock needed)."""
         self.assignors: list[PartitionAssignor] = list(assignors)
         """Resolved where the consumer is built, in ``partition_assignment_strategy`` order (classic protocol)."""
         self.membership: ClassicMembershipManager | ConsumerMembershipManager
@@ -88,8 +90,10 @@ class ConsumerGroup:
             auto_commit_interval_ms=config.auto_commit_interval_ms if config.enable_auto_commit else None,
             request_timeout_ms=config.request_timeout_ms,
             member_epoch_in_fetch=config.group_protocol == "consumer",
+            last_network_error=last_network_error,
         )
         self.has_listener = False
+        """Written by the caller's ``subscribe``, read by the background when a rebalance needs the listener."""
         self._pattern: re.Pattern[str] | None = None
         self._assignment_snapshot: dict[str, int] | None = None
         """Partitions per subscribed topic when this member last assigned as leader (Java's assignmentSnapshot):

@@ -15,6 +15,7 @@ from asyncconsumer.events.application import (
     CloseEvent,
     CommitEvent,
     CommittedEvent,
+    EnforceRebalanceEvent,
     ListOffsetsEvent,
     PauseEvent,
     PolledEvent,
@@ -126,6 +127,13 @@ class ApplicationEventProcessor:
                 group = self._require_group("committed")
                 self._track(event)
                 group.commit.fetch_committed(tuple(partitions), event.deadline_ms, event.complete, event.fail)
+            case EnforceRebalanceEvent(reason=reason):
+                membership = self._require_group("enforce_rebalance").membership
+                from asyncconsumer.managers.membership_classic import ClassicMembershipManager  # loaded by the group
+
+                if isinstance(membership, ClassicMembershipManager):  # the caller checked; KIP-848 ignores it
+                    membership.request_rejoin(reason)
+                event.complete(None)
             case PolledEvent():
                 if self._group is not None:
                     self._group.membership.caller_polled()
@@ -157,8 +165,8 @@ class ApplicationEventProcessor:
             if now_ms >= event.deadline_ms:
                 last = self._last_error()
                 detail = f"; last error: {last}" if last is not None else ""
-                event.fail(KafkaTimeoutError(f"{type(event).__name__} did not complete in time{detail}"))
-                log.info("event.expired", kind=type(event).__name__)
+                event.fail(KafkaTimeoutError(f"{event.describe()} timed out{detail}"))
+                log.info("event.expired", kind=type(event).__name__, what=event.describe())
             else:
                 keep.append(event)
         self._pending = keep

@@ -7,6 +7,7 @@ consumer's clock) after which it is failed with ``KafkaTimeoutError``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import Any
 
@@ -30,12 +31,19 @@ class ApplicationEvent:
         if not self.future.done():
             self.future.set_exception(error)
 
+    def describe(self) -> str:
+        """What the caller asked for, in the caller's words (errors name it; never the class)."""
+        return "the request"
+
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class AssignEvent(ApplicationEvent):
     """Replace the manual assignment. Completes with ``None``."""
 
     partitions: frozenset[TopicPartition]
+
+    def describe(self) -> str:
+        return f"assign({_partitions(self.partitions)})"
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -45,6 +53,9 @@ class SeekEvent(ApplicationEvent):
     tp: TopicPartition
     offset: int
 
+    def describe(self) -> str:
+        return f"seek({self.tp}, {self.offset})"
+
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class ResetPositionsEvent(ApplicationEvent):
@@ -52,6 +63,9 @@ class ResetPositionsEvent(ApplicationEvent):
 
     partitions: frozenset[TopicPartition]
     strategy: str
+
+    def describe(self) -> str:
+        return f"seek_to_{'beginning' if self.strategy == 'earliest' else 'end'}({_partitions(self.partitions)})"
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -61,12 +75,18 @@ class PauseEvent(ApplicationEvent):
     partitions: frozenset[TopicPartition]
     paused: bool
 
+    def describe(self) -> str:
+        return f"{'pause' if self.paused else 'resume'}({_partitions(self.partitions)})"
+
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class UpdatePositionsEvent(ApplicationEvent):
     """Make sure these partitions have positions (resetting them as configured). Completes with ``None``."""
 
     partitions: frozenset[TopicPartition]
+
+    def describe(self) -> str:
+        return f"looking up the position of {_partitions(self.partitions)}"
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -81,6 +101,9 @@ class ListOffsetsEvent(ApplicationEvent):
     def complete_offsets(self, result: dict[TopicPartition, OffsetAndTimestamp | None]) -> None:
         self.complete(result)
 
+    def describe(self) -> str:
+        return f"looking up offsets of {_partitions(self.timestamps)}"
+
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class TopicMetadataEvent(ApplicationEvent):
@@ -94,10 +117,16 @@ class TopicMetadataEvent(ApplicationEvent):
     def complete_topics(self, result: dict[str, list[PartitionInfo]]) -> None:
         self.complete(result)
 
+    def describe(self) -> str:
+        return "listing the cluster's topics" if self.topic is None else f"looking up topic {self.topic!r}"
+
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class CloseEvent(ApplicationEvent):
     """Stop the background thread after the managers' close work, by ``deadline_ms`` at the latest."""
+
+    def describe(self) -> str:
+        return "close()"
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -107,10 +136,17 @@ class SubscribeEvent(ApplicationEvent):
     topics: frozenset[str]
     pattern: re.Pattern[str] | None = None
 
+    def describe(self) -> str:
+        what = repr(self.pattern.pattern) if self.pattern is not None else sorted(self.topics)
+        return f"subscribe({what})"
+
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class UnsubscribeEvent(ApplicationEvent):
     """Leave the group and drop the assignment. Completes with ``None``."""
+
+    def describe(self) -> str:
+        return "unsubscribe()"
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -119,6 +155,9 @@ class CommitEvent(ApplicationEvent):
 
     offsets: dict[TopicPartition, OffsetAndMetadata] | None = attrs.field(eq=False)
 
+    def describe(self) -> str:
+        return "commit()" if self.offsets is None else f"commit of {_partitions(self.offsets)}"
+
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class CommittedEvent(ApplicationEvent):
@@ -126,7 +165,30 @@ class CommittedEvent(ApplicationEvent):
 
     partitions: frozenset[TopicPartition]
 
+    def describe(self) -> str:
+        return f"looking up the committed offsets of {_partitions(self.partitions)}"
+
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class PolledEvent(ApplicationEvent):
     """The caller polled: a member that left for a poll timeout joins again. Completes with ``None``."""
+
+    def describe(self) -> str:
+        return "poll()"
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class EnforceRebalanceEvent(ApplicationEvent):
+    """Rejoin the group now (classic protocol; Java's ``enforceRebalance``). Completes with ``None`` at once."""
+
+    reason: str
+
+    def describe(self) -> str:
+        return "enforce_rebalance()"
+
+
+def _partitions(partitions: Iterable[TopicPartition]) -> str:
+    """A few partitions by name, then how many more: errors stay one readable line."""
+    names = sorted(str(tp) for tp in partitions)
+    shown = ", ".join(names[:4])
+    return f"{shown} and {len(names) - 4} more" if len(names) > 4 else shown or "no partitions"

@@ -100,8 +100,11 @@ class CommitManager:
         auto_commit_interval_ms: int | None = None,
         request_timeout_ms: int = 30_000,
         member_epoch_in_fetch: bool = False,
+        last_network_error: Callable[[], KafkaError | None] = lambda: None,
     ) -> None:
         self._coordinator = coordinator
+        self._last_network_error = last_network_error
+        """The delegate's last connection error: named when a job times out before the coordinator was found."""
         self._member_epoch_in_fetch = member_epoch_in_fetch
         """KIP-848 groups: OffsetFetch v9+ names the member and its epoch (classic groups send null and -1)."""
         self._generation = generation
@@ -335,9 +338,16 @@ class CommitManager:
 
     def _timed_out(self, job: _Job) -> KafkaTimeoutError:
         """The error of a job past its deadline: what it was, how often it was sent, and why it did not succeed."""
-        what = f"offset {job.kind} for {len(job.partitions)} partitions of group {self._coordinator.group_id!r}"
+        count = len(job.partitions)
+        partitions = f"{count} partition{'s' if count != 1 else ''}"
+        what = f"offset {job.kind} for {partitions} of group {self._coordinator.group_id!r}"
         if job.sent == 0:
-            why = "the group coordinator was not found" if self._coordinator.coordinator is None else "never sent"
+            why = "never sent"
+            if self._coordinator.coordinator is None:
+                why = "the group coordinator was not found"
+                last = self._coordinator.last_error or self._last_network_error()
+                if last is not None:
+                    why += f"; last error: {last}"
             return KafkaTimeoutError(f"{what} timed out before it was sent ({why})")
         detail = f"{job.sent} attempt(s)"
         if job.in_flight:

@@ -47,6 +47,8 @@ class CoordinatorManager:
     def __init__(self, group_id: str, backoff: ExponentialBackoff, emit: Callable[[ErrorEvent], None]) -> None:
         self.group_id = group_id
         self.coordinator: CoordinatorNode | None = None
+        self.last_error: KafkaError | None = None
+        """Why the last FindCoordinator failed (None once one succeeded): what a timed-out group request names."""
         self._state = RequestState(backoff)
         self._emit = emit
 
@@ -92,9 +94,11 @@ class CoordinatorManager:
                 self._emit(ErrorEvent(error))
             return
         self._state.on_successful_attempt(now_ms)
+        self.last_error = None
         self.coordinator = CoordinatorNode(found.node_id, found.host, found.port)
         log.info("coordinator.found", group=self.group_id, node=found.node_id, host=found.host, port=found.port)
 
     def _failed(self, now_ms: int, error: KafkaError) -> None:
+        self.last_error = error
         self._state.on_failed_attempt(now_ms)
         log.info("coordinator.find_failed", group=self.group_id, error=str(error), failures=self._state.failures)

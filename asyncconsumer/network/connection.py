@@ -6,6 +6,8 @@ Socket and decoding failures are translated into our errors here and nowhere els
 from __future__ import annotations
 
 import enum
+import errno
+import socket
 import ssl
 import struct
 from collections.abc import Callable, Iterator
@@ -27,6 +29,7 @@ from asyncconsumer.errors import (
     for_code,
 )
 from asyncconsumer.managers.base import UnsentRequest
+from asyncconsumer.managers.coordinator import COORDINATOR_NODE_BASE
 from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.base import (
@@ -61,9 +64,44 @@ Completion = Callable[[UnsentRequest, object], None]
 """Receives a finished request and its decoded response or ``KafkaError``."""
 
 
+def describe_node(node_id: int, host: str, port: int) -> str:
+    """How a connection's peer is named in errors: a bootstrap server, a broker, or a group coordinator."""
+    if node_id < 0:
+        return f"bootstrap server {host}:{port}"
+    if node_id > COORDINATOR_NODE_BASE // 2:
+        return f"group coordinator (broker {COORDINATOR_NODE_BASE - node_id}) at {host}:{port}"
+    return f"broker {node_id} at {host}:{port}"
+
+
+_NO_ROUTE = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH})
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A socket or stream failure in plain words (connection refused, no route, name not resolved...)."""
+    if type(exc) is OSError and isinstance(exc.__cause__, OSError):
+        exc = exc.__cause__  # anyio's "All connection attempts failed" wraps the last attempt's error
+    if isinstance(exc, socket.gaierror):
+        return f"name not resolved ({exc.strerror or exc})"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, ConnectionResetError):
+        return "connection reset by the peer"
+    if isinstance(exc, OSError) and exc.errno in _NO_ROUTE:
+        return f"no route to host ({exc.strerror})"
+    if isinstance(exc, (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, BrokenPipeError)):
+        return "the connection was closed by the peer"
+    if isinstance(exc, anyio.ClosedResourceError):
+        return "the connection was closed"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return f"{type(exc).__name__}: {exc}"
+
+
 @contextmanager
-def map_exceptions(node_id: int, host: str, port: int) -> Iterator[None]:
-    """Turns socket and stream failures into ``KafkaConnectionError`` naming the broker."""
+def map_exceptions(node_id: int, host: str, port: int, doing: str) -> Iterator[None]:
+    """Turns socket and stream failures into ``KafkaConnectionError`` naming the peer and what went wrong."""
     try:
         yield
     except KafkaError:
@@ -75,9 +113,7 @@ def map_exceptions(node_id: int, host: str, port: int) -> Iterator[None]:
         anyio.ClosedResourceError,
         anyio.IncompleteRead,
     ) as exc:
-        raise KafkaConnectionError(
-            f"connection to node {node_id} at {host}:{port} failed: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise KafkaConnectionError(f"{doing} {describe_node(node_id, host, port)}: {describe_failure(exc)}") from exc
 
 
 class BrokerConnection:
@@ -116,7 +152,7 @@ class BrokerConnection:
 
         Raises ``AuthenticationError`` when TLS or SASL refuses us (fatal), ``KafkaConnectionError`` otherwise.
         """
-        with map_exceptions(self.node_id, self.host, self.port):
+        with map_exceptions(self.node_id, self.host, self.port, "cannot connect to"):
             with anyio.fail_after(timeout_s):
                 stream = await self._open()
                 self._stream = stream
@@ -262,7 +298,7 @@ class BrokerConnection:
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         frame = encode_request(unsent.request, version, correlation_id, self._client_id)
         self.in_flight[correlation_id] = InFlight(unsent, type(unsent.request), version, deadline_ms)
-        with map_exceptions(self.node_id, self.host, self.port):
+        with map_exceptions(self.node_id, self.host, self.port, "lost the connection to"):
             async with self._send_lock:
                 await stream.send(frame)
 
@@ -271,7 +307,7 @@ class BrokerConnection:
         stream = self._stream
         assert stream is not None
         try:
-            with map_exceptions(self.node_id, self.host, self.port):
+            with map_exceptions(self.node_id, self.host, self.port, "lost the connection to"):
                 while True:
                     payload = await self._read_frame(stream)
                     correlation_id = peek_correlation_id(payload)

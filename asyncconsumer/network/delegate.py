@@ -52,6 +52,7 @@ class _NodeBackoff:
     failures: int = 0
     retry_at_ms: int = 0
     last_error: KafkaError | None = None
+    failed_at_ms: int = 0
 
 
 class NetworkClientDelegate:
@@ -121,8 +122,10 @@ class NetworkClientDelegate:
         return None
 
     def last_connection_error(self) -> KafkaError | None:
-        errors = [b.last_error for b in self._backoff.values() if b.last_error is not None]
-        return errors[-1] if errors else None
+        """The most recent failure of a node that has not connected since (None: every node is fine). Also read
+        from the caller's thread (metrics): list() copies the values in one step the background cannot split."""
+        failed = [b for b in list(self._backoff.values()) if b.last_error is not None]
+        return max(failed, key=lambda b: b.failed_at_ms).last_error if failed else None
 
     # --- requests --------------------------------------------------------------------------------------------
     def add_all(self, requests: Iterable[UnsentRequest], now_ms: int) -> None:
@@ -250,7 +253,11 @@ class NetworkClientDelegate:
             self._stop_on(exc, conn)
             return
         except KafkaError as exc:
-            log.info("connection.failed", node=conn.node_id, host=conn.host, port=conn.port, error=str(exc))
+            # The first failure since the node last answered is a warning, at once (as Java's); retries are info.
+            first = self._backoff.get(conn.node_id) is None
+            (log.warning if first else log.info)(
+                "connection.failed", node=conn.node_id, host=conn.host, port=conn.port, error=str(exc)
+            )
             await conn.close(exc)
             self._wake.set()
             return
@@ -281,7 +288,8 @@ class NetworkClientDelegate:
         backoff = self._backoff.setdefault(conn.node_id, _NodeBackoff())
         backoff.failures += 1
         backoff.last_error = reason
-        backoff.retry_at_ms = self._clock.now_ms() + self._reconnect_backoff.backoff_ms(backoff.failures)
+        backoff.failed_at_ms = self._clock.now_ms()
+        backoff.retry_at_ms = backoff.failed_at_ms + self._reconnect_backoff.backoff_ms(backoff.failures)
         for listener in self._disconnect_listeners:
             listener(conn.node_id, reason)
         self._wake.set()

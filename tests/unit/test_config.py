@@ -74,7 +74,9 @@ def test_public_api_is_pinned() -> None:
         "ConsumerMetrics",
         "ConsumerRecord",
         "ConsumerRecords",
+        "ConsumerSettings",
         "CorruptRecordError",
+        "ErrorCode",
         "IllegalStateError",
         "InvalidOffsetError",
         "KafkaConnectionError",
@@ -89,6 +91,7 @@ def test_public_api_is_pinned() -> None:
         "RecordDeserializationError",
         "TopicPartition",
         "UnknownTopicOrPartitionError",
+        "WakeupError",
         "__version__",
     }
     for name in asyncconsumer.__all__:

@@ -137,6 +137,32 @@ def test_jobs_fail_with_a_timeout_at_their_deadline() -> None:
     assert len(errors) == 1 and isinstance(errors[0], KafkaTimeoutError)
 
 
+def test_a_job_that_never_found_the_coordinator_names_why_when_it_times_out() -> None:
+    coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)
+    network_error = KafkaConnectionError("cannot connect to bootstrap server h:1: connection refused")
+    manager = CommitManager(
+        coordinator,
+        lambda: NO_GENERATION,
+        ExponentialBackoff(100, 1000, jitter=0),
+        last_network_error=lambda: network_error,
+    )
+    errors: list[KafkaError] = []
+    manager.fetch_committed((TP0,), 1_000, lambda r: None, errors.append)
+    manager.poll(1_000)
+    assert str(errors[0]) == (
+        "offset fetch for 1 partition of group 'g' timed out before it was sent (the group coordinator was not "
+        "found; last error: cannot connect to bootstrap server h:1: connection refused)"
+    )
+    (find,) = coordinator.poll(2_000).unsent_requests  # the coordinator's own failure, when there is one, wins
+    find.on_response(
+        KafkaConnectionError("lost the connection to broker 1 at h:2: connection reset by the peer"), 2_000
+    )
+    manager.commit({TP0: OffsetAndMetadata(5)}, 3_000, lambda r: None, errors.append)
+    manager.poll(3_000)
+    assert str(errors[1]).endswith("last error: lost the connection to broker 1 at h:2: connection reset by the peer)")
+    assert str(errors[1]).startswith("offset commit for 1 partition of group 'g' timed out before it was sent")
+
+
 def test_a_stale_member_epoch_is_retried_with_the_epoch_the_member_has_by_then() -> None:
     """KIP-848: a commit built before the member's epoch moved on is answered STALE_MEMBER_EPOCH and resent."""
     coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)

@@ -1,0 +1,151 @@
+"""The house rules, read from the source: no import circle, sans-I/O managers and data-only events, and no package
+importing one above it (the order is in ``docs/design.md``)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "asyncconsumer"
+
+LAYERS: list[set[str]] = [
+    {"errors", "records", "config", "metrics", "listener", "_clock", "_logs"},
+    {"protocol"},
+    {"events"},
+    {"_state"},
+    {"managers", "assignors"},
+    {"network"},
+    {"plugins"},
+    {"_runtime"},
+    {"consumer", "sync"},
+    {"tools", "spark", "__init__"},
+]
+"""Low to high: a module may import its own layer or a lower one, never a higher one."""
+
+LAYER_OF = {part: i for i, parts in enumerate(LAYERS) for part in parts}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path, *, module_level_only: bool) -> Iterator[str]:
+    """The modules ``name`` imports (``TYPE_CHECKING`` blocks left out), resolved to absolute names."""
+    tree = ast.parse(path.read_text())
+    is_package = path.name == "__init__.py"
+
+    def visit(nodes: list[ast.stmt]) -> Iterator[str]:
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                yield from visit(node.orelse)
+                continue
+            if isinstance(node, ast.Import):
+                yield from (alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = name.split(".")
+                    keep = len(parts) - node.level + (1 if is_package else 0)
+                    base = ".".join([*parts[:keep], *([base] if base else [])])
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    yield full if full in MODULES else base
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                children = getattr(node, field, None)
+                if not children:
+                    continue
+                if not module_level_only or isinstance(node, (ast.If, ast.Try, ast.ExceptHandler)):
+                    yield from visit(children)
+
+    yield from visit(tree.body)
+
+
+def _part(module: str) -> str:
+    """The top-level piece of the package a module belongs to (``managers``, ``config``, ``__init__``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_piece_of_the_package_has_a_layer() -> None:
+    assert {_part(m) for m in MODULES} == set(LAYER_OF)
+
+
+def test_no_package_imports_one_above_it() -> None:
+    wrong = [
+        f"{module} imports {target}"
+        for module, path in MODULES.items()
+        for target in _imports(module, path, module_level_only=False)
+        if target in MODULES and LAYER_OF[_part(target)] > LAYER_OF[_part(module)]
+    ]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("piece", ["managers", "events"])
+def test_managers_and_events_do_no_io(piece: str) -> None:
+    forbidden = ("anyio", "asyncio", "socket", "ssl", "selectors", "asyncconsumer.network")
+    wrong = [
+        f"{module} imports {target}"
+        for module, path in MODULES.items()
+        if _part(module) == piece
+        for target in _imports(module, path, module_level_only=False)
+        if target.startswith(forbidden)
+    ]
+    assert wrong == []
+
+
+def test_events_hold_data_only() -> None:
+    for module, path in MODULES.items():
+        if _part(module) == "events":
+            targets = {t for t in _imports(module, path, module_level_only=False) if t.startswith("asyncconsumer")}
+            assert {_part(t) for t in targets} <= {"records", "errors", "events"}, (module, targets)
+
+
+def test_no_import_circle() -> None:
+    graph = {
+        module: {t for t in _imports(module, path, module_level_only=True) if t in MODULES and t != module}
+        for module, path in MODULES.items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def strong(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in graph:
+        if module not in index:
+            strong(module)
+    assert circles == []
+
+
+def test_at_most_twelve_public_top_level_modules() -> None:
+    public = sorted(p.name for p in PACKAGE.glob("*.py") if not p.name.startswith("_"))
+    assert len(public) <= 12, public
