@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from asyncconsumer import ClientClosedError, Consumer, ConsumerRecord, IllegalStateError, TopicPartition
+from asyncconsumer import ClientClosedError, Consumer, ConsumerRecord, TopicPartition
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import TopicFactory
 from tests.support.produce import ProduceHelper, Record
@@ -93,8 +93,19 @@ def test_sync_consumers_in_several_threads_each_read_their_partition(
     assert results == {0: list(range(200)), 1: list(range(200))}
 
 
-def test_calls_before_start_say_so(broker: EmbeddedBroker) -> None:
-    consumer = Consumer(broker.bootstrap_servers)
-    with pytest.raises(IllegalStateError, match="not started"):
-        consumer.assign([TopicPartition("t", 0)])
-    consumer.close()
+def test_calls_before_start_start_the_consumer(
+    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(1)
+    produce.values(name, 10, 1)
+    consumer = Consumer(broker.bootstrap_servers, auto_offset_reset="earliest")
+    consumer.assign([TopicPartition(name, 0)])  # no start(): as with Java's and confluent-kafka's consumers
+    try:
+        got = 0
+        for _ in range(50):
+            got += consumer.poll(timeout_ms=200).count()
+            if got >= 10:
+                break
+        assert got == 10
+    finally:
+        consumer.close()
