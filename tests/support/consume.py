@@ -11,15 +11,21 @@ from asyncconsumer import AsyncConsumer, ConsumerRecord, KafkaError
 
 
 async def consume_until(
-    consumer: AsyncConsumer, count: int, timeout_s: float = 20.0, max_records: int | None = None
+    consumer: AsyncConsumer,
+    count: int,
+    timeout_s: float = 20.0,
+    max_records: int | None = None,
+    *,
+    poll_s: float = 1.0,
 ) -> list[ConsumerRecord]:
-    """Polls until ``count`` records arrived (failing at the deadline); returns them in arrival order."""
+    """Polls (at most ``poll_s`` at a time) until ``count`` records arrived, failing at the deadline; returns them
+    in arrival order."""
     got: list[ConsumerRecord] = []
     deadline = time.monotonic() + timeout_s
     while len(got) < count:
         remaining = deadline - time.monotonic()
         assert remaining > 0, f"only {len(got)} of {count} records within {timeout_s} s"
-        records = await consumer.poll(timeout_ms=int(min(remaining, 1.0) * 1000), max_records=max_records)
+        records = await consumer.poll(timeout_ms=int(min(remaining, poll_s) * 1000), max_records=max_records)
         got.extend(records.records())
     return got
 

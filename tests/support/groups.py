@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 from asyncconsumer import AsyncConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from tests.support import consume
 from tests.support.produce import ProducedRecord
 
 SESSION_TIMEOUT_MS = 6_000
@@ -105,17 +105,8 @@ class AsyncRecordingListener(_Recorder, ConsumerRebalanceListener):
 async def consume_until(
     consumer: AsyncConsumer, count: int, timeout_s: float = JOIN_TIMEOUT_S, max_records: int | None = None
 ) -> list[ConsumerRecord]:
-    """Polls until ``count`` records arrived (failing at the deadline); returns them in arrival order.
-
-    A group member's ``tests.support.consume.consume_until``: polls of at most 0.5 s, not 1 s."""
-    got: list[ConsumerRecord] = []
-    deadline = time.monotonic() + timeout_s
-    while len(got) < count:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"only {len(got)} of {count} records within {timeout_s} s"
-        records = await consumer.poll(timeout_ms=int(min(remaining, 0.5) * 1000), max_records=max_records)
-        got.extend(records.records())
-    return got
+    """``tests.support.consume.consume_until`` for a group member: the join timeout, polls of at most 0.5 s."""
+    return await consume.consume_until(consumer, count, timeout_s, max_records, poll_s=0.5)
 
 
 class Poller:
