@@ -21,6 +21,7 @@ __all__ = [
     "FencedLeaderEpochError",
     "IllegalStateError",
     "InvalidOffsetError",
+    "InvalidRegularExpressionError",
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
@@ -396,6 +397,22 @@ UnreleasedInstanceIdError = _code(ErrorCode.UNRELEASED_INSTANCE_ID)
 UnsupportedAssignorError = _code(ErrorCode.UNSUPPORTED_ASSIGNOR)
 StaleMemberEpochError = _code(ErrorCode.STALE_MEMBER_EPOCH)
 UnknownServerError = _code(ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+class InvalidRegularExpressionError(BrokerResponseError, ConfigError):
+    """The group coordinator refused ``subscribe(pattern=...)``'s regular expression (consumer group protocol: it
+    matches topics with RE2/J, whose syntax lacks some of Python's). A ``ConfigError`` for the key ``pattern``."""
+
+    code = int(ErrorCode.INVALID_REGULAR_EXPRESSION)
+    kafka_name = ErrorCode.INVALID_REGULAR_EXPRESSION.name
+
+    def __init__(self, message: str = "") -> None:
+        text = f"[{self.kafka_name} ({self.code})]"
+        Exception.__init__(self, f"pattern: {text} {message}" if message else f"pattern: {text}")
+        self.key = "pattern"
+
+
+_BY_CODE[InvalidRegularExpressionError.code] = InvalidRegularExpressionError
 
 
 _KNOWN_CODES = frozenset(int(c) for c in ErrorCode)

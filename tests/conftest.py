@@ -1,14 +1,19 @@
-"""Shared fixtures: the session's Tansu broker, topics, a producer, a broker behind a fault proxy, and a broker
-behind the KIP-848 coordinator shim.
+"""Shared fixtures: the session's broker (each broker test runs against Tansu and against Apache Kafka), topics,
+a producer, and Tansu brokers behind a fault proxy, the KIP-848 coordinator shim, or a TLS/SASL front.
 
-When the broker cannot start, broker tests are skipped with the reason, except when the ``CI`` environment
-variable is set: there they fail, so CI can never pass by skipping them.
+When a broker cannot start (for Kafka: no Java 17 or Maven), its tests are skipped with the reason, except when the
+``CI`` environment variable is set: there they fail, so CI can never pass by skipping them.
+
+Markers for broker tests: ``@pytest.mark.tansu_only(reason)`` and ``@pytest.mark.kafka_only(reason)`` run a test
+against one broker only; ``@pytest.mark.xfail_on_tansu(reason)`` pins a Tansu deviation as a strict xfail there
+while the same test must pass on Kafka.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 import uuid
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, ClassVar, NoReturn, TypeVar
@@ -18,10 +23,17 @@ import pytest
 
 from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
 from tests.support.faultproxy import FaultProxy
+from tests.support.kafka_broker import KafkaCluster, KafkaStartError, KafkaUnavailable
 from tests.support.kip848_shim import Kip848Shim
 from tests.support.loop_thread import LoopThreadServer
 from tests.support.produce import ProduceHelper
 from tests.support.secure_front import SecureFront
+
+Broker = EmbeddedBroker | KafkaCluster
+"""What the ``broker`` fixture yields: ``kind`` ("tansu" or "kafka"), ``bootstrap_servers``, ``port``,
+``create_topic(name, partitions)``, ``delete_topic(name)``, ``stop()``."""
+
+BROKER_KINDS = ("tansu", "kafka")
 
 TopicFactory = Callable[..., str]
 """``topic(partitions=4, *, name=None) -> str``: create a topic, return its name."""
@@ -39,7 +51,7 @@ def unique_topic_name(hint: str = "topic") -> str:
     return f"{cleaned}-{uuid.uuid4().hex[:10]}"
 
 
-_Started = TypeVar("_Started", bound="EmbeddedBroker | _FrontedBroker")
+_Started = TypeVar("_Started", bound="EmbeddedBroker | KafkaCluster | _FrontedBroker")
 
 
 def _run_broker(start: Callable[[], _Started]) -> Generator[_Started, None, _Started]:
@@ -49,6 +61,10 @@ def _run_broker(start: Callable[[], _Started]) -> Generator[_Started, None, _Sta
         started = start()
     except BrokerStartError as exc:
         _broker_unavailable(f"the embedded Tansu broker could not start: {exc}")
+    except KafkaUnavailable as exc:
+        _broker_unavailable(f"Apache Kafka cannot run here: {exc}")
+    except KafkaStartError as exc:
+        _broker_unavailable(f"Apache Kafka could not start: {exc}")
     try:
         yield started
     finally:
@@ -56,19 +72,51 @@ def _run_broker(start: Callable[[], _Started]) -> Generator[_Started, None, _Sta
     return started
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "tansu_only(reason): a broker test that runs against Tansu only")
+    config.addinivalue_line("markers", "kafka_only(reason): a broker test that runs against Apache Kafka only")
+    config.addinivalue_line("markers", "xfail_on_tansu(reason): a strict xfail against Tansu; must pass on Kafka")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked for one broker gets only that broker's parameter (the others are not collected at all)."""
+    if "broker" not in metafunc.fixturenames:
+        return
+    only = [kind for kind in BROKER_KINDS if metafunc.definition.get_closest_marker(f"{kind}_only") is not None]
+    if len(only) > 1:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid} is marked for both brokers")
+    if only:
+        metafunc.parametrize("broker", only, indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        marker = item.get_closest_marker("xfail_on_tansu")
+        callspec = getattr(item, "callspec", None)
+        if marker is not None and callspec is not None and callspec.params.get("broker") == "tansu":
+            reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+            item.add_marker(pytest.mark.xfail(strict=True, reason=f"Tansu 0.6: {reason}"))
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="session")
-def broker() -> Iterator[EmbeddedBroker]:
-    """One Tansu broker for the whole session (memory-only: topics are per test, see ``topic``)."""
-    yield from _run_broker(EmbeddedBroker.start)
+@pytest.fixture(scope="session", params=BROKER_KINDS)
+def broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """One broker of each kind for the whole session, every broker test run against both: Tansu (memory-only) and
+    a one-node Apache Kafka. Topics are per test (see ``topic``)."""
+    if request.param == "tansu":
+        yield from _run_broker(EmbeddedBroker.start)
+        return
+    kafka = yield from _run_broker(KafkaCluster.start)
+    if request.session.testsfailed:
+        sys.stderr.write(f"\nApache Kafka's last log lines (tests failed):\n{kafka.log_tail()}\n")
 
 
 @pytest.fixture
-def topic(broker: EmbeddedBroker, request: pytest.FixtureRequest) -> TopicFactory:
+def topic(broker: Broker, request: pytest.FixtureRequest) -> TopicFactory:
     """``topic(partitions=4, *, name=None) -> str`` creates a uniquely named topic on the session broker."""
 
     def create(partitions: int = 4, *, name: str | None = None) -> str:
@@ -80,7 +128,7 @@ def topic(broker: EmbeddedBroker, request: pytest.FixtureRequest) -> TopicFactor
 
 
 @pytest.fixture
-def produce(broker: EmbeddedBroker) -> ProduceHelper:
+def produce(broker: Broker) -> ProduceHelper:
     """Produce to the session broker: ``produce(topic, records)``, ``.values(...)``, ``.batches(...)``."""
     return ProduceHelper(broker.bootstrap_servers)
 

@@ -162,6 +162,7 @@ class ConsumerGroup:
             self.coordinator,
             membership,
             lambda: sorted(self._subs.subscription or ()),
+            lambda: self.server_side_pattern,
             lambda: self.last_poll_ms,
             backoff,
             emit_error,
@@ -178,16 +179,32 @@ class ConsumerGroup:
             self.heartbeat.check_support(on_ok, on_error)
 
     def set_pattern(self, pattern: re.Pattern[str] | None) -> None:
-        """Subscribe to every topic whose whole name matches ``pattern`` (None: explicit topics)."""
+        """Subscribe to every topic whose whole name matches ``pattern`` (None: explicit topics).
+
+        On the classic protocol the member matches the pattern against every metadata refresh, as Java's
+        ``subscribe(Pattern)``. On the consumer protocol the coordinator does (ConsumerGroupHeartbeat v1
+        SubscribedTopicRegex, RE2/J, as Java's ``subscribe(SubscriptionPattern)``): topics created later join
+        without the member noticing, and the member joins at once. Either way metadata covers every topic, so the
+        assigned topics' ids resolve to names.
+        """
         self._pattern = pattern
         self._metadata.all_topics_always = pattern is not None
         if pattern is not None:
             self._metadata.request_update()
+            if self.server_side_pattern is not None:
+                self.membership.subscribe()
+
+    @property
+    def server_side_pattern(self) -> str | None:
+        """The regular expression the coordinator matches (consumer protocol only), as the heartbeat sends it."""
+        if self._pattern is None or isinstance(self.heartbeat, ClassicHeartbeatManager):
+            return None
+        return self._pattern.pattern
 
     def _on_metadata(self, cluster: Cluster, named: frozenset[str]) -> None:
         self._check_assignment_snapshot(cluster)
         pattern = self._pattern
-        if pattern is None:
+        if pattern is None or self.server_side_pattern is not None:
             return
         matched = frozenset(t for t, info in cluster.topics.items() if not info.is_internal and pattern.fullmatch(t))
         if matched != self._subs.subscription:

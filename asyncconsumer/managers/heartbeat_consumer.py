@@ -17,6 +17,7 @@ import attrs
 from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import (
     ErrorCode,
+    InvalidRegularExpressionError,
     KafkaError,
     PollIntervalExceededError,
     UnsupportedVersionError,
@@ -62,6 +63,7 @@ class _Sent:
 
     topic_names: tuple[str, ...]
     owned: tuple[HeartbeatTopicPartitions, ...]
+    regex: str | None = None
 
 
 class ConsumerHeartbeatManager:
@@ -73,6 +75,7 @@ class ConsumerHeartbeatManager:
         coordinator: CoordinatorManager,
         membership: ConsumerMembershipManager,
         subscribed_topics: Callable[[], Sequence[str]],
+        subscribed_regex: Callable[[], str | None],
         last_poll_ms: Callable[[], int | None],
         backoff: ExponentialBackoff,
         emit: Callable[[ErrorEvent], None],
@@ -84,6 +87,8 @@ class ConsumerHeartbeatManager:
         self._coordinator = coordinator
         self._membership = membership
         self._subscribed_topics = subscribed_topics
+        self._subscribed_regex = subscribed_regex
+        """The regular expression the coordinator matches topics with (``subscribe(pattern=...)``), or None."""
         self._last_poll_ms = last_poll_ms
         self._backoff = backoff
         self._emit = emit
@@ -169,11 +174,16 @@ class ConsumerHeartbeatManager:
                 settings.group_id, membership.member_id, epoch, instance_id=settings.group_instance_id
             )
         names = tuple(sorted(self._subscribed_topics()))
+        regex = self._subscribed_regex()
         owned_map = membership.owned_by_topic_id() or {}
         owned = tuple(HeartbeatTopicPartitions(t, p) for t, p in sorted(owned_map.items()))
         full = self._sent is None or membership.member_epoch == 0
         sent = self._sent
-        self._sent = _Sent(names, owned)
+        self._sent = _Sent(names, owned, regex)
+        # As Java's consumer: the regex on every full heartbeat, then only when it changed ("" drops it).
+        send_regex = regex if full and regex is not None else None
+        if not full and sent is not None and sent.regex != regex:
+            send_regex = regex if regex is not None else ""
         return ConsumerGroupHeartbeatRequest(
             settings.group_id,
             membership.member_id,
@@ -182,6 +192,7 @@ class ConsumerHeartbeatManager:
             rack_id=settings.rack_id if full else None,
             rebalance_timeout_ms=settings.rebalance_timeout_ms if full else -1,
             subscribed_topic_names=names if full or sent is None or sent.topic_names != names else None,
+            subscribed_topic_regex=send_regex,
             server_assignor=settings.server_assignor if full else None,
             topic_partitions=owned if full or sent is None or sent.owned != owned else None,
         )
@@ -230,6 +241,10 @@ class ConsumerHeartbeatManager:
             self._sent = None
             self._next_at = now_ms  # rejoin at once
             self._membership.fenced(code)
+        elif code == ErrorCode.INVALID_REGULAR_EXPRESSION:
+            refused = f"subscribe(pattern={request.subscribed_topic_regex or self._subscribed_regex()!r}) of group"
+            why = response.error_message or "not a valid RE2/J regular expression"
+            self._membership.fatal(InvalidRegularExpressionError(f"{refused} {self._settings.group_id!r}: {why}"))
         else:
             self._membership.fatal(for_code(code, detail))
 

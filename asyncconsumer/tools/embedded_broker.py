@@ -126,6 +126,8 @@ def _process_owns_listener(pid: int, port: int) -> bool | None:
 class EmbeddedBroker:
     """A Tansu broker child process listening on 127.0.0.1. Create it with :meth:`start`."""
 
+    kind = "tansu"
+
     def __init__(
         self,
         *,

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import TopicFactory
+from tests.conftest import Broker, TopicFactory
 from tests.support.cli import run_cli
 from tests.support.produce import ProduceHelper, Record
 
@@ -32,7 +31,7 @@ def test_demo_starts_a_broker_produces_consumes_and_reports() -> None:
     assert "embedded_broker" not in out  # logs stay out of the report
 
 
-def test_consume_prints_records_as_json(broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper) -> None:
+def test_consume_prints_records_as_json(broker: Broker, topic: TopicFactory, produce: ProduceHelper) -> None:
     name = topic(1)
     produce(name, [Record(b"value-%d" % i, key=b"k%d" % i, partition=0) for i in range(10)])
     result = run_cli(
@@ -52,7 +51,7 @@ def test_consume_prints_records_as_json(broker: EmbeddedBroker, topic: TopicFact
     assert [(r["offset"], r["key"], r["value"]) for r in lines] == [(i, f"k{i}", f"value-{i}") for i in range(5)]
 
 
-def test_consume_of_a_missing_topic_says_so_and_fails(broker: EmbeddedBroker) -> None:
+def test_consume_of_a_missing_topic_says_so_and_fails(broker: Broker) -> None:
     result = run_cli("consume", "--bootstrap-server", broker.bootstrap_servers, "--topic", "no-such-topic-here")
     assert result.returncode == 2
     assert "no-such-topic-here" in result.stderr
@@ -72,7 +71,7 @@ def test_consume_from_an_unreachable_server_prints_one_error_line() -> None:
 
 
 def test_consume_with_a_group_commits_what_it_printed(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(1)
     produce(name, [Record(b"g-%d" % i, partition=0) for i in range(10)])
@@ -124,7 +123,7 @@ def _single_record_tail(name: str, partition: int, count: int) -> list[list[Reco
 
 
 def test_offsets_shows_beginning_and_end_per_partition(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(2)
     produce.batches(name, _single_record_tail(name, 0, 5), partition=0)
@@ -141,14 +140,14 @@ def test_offsets_shows_beginning_and_end_per_partition(
     assert lines[2].split() == [name, "1", "0", "2", "2"]
 
 
-def test_offsets_of_a_missing_topic_prints_one_line(broker: EmbeddedBroker) -> None:
+def test_offsets_of_a_missing_topic_prints_one_line(broker: Broker) -> None:
     result = run_cli("offsets", "no-such-topic-xyz", "--bootstrap-server", broker.bootstrap_servers)
     assert result.returncode != 0
     assert result.stdout == ""
     assert result.stderr.splitlines() == ["error: topic 'no-such-topic-xyz' does not exist"]
 
 
-def test_groups_describe_of_an_unknown_group_prints_one_line(broker: EmbeddedBroker) -> None:
+def test_groups_describe_of_an_unknown_group_prints_one_line(broker: Broker) -> None:
     result = run_cli("groups", "describe", "no-such-group-xyz", "--bootstrap-server", broker.bootstrap_servers)
     assert result.returncode != 0
     assert result.stdout == ""
@@ -167,7 +166,7 @@ def test_groups_describe_from_an_unreachable_server_prints_one_line() -> None:
 
 
 def test_groups_describe_shows_the_running_member_then_committed_offsets_and_lag(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     from asyncconsumer.sync import Consumer
     from tests.support.waiting import wait_for
@@ -223,7 +222,7 @@ def test_groups_describe_shows_the_running_member_then_committed_offsets_and_lag
 
 
 def test_sigint_stops_a_group_consume_commits_what_it_printed_and_exits_130(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     import signal
 
@@ -268,7 +267,7 @@ def test_sigint_stops_a_group_consume_commits_what_it_printed_and_exits_130(
 
 
 def test_consume_decodes_keys_and_values_and_follows_a_pattern(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     import base64
 
@@ -301,9 +300,7 @@ def test_consume_decodes_keys_and_values_and_follows_a_pattern(
     assert "\r" not in result.stderr  # no progress line when stderr is not a terminal
 
 
-def test_consume_verbose_shows_structured_logs(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
-) -> None:
+def test_consume_verbose_shows_structured_logs(broker: Broker, topic: TopicFactory, produce: ProduceHelper) -> None:
     name = topic(1)
     produce(name, [Record(b"v", partition=0)])
     args = ["consume", "--bootstrap-server", broker.bootstrap_servers, "--topic", name, "--from-beginning"]
@@ -327,7 +324,7 @@ def test_verbose_shows_our_events_and_not_asyncios_debug_lines() -> None:
 
 
 def test_a_property_overrides_the_default_it_names_and_a_flag_owned_one_is_refused(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(1)
     produce(name, [Record(f"v{i}".encode(), partition=0) for i in range(3)])

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from asyncconsumer import InvalidOffsetError, OffsetAndMetadata, TopicPartition
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import TopicFactory
+from tests.conftest import Broker, TopicFactory
 from tests.support.groups import all_partitions, consume_until, group_consumer, new_group_id
 from tests.support.produce import ProduceHelper
 
@@ -19,7 +18,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 
 
 async def test_commit_async_calls_back_in_poll_and_the_offsets_are_committed(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(2)
     produce.values(name, 100, 2)

@@ -16,8 +16,7 @@ from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from asyncconsumer import AsyncConsumer, ConsumerRecord, TopicPartition
 from asyncconsumer.protocol.records import iter_batches
 from asyncconsumer.records import TimestampType
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import ProxiedBroker, TopicFactory
+from tests.conftest import Broker, ProxiedBroker, TopicFactory
 from tests.support.fetch_rewrite import FetchTap
 from tests.support.produce import ProducedRecord, ProduceHelper, Record, value_for
 
@@ -47,7 +46,7 @@ def expected(produced: list[ProducedRecord]) -> set[tuple[int, int, bytes | None
 
 @pytest.mark.parametrize("codec", CODECS)
 async def test_records_compressed_with_each_codec_come_back_byte_identical(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper, codec: str
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper, codec: str
 ) -> None:
     name = topic(2)
     produced = produce.values(
@@ -67,7 +66,7 @@ async def test_records_compressed_with_each_codec_come_back_byte_identical(
 
 
 async def test_a_partition_mixing_every_codec_and_none_reads_in_order(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(1)
     produced: list[ProducedRecord] = []

@@ -16,8 +16,7 @@ from asyncconsumer import (
     TopicPartition,
     UnknownTopicOrPartitionError,
 )
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import TopicFactory
+from tests.conftest import Broker, TopicFactory
 from tests.support.consume import by_partition, consume_until
 from tests.support.produce import ProducedRecord, ProduceHelper, Record
 from tests.support.waiting import wait_for_async
@@ -30,7 +29,7 @@ def all_partitions(topic: str, n: int) -> list[TopicPartition]:
 
 
 async def test_consumes_every_record_of_every_partition_exactly_once(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(4)
     produced = produce.values(
@@ -53,7 +52,7 @@ async def test_consumes_every_record_of_every_partition_exactly_once(
 
 
 async def test_async_for_yields_records_in_offset_order_per_partition(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(2)
     produce.values(name, 100, 2)
@@ -68,7 +67,7 @@ async def test_async_for_yields_records_in_offset_order_per_partition(
 
 
 async def test_seek_rewinds_and_skips_without_loss_or_duplicates(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(1)
     produce.values(name, 100, 1)
@@ -89,9 +88,7 @@ async def test_seek_rewinds_and_skips_without_loss_or_duplicates(
             await consumer.seek(TopicPartition(name, 7), 0)
 
 
-async def test_seek_to_end_then_new_records_only(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
-) -> None:
+async def test_seek_to_end_then_new_records_only(broker: Broker, topic: TopicFactory, produce: ProduceHelper) -> None:
     name = topic(1)
     # Tansu answers LATEST with the last batch's base offset + 1, so the last batch is one record (see shared
     # README); on Kafka the same test holds either way.
@@ -108,7 +105,7 @@ async def test_seek_to_end_then_new_records_only(
         assert await consumer.position(tp) == 0
 
 
-async def test_beginning_and_end_offsets(broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper) -> None:
+async def test_beginning_and_end_offsets(broker: Broker, topic: TopicFactory, produce: ProduceHelper) -> None:
     name = topic(2)
     # Tansu answers LATEST with the last batch's base offset + 1: make the last batch one record.
     produce.batches(name, [[Record(b"a%d" % i, partition=0) for i in range(10)], [Record(b"tail", partition=0)]])
@@ -120,14 +117,13 @@ async def test_beginning_and_end_offsets(broker: EmbeddedBroker, topic: TopicFac
             await consumer.offsets_for_times({tp0: -7})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Tansu 0.6 answers ListOffsets with a timestamp (v1+, Timestamp=base+4500) with the partition's first "
+@pytest.mark.xfail_on_tansu(
+    "answers ListOffsets with a timestamp (v1+, Timestamp=base+4500) with the partition's first "
     "offset (Offset=0, Timestamp=base) whatever the timestamp; aiokafka's offsets_for_times sees the same answer. "
-    "Kafka answers offset 5 here. strict: this starts failing when Tansu is fixed, so the mark can go.",
+    "Kafka answers offset 5 here.",
 )
 async def test_offsets_for_times_finds_the_first_record_at_or_after_the_timestamp(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(1)
     base = int(time.time() * 1000) - 100_000
@@ -142,7 +138,7 @@ async def test_offsets_for_times_finds_the_first_record_at_or_after_the_timestam
 
 
 async def test_pause_stops_one_partition_and_resume_continues_where_it_stopped(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(2)
     produce.values(name, 400, 2)
@@ -166,7 +162,7 @@ async def test_pause_stops_one_partition_and_resume_continues_where_it_stopped(
 
 
 async def test_a_partition_without_position_and_no_reset_strategy_must_be_sought(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(1)
     produce.values(name, 10, 1)
@@ -182,7 +178,7 @@ async def test_a_partition_without_position_and_no_reset_strategy_must_be_sought
 
 
 async def test_metadata_finds_a_topic_created_after_start_and_refreshes_on_its_own(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     async with AsyncConsumer(broker.bootstrap_servers, metadata_max_age_ms=200) as consumer:
         assert await consumer.partitions_for("never-created-topic") == []
@@ -200,7 +196,7 @@ async def test_metadata_finds_a_topic_created_after_start_and_refreshes_on_its_o
             await asyncio.sleep(0.05)  # nothing assigned: no poll to wait in, the refresh comes on its own
 
 
-async def test_assigning_an_unknown_topic_raises_a_typed_error_naming_it(broker: EmbeddedBroker) -> None:
+async def test_assigning_an_unknown_topic_raises_a_typed_error_naming_it(broker: Broker) -> None:
     async with AsyncConsumer(broker.bootstrap_servers, auto_offset_reset="earliest") as consumer:
         await consumer.assign([TopicPartition("no-such-topic", 0)])
         with pytest.raises(UnknownTopicOrPartitionError, match="no-such-topic"):
@@ -211,7 +207,7 @@ async def test_assigning_an_unknown_topic_raises_a_typed_error_naming_it(broker:
 
 
 async def test_records_produced_while_consuming_arrive_in_order(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(1)
     tp = TopicPartition(name, 0)
@@ -228,7 +224,7 @@ async def test_records_produced_while_consuming_arrive_in_order(
 
 
 async def test_metrics_count_what_poll_returned_and_show_positions_and_lag(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(2)
     produce.values(name, 200, 2)
@@ -252,7 +248,7 @@ async def test_metrics_count_what_poll_returned_and_show_positions_and_lag(
 
 
 async def test_a_caller_that_takes_more_than_is_buffered_grows_the_buffer_limit_to_its_bound(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     """A slow caller whose polls want more than the limit lets the background fetch ahead (here: all of it) finds
     the buffer full and runs it dry on every poll; the limit doubles to ``fetch_buffer_bytes``, losing nothing."""

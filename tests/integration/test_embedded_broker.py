@@ -12,7 +12,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.client import AIOKafkaClient
 
 from asyncconsumer.tools.embedded_broker import BrokerCommandError, BrokerStartError, EmbeddedBroker, free_port
-from tests.conftest import TopicFactory
+from tests.conftest import Broker, TopicFactory
 from tests.support.produce import ProducedRecord, ProduceHelper, Record, value_for
 
 pytestmark = pytest.mark.broker
@@ -69,9 +69,7 @@ async def consume_all(
     return got
 
 
-def test_session_broker_round_trips_records(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
-) -> None:
+def test_session_broker_round_trips_records(broker: Broker, topic: TopicFactory, produce: ProduceHelper) -> None:
     name = topic(partitions=3)
     produced = produce.values(
         name,
@@ -93,9 +91,7 @@ def test_session_broker_round_trips_records(
     assert consumed == produced
 
 
-def test_topic_factory_makes_unique_topics_with_the_partitions_asked(
-    broker: EmbeddedBroker, topic: TopicFactory
-) -> None:
+def test_topic_factory_makes_unique_topics_with_the_partitions_asked(broker: Broker, topic: TopicFactory) -> None:
     first, second = topic(partitions=2), topic(partitions=5)
     assert first != second
 
@@ -112,7 +108,7 @@ def test_topic_factory_makes_unique_topics_with_the_partitions_asked(
 
 
 def test_produce_batches_controls_batch_boundaries_and_end_offset(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(partitions=1)
     batches = produce.batches(name, [[f"a{i}".encode() for i in range(10)], [Record(value=b"last", key=b"k")]])
@@ -138,7 +134,7 @@ def test_produce_batches_controls_batch_boundaries_and_end_offset(
 
 @pytest.mark.anyio
 async def test_produce_helpers_work_inside_a_running_loop(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(partitions=2)
     synchronous = produce(name, [b"x", b"y"], partition=1)  # runs on a helper thread: a loop is running here
@@ -150,7 +146,7 @@ async def test_produce_helpers_work_inside_a_running_loop(
     assert [r.value for r in consumed[1]] == [b"x", b"y"]
 
 
-def test_start_and_stop_a_broker_of_its_own(broker: EmbeddedBroker) -> None:
+def test_start_and_stop_a_broker_of_its_own(broker: Broker) -> None:
     with EmbeddedBroker.start() as own:
         assert own.port != broker.port
         assert own.advertised_port == own.port
@@ -172,7 +168,7 @@ def test_start_and_stop_a_broker_of_its_own(broker: EmbeddedBroker) -> None:
         own.create_topic("late")
 
 
-def test_advertised_port_is_what_clients_are_told(broker: EmbeddedBroker) -> None:
+def test_advertised_port_is_what_clients_are_told(broker: Broker) -> None:
     advertised = free_port()
     with EmbeddedBroker.start(advertised_port=advertised) as own:
         assert own.advertised_port == advertised != own.port

@@ -35,7 +35,7 @@ from asyncconsumer import (
     TopicPartition,
 )
 from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
-from tests.conftest import ProxiedBroker, TopicFactory, unique_topic_name
+from tests.conftest import Broker, ProxiedBroker, TopicFactory, unique_topic_name
 from tests.support.consume import by_partition
 from tests.support.faultproxy import (
     API_JOIN_GROUP,
@@ -414,7 +414,7 @@ def start_broker_on(port: int, timeout_s: float = 15.0) -> EmbeddedBroker:
 
 @pytest.mark.parametrize("topic_back", ["at-once", "after-the-rejoin"])
 async def test_a_group_recovers_when_the_broker_restarts_empty_on_the_same_port(
-    broker: EmbeddedBroker, topic_back: str
+    broker: Broker, topic_back: str
 ) -> None:
     """Tansu keeps everything in memory: the restarted broker (killed, then a fresh one on the same port) has no
     topic, no group and no committed offset. The member must rejoin, start the re-created topic's partitions per
@@ -513,33 +513,35 @@ async def test_a_group_recovers_when_the_broker_restarts_empty_on_the_same_port(
 
 # --- 4. a member process SIGKILLed while it holds partitions ----------------------------------------------------
 
-MEMBER_SESSION_MS = 4_000
-"""The member processes' session: Tansu holds their joins ~2 s and a killed member's partitions move ~4 s later."""
+MEMBER_SESSION_MS = {"tansu": 4_000, "kafka": 6_000}
+"""The member processes' session: Tansu holds their joins ~2 s and a killed member's partitions move ~4 s later;
+Kafka refuses sessions below its ``group.min.session.timeout.ms`` (6 s) with INVALID_SESSION_TIMEOUT."""
 
 
 class CommitLaterMember(MemberProcess):
     """``group_member.py`` committing only in its revoke callback and on close (the interval is longer than the
     test), so what it processed since its last rebalance is uncommitted when it is killed."""
 
-    def __init__(self, index: int, bootstrap: str, group_id: str, topic: str, directory: Path) -> None:
+    def __init__(self, index: int, bootstrap: str, group_id: str, topic: str, directory: Path, session_ms: int) -> None:
         self.index = index
         self.out_path = directory / f"member-{index}.jsonl"
         self.log_path = directory / f"member-{index}.log"
         self._log = self.log_path.open("wb")
         argv = [sys.executable, str(MEMBER_SCRIPT), bootstrap, group_id, topic, str(self.out_path)]
-        argv += ["--session-timeout-ms", str(MEMBER_SESSION_MS), "--commit-interval-ms", "600000"]
+        argv += ["--session-timeout-ms", str(session_ms), "--commit-interval-ms", "600000"]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
 
 
 async def test_a_member_killed_holding_uncommitted_records_is_taken_over_and_nothing_is_skipped(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper, tmp_path: Path
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper, tmp_path: Path
 ) -> None:
     name = topic(6)
     partitions = all_partitions(name, 6)
     waves = [await produce.values_async(name, 600, 6)]
     group_id = new_group_id()
+    session_ms = MEMBER_SESSION_MS[broker.kind]
     members: list[MemberProcess] = [
-        CommitLaterMember(i, broker.bootstrap_servers, group_id, name, tmp_path) for i in range(3)
+        CommitLaterMember(i, broker.bootstrap_servers, group_id, name, tmp_path, session_ms) for i in range(3)
     ]
     observer = AsyncConsumer(broker.bootstrap_servers, group_id=group_id)  # reads committed offsets, never joins
     await observer.start()
@@ -573,7 +575,7 @@ async def test_a_member_killed_holding_uncommitted_records_is_taken_over_and_not
         # where the survivors will start them.
         at_death = await observer.committed([TopicPartition(name, p) for p in victim_partitions])
         committed_at_death = {tp.partition: c.offset if c else 0 for tp, c in at_death.items()}
-        assert time.monotonic() - killed_at < MEMBER_SESSION_MS / 1000 / 2, "the look-up took too long to trust"
+        assert time.monotonic() - killed_at < session_ms / 1000 / 2, "the look-up took too long to trust"
         await asyncio.wait_for(producing, 60)
         expected = merge(*waves)
         assert sum(len(offsets) for offsets in expected.values()) == 1200

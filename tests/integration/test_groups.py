@@ -29,8 +29,7 @@ from asyncconsumer import (
     PollIntervalExceededError,
     TopicPartition,
 )
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import ProxiedBroker, TopicFactory, unique_topic_name
+from tests.conftest import Broker, ProxiedBroker, TopicFactory, unique_topic_name
 from tests.support.consume import by_partition
 from tests.support.faultproxy import API_LEAVE_GROUP
 from tests.support.groups import (
@@ -60,7 +59,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 
 
 async def test_one_member_owns_every_partition_and_commits_its_positions(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(4)
     produced = produce.values(name, 400, 4)
@@ -102,7 +101,7 @@ async def test_one_member_owns_every_partition_and_commits_its_positions(
 
 
 async def test_a_new_member_resumes_exactly_at_the_committed_offsets(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(4)
     produced = produce.values(name, 400, 4)
@@ -144,7 +143,7 @@ async def test_a_new_member_resumes_exactly_at_the_committed_offsets(
 
 
 async def test_two_members_split_the_partitions_and_consume_everything(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(4)
     produced = produce.values(name, 400, 4)
@@ -307,7 +306,7 @@ class ThreadedMember:
 
 
 async def test_a_blocked_event_loop_keeps_the_membership(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     # Tansu expires a silent member only when another member is active (a lone member blocked for twice its
     # session keeps its generation even with aiokafka, whose heartbeats run on the blocked loop). So the group
@@ -365,7 +364,7 @@ async def test_a_blocked_event_loop_keeps_the_membership(
         await consumer.close()
 
 
-def test_the_blocking_consumer_in_a_group(broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper) -> None:
+def test_the_blocking_consumer_in_a_group(broker: Broker, topic: TopicFactory, produce: ProduceHelper) -> None:
     name = topic(3)
     produced = produce.values(name, 300, 3)
     partitions = all_partitions(name, 3)
@@ -403,9 +402,7 @@ def test_the_blocking_consumer_in_a_group(broker: EmbeddedBroker, topic: TopicFa
 # --- a pattern matches a topic created later ------------------------------------------------------------------
 
 
-async def test_a_pattern_subscription_picks_up_a_topic_created_later(
-    broker: EmbeddedBroker, produce: ProduceHelper
-) -> None:
+async def test_a_pattern_subscription_picks_up_a_topic_created_later(broker: Broker, produce: ProduceHelper) -> None:
     prefix = unique_topic_name("pattern")
     first = f"{prefix}.first"
     broker.create_topic(first, 2)
@@ -532,7 +529,7 @@ async def test_the_leave_group_goes_out_when_max_poll_interval_passes(proxied_br
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 async def test_four_members_join_and_leave_one_by_one_and_every_record_is_consumed_exactly_once(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper, strategy: str
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper, strategy: str
 ) -> None:
     """1 → 4 → 1 members, records produced between steps. After every rebalance one generation owns each partition
     exactly once; with auto-commit (which commits before a revocation and on close) nothing is consumed twice."""

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from asyncconsumer import AsyncConsumer, TopicPartition
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import TopicFactory
+from tests.conftest import Broker, TopicFactory
 from tests.support.groups import (
     JOIN_TIMEOUT_S,
     Poller,
@@ -48,7 +47,7 @@ class SnapshotPoller(Poller):
 
 
 async def test_cooperative_sticky_revokes_only_the_partitions_that_move(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(4)
     produced = produce.values(name, 200, 4)

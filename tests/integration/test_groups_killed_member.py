@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import TopicFactory
+from tests.conftest import Broker, TopicFactory
 from tests.support.groups import JOIN_TIMEOUT_S, SESSION_S, merge, new_group_id, pairs, union_by_partition
 from tests.support.member_process import MemberProcess, group_view, one_generation_owns_all, settle_and_pick_victim
 from tests.support.produce import ProducedRecord, ProduceHelper
@@ -26,7 +25,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 
 
 async def test_a_killed_member_process_is_replaced_after_its_session_and_nothing_is_skipped(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper, tmp_path: Path
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper, tmp_path: Path
 ) -> None:
     name = topic(6)
     before = produce.values(name, 600, 6)

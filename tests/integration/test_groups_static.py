@@ -13,8 +13,7 @@ import time
 import pytest
 
 from asyncconsumer import ConsumerRecord
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import ProxiedBroker, unique_topic_name
+from tests.conftest import Broker, ProxiedBroker, unique_topic_name
 from tests.support.consume import by_partition
 from tests.support.faultproxy import API_LEAVE_GROUP
 from tests.support.groups import (
@@ -87,18 +86,16 @@ async def test_a_restarted_static_member_gets_its_partitions_back_in_the_same_ge
         await second.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "Tansu 0.6 rebalances when a static member restarts in a group with another member: ~6 s after the static "
+@pytest.mark.xfail_on_tansu(
+    (
+        "rebalances when a static member restarts in a group with another member: ~6 s after the static "
         "member closed (its old session's end), the other member's heartbeat is answered REBALANCE_IN_PROGRESS, it "
         "revokes its partitions and the group moves to generation 1. aiokafka 0.14 sees the same (and worse: its "
         "restarted static member is then rejoined as a new member again and again). Kafka answers the known "
         "group.instance.id with the cached assignment and no rebalance."
     ),
 )
-async def test_a_restarted_static_member_does_not_disturb_the_other_members(broker: EmbeddedBroker) -> None:
+async def test_a_restarted_static_member_does_not_disturb_the_other_members(broker: Broker) -> None:
     name = unique_topic_name("static-pair")
     broker.create_topic(name, 4)
     partitions = all_partitions(name, 4)

@@ -18,8 +18,7 @@ import pytest
 
 from asyncconsumer import AsyncConsumer, Consumer, ConsumerRecord, TopicPartition
 from asyncconsumer.errors import ConfigError, UnsupportedAssignorError, UnsupportedVersionError
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import Kip848Broker, TopicFactory
+from tests.conftest import Broker, Kip848Broker, TopicFactory
 from tests.support.consume import by_partition
 from tests.support.groups import (
     Poller,
@@ -274,9 +273,8 @@ async def test_an_unknown_server_assignor_is_raised_once_from_poll(kip848_broker
         await consumer.close()
 
 
-async def test_subscribe_fails_clearly_against_a_broker_without_api_68(
-    broker: EmbeddedBroker, topic: TopicFactory
-) -> None:
+@pytest.mark.tansu_only("Kafka 4 offers API 68: this is the answer of a broker without it")
+async def test_subscribe_fails_clearly_against_a_broker_without_api_68(broker: Broker, topic: TopicFactory) -> None:
     name = topic(1)
     consumer = member(broker.bootstrap_servers, new_group_id())
     await consumer.start()

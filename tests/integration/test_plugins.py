@@ -15,8 +15,7 @@ import pytest
 
 from asyncconsumer import AsyncConsumer, ClientClosedError, Consumer, ConsumerMetrics, PluginError, TopicPartition
 from asyncconsumer.plugins import Plugin, PluginContext, PollResult, installed_plugins
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import TopicFactory
+from tests.conftest import Broker, TopicFactory
 from tests.support.produce import ProduceHelper, Record
 from tests.support.waiting import wait_for, wait_for_async
 
@@ -54,7 +53,7 @@ async def wait_for_metrics(
 
 
 async def test_entry_point_plugin_from_another_distribution_is_polled_against_the_broker(
-    broker: EmbeddedBroker, topic: TopicFactory
+    broker: Broker, topic: TopicFactory
 ) -> None:
     require_example_plugins()
     name = topic(3)
@@ -73,7 +72,7 @@ async def test_entry_point_plugin_from_another_distribution_is_polled_against_th
 
 
 async def test_lag_monitor_reports_lag_of_paused_partitions_and_follows_consumption(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(2)
     tp0, tp1 = TopicPartition(name, 0), TopicPartition(name, 1)
@@ -141,7 +140,7 @@ class RaisingManager:
 
 
 async def test_a_failing_plugin_is_isolated_and_the_consumer_keeps_consuming(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper, caplog: pytest.LogCaptureFixture
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper, caplog: pytest.LogCaptureFixture
 ) -> None:
     require_example_plugins()
     name = topic(2)
@@ -180,7 +179,7 @@ async def test_a_failing_plugin_is_isolated_and_the_consumer_keeps_consuming(
 
 
 async def test_fatal_plugin_errors_stop_the_consumer_with_the_plugins_error(
-    broker: EmbeddedBroker, topic: TopicFactory
+    broker: Broker, topic: TopicFactory
 ) -> None:
     name = topic(1)
     consumer = AsyncConsumer(
@@ -199,14 +198,14 @@ async def test_fatal_plugin_errors_stop_the_consumer_with_the_plugins_error(
     await consumer.close()
 
 
-def test_fatal_plugin_that_cannot_load_fails_the_constructor(broker: EmbeddedBroker) -> None:
+def test_fatal_plugin_that_cannot_load_fails_the_constructor(broker: Broker) -> None:
     require_example_plugins()
     with pytest.raises(PluginError, match=r"missing-factory.*no_such_factory") as raised:
         Consumer(broker.bootstrap_servers, plugins=["missing-factory"], plugin_errors="fatal")
     assert raised.value.plugin == "missing-factory"
 
 
-def test_blocking_consumer_runs_plugins_too(broker: EmbeddedBroker, topic: TopicFactory) -> None:
+def test_blocking_consumer_runs_plugins_too(broker: Broker, topic: TopicFactory) -> None:
     require_example_plugins()
     name = topic(1)
     with Consumer(

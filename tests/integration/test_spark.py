@@ -19,8 +19,7 @@ import pytest
 
 from asyncconsumer import Consumer, TopicPartition
 from asyncconsumer.errors import ConfigError
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import TopicFactory
+from tests.conftest import Broker, TopicFactory
 from tests.support.produce import ProducedRecord, Record, produce_batches
 from tests.support.waiting import wait_for
 
@@ -75,13 +74,11 @@ def produce_exact(
     return out
 
 
-def kafka_options(broker: EmbeddedBroker, **extra: str) -> dict[str, str]:
+def kafka_options(broker: Broker, **extra: str) -> dict[str, str]:
     return {"kafka.bootstrap.servers": broker.bootstrap_servers, **extra}
 
 
-def test_a_batch_read_returns_exactly_the_produced_records(
-    spark: Any, broker: EmbeddedBroker, topic: TopicFactory
-) -> None:
+def test_a_batch_read_returns_exactly_the_produced_records(spark: Any, broker: Broker, topic: TopicFactory) -> None:
     name = topic(3)
     produced = produce_exact(broker.bootstrap_servers, name, 40, 3)
     df = (
@@ -105,7 +102,7 @@ def test_a_batch_read_returns_exactly_the_produced_records(
 
 
 def test_starting_and_ending_offsets_json_and_min_partitions_split_the_ranges(
-    spark: Any, broker: EmbeddedBroker, topic: TopicFactory
+    spark: Any, broker: Broker, topic: TopicFactory
 ) -> None:
     name = topic(2)
     produce_exact(broker.bootstrap_servers, name, 50, 2)
@@ -141,7 +138,7 @@ def test_starting_and_ending_offsets_json_and_min_partitions_split_the_ranges(
     ],
 )
 def test_bad_options_fail_before_the_query_runs_naming_the_option(
-    spark: Any, broker: EmbeddedBroker, options: dict[str, str], key: str
+    spark: Any, broker: Broker, options: dict[str, str], key: str
 ) -> None:
     from asyncconsumer.spark.options import parse_options
 
@@ -169,12 +166,12 @@ class Sink:
             return sorted(x for rows in self.batches.values() for x in rows)
 
 
-def stream(spark: Any, broker: EmbeddedBroker, **options: str) -> Any:
+def stream(spark: Any, broker: Broker, **options: str) -> Any:
     return spark.readStream.format("asyncconsumer").options(**kafka_options(broker, **options)).load()
 
 
 def test_available_now_with_max_offsets_per_trigger_then_more_data_then_a_restart_is_exactly_once(
-    spark: Any, broker: EmbeddedBroker, topic: TopicFactory, tmp_path: Path
+    spark: Any, broker: Broker, topic: TopicFactory, tmp_path: Path
 ) -> None:
     name = topic(3)
     produce_exact(broker.bootstrap_servers, name, 30, 3)
@@ -196,7 +193,7 @@ def test_available_now_with_max_offsets_per_trigger_then_more_data_then_a_restar
 
 
 def test_processing_time_trigger_while_producing(
-    spark: Any, broker: EmbeddedBroker, topic: TopicFactory, tmp_path: Path
+    spark: Any, broker: Broker, topic: TopicFactory, tmp_path: Path
 ) -> None:
     name = topic(2)
     produce_exact(broker.bootstrap_servers, name, 5, 2)
@@ -217,7 +214,7 @@ def test_processing_time_trigger_while_producing(
         query.stop()
 
 
-def test_subscribe_pattern_reads_every_matching_topic(spark: Any, broker: EmbeddedBroker, topic: TopicFactory) -> None:
+def test_subscribe_pattern_reads_every_matching_topic(spark: Any, broker: Broker, topic: TopicFactory) -> None:
     prefix = f"sp-{uuid.uuid4().hex[:6]}"
     a, b = topic(1, name=f"{prefix}-a"), topic(2, name=f"{prefix}-b")
     topic(1, name=f"x{prefix}")
@@ -230,7 +227,7 @@ def test_subscribe_pattern_reads_every_matching_topic(spark: Any, broker: Embedd
 
 @pytest.mark.parametrize("fail_on_data_loss", [True, False])
 def test_offsets_that_vanished_follow_fail_on_data_loss(
-    spark: Any, broker: EmbeddedBroker, topic: TopicFactory, tmp_path: Path, fail_on_data_loss: bool
+    spark: Any, broker: Broker, topic: TopicFactory, tmp_path: Path, fail_on_data_loss: bool
 ) -> None:
     """A checkpoint ahead of the log (the topic was deleted and recreated, as after a retention wipe)."""
     name = topic(1)
@@ -259,7 +256,7 @@ def test_offsets_that_vanished_follow_fail_on_data_loss(
 
 
 def test_with_group_commit_leaves_the_group_at_each_batch_end(
-    spark: Any, broker: EmbeddedBroker, topic: TopicFactory, tmp_path: Path
+    spark: Any, broker: Broker, topic: TopicFactory, tmp_path: Path
 ) -> None:
     from asyncconsumer.spark import with_group_commit
 

@@ -8,8 +8,7 @@ import time
 import pytest
 
 from asyncconsumer import ClientClosedError, Consumer, ConsumerRecord, TopicPartition
-from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-from tests.conftest import TopicFactory
+from tests.conftest import Broker, TopicFactory
 from tests.support.produce import ProduceHelper, Record
 
 pytestmark = pytest.mark.broker
@@ -24,9 +23,7 @@ def poll_until(consumer: Consumer, count: int, timeout_s: float = 20.0) -> list[
     return got
 
 
-def test_sync_consumer_reads_everything_and_seeks(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
-) -> None:
+def test_sync_consumer_reads_everything_and_seeks(broker: Broker, topic: TopicFactory, produce: ProduceHelper) -> None:
     name = topic(3)
     produced = produce.values(name, 600, 3, key=lambda i: b"%d" % i)
     with Consumer(broker.bootstrap_servers, auto_offset_reset="earliest", value_deserializer=bytes.decode) as consumer:
@@ -54,7 +51,7 @@ def test_sync_consumer_reads_everything_and_seeks(
 
 
 def test_iterating_a_sync_consumer_yields_records_in_order(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(1)
     produce(name, [Record(b"r%d" % i, partition=0) for i in range(30)])
@@ -69,7 +66,7 @@ def test_iterating_a_sync_consumer_yields_records_in_order(
 
 
 def test_sync_consumers_in_several_threads_each_read_their_partition(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
     name = topic(2)
     produce.values(name, 400, 2)
@@ -93,9 +90,7 @@ def test_sync_consumers_in_several_threads_each_read_their_partition(
     assert results == {0: list(range(200)), 1: list(range(200))}
 
 
-def test_calls_before_start_start_the_consumer(
-    broker: EmbeddedBroker, topic: TopicFactory, produce: ProduceHelper
-) -> None:
+def test_calls_before_start_start_the_consumer(broker: Broker, topic: TopicFactory, produce: ProduceHelper) -> None:
     name = topic(1)
     produce.values(name, 10, 1)
     consumer = Consumer(broker.bootstrap_servers, auto_offset_reset="earliest")

@@ -11,8 +11,10 @@ import pytest
 
 from asyncconsumer._state.cluster import Cluster, TopicInfo
 from asyncconsumer.errors import (
+    ConfigError,
     GroupAuthorizationFailedError,
     IllegalStateError,
+    InvalidRegularExpressionError,
     KafkaConnectionError,
     PollIntervalExceededError,
     UnsupportedAssignorError,
@@ -96,6 +98,7 @@ class Harness:
         self.calls: list[tuple[str, frozenset[TopicPartition], Future[None]]] = []
         self.errors: list[ErrorEvent] = []
         self.topics = ["t"]
+        self.regex: str | None = None
         self.last_poll: int | None = None
         self.supported: bool | None = None
         self.membership = ConsumerMembershipManager(
@@ -111,6 +114,7 @@ class Harness:
             self.coordinator,
             self.membership,
             lambda: self.topics,
+            lambda: self.regex,
             lambda: self.last_poll,
             ExponentialBackoff(100, 1000, jitter=0),
             self.errors.append,
@@ -419,6 +423,42 @@ def test_a_changed_subscription_goes_out_in_the_next_heartbeat_only() -> None:
     unsent.on_response(answer(1), 1003)
     same, _ = h.send(2003)
     assert same.subscribed_topic_names is None
+
+
+def test_a_pattern_goes_to_the_coordinator_on_join_and_again_only_when_it_changes() -> None:
+    h = Harness()
+    h.topics, h.regex = [], "events-.*"
+    h.membership.subscribe()
+    join, unsent = h.send(0)
+    assert (join.subscribed_topic_regex, join.subscribed_topic_names) == ("events-.*", ())
+    unsent.on_response(answer(1, member_id=join.member_id), 1)
+    steady, unsent = h.send(1001)
+    assert steady.subscribed_topic_regex is None  # unchanged: not repeated
+    unsent.on_response(answer(1), 1002)
+    h.regex = "orders-.*"
+    changed, unsent = h.send(2002)
+    assert changed.subscribed_topic_regex == "orders-.*"
+    unsent.on_response(answer(1), 2003)
+    h.regex, h.topics = None, ["t"]
+    dropped, _ = h.send(3003)
+    assert (dropped.subscribed_topic_regex, dropped.subscribed_topic_names) == ("", ("t",))  # "" removes it
+
+
+def test_a_refused_pattern_is_a_config_error_naming_it_raised_once() -> None:
+    h = Harness()
+    h.topics, h.regex = [], "(?P<name>x)"
+    h.membership.subscribe()
+    _, unsent = h.send(0)
+    message = "SubscribedTopicRegex `(?P<name>x)` is not a valid regular expression: invalid named capture group."
+    unsent.on_response(answer(0, code=128, message=message), 1)
+    assert h.membership.state is S.FATAL
+    (event,) = h.errors
+    assert isinstance(event.error, InvalidRegularExpressionError) and isinstance(event.error, ConfigError)
+    assert event.error.key == "pattern"
+    assert str(event.error) == (
+        "pattern: [INVALID_REGULAR_EXPRESSION (128)] subscribe(pattern='(?P<name>x)') of group 'g': " + message
+    )
+    assert h.tick(10_000) == []
 
 
 def test_an_answer_arriving_after_leave_does_not_reconcile() -> None:

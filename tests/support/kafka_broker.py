@@ -1,0 +1,544 @@
+"""Apache Kafka for the tests and the benchmarks: the broker's jars fetched once with Maven, KRaft storage formatted,
+``kafka.Kafka`` run on free loopback ports with a small heap, stopped by its pid.
+
+    with KafkaCluster.start() as kafka:          # one node, broker and controller; nodes=3 for a cluster
+        kafka.create_topic("events", partitions=4)
+        ...                                       # connect to kafka.bootstrap_servers
+
+The jars land in ``$ASYNCCONSUMER_CACHE`` (default ``~/.cache/asyncconsumer``) under ``kafka-<version>/libs`` and are
+reused by every run; ``python -m tests.support.kafka_broker fetch`` fills the cache (CI does it first, so a download
+problem fails loudly and early). Needs Java 17+ and Maven: ``unavailable_reason()`` says what is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import attrs
+
+from asyncconsumer.tools.embedded_broker import free_port
+
+KAFKA_VERSION = os.environ.get("ASYNCCONSUMER_KAFKA_VERSION", "4.4.0")
+"""The Kafka release the tests run against (the newest 4.x that resolved from Maven Central with its dependencies)."""
+
+POM = Path(__file__).with_name("kafka") / "pom.xml"
+HOST = "127.0.0.1"
+HEAP = ("-Xms128m", "-Xmx512m")
+_LOG_TAIL_LINES = 40
+
+TEST_SETTINGS: Mapping[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.coordinator.rebalance.protocols": "classic,consumer",
+    "group.consumer.min.session.timeout.ms": "6000",
+    "group.consumer.session.timeout.ms": "10000",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "offsets.topic.num.partitions": "10",
+    "transaction.state.log.num.partitions": "5",
+    "num.partitions": "1",
+    "log.retention.check.interval.ms": "3600000",
+}
+"""Settings for tests: no initial rebalance delay, both group protocols, KIP-848 sessions short enough to wait out,
+fewer partitions for the internal topics (each costs start-up time)."""
+
+
+class KafkaUnavailable(RuntimeError):
+    """Java 17+ or Maven is missing, or the broker's jars could not be fetched: the Kafka leg cannot run here."""
+
+
+class KafkaStartError(RuntimeError):
+    """A node did not start or did not answer Metadata in time; the message carries its log's tail."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("ASYNCCONSUMER_CACHE") or Path.home() / ".cache" / "asyncconsumer")
+
+
+def unavailable_reason() -> str | None:
+    """Why Kafka cannot run on this machine (None when Java 17+ and Maven are there)."""
+    java = shutil.which("java")
+    if java is None:
+        return "Java 17 or newer is needed for the Kafka leg of the tests (no `java` on PATH)"
+    version = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
+    found = re.search(r'version "(\d+)', version)
+    if found is None or int(found.group(1)) < 17:
+        return f"Java 17 or newer is needed for the Kafka leg of the tests (found: {version.strip()[:80]!r})"
+    if shutil.which("mvn") is None and not _jars_dir(KAFKA_VERSION).joinpath(".complete").exists():
+        return "Maven is needed to fetch Apache Kafka's jars for the Kafka leg of the tests (no `mvn` on PATH)"
+    return None
+
+
+def _jars_dir(version: str) -> Path:
+    return cache_root() / f"kafka-{version}" / "libs"
+
+
+def fetch_jars(version: str = KAFKA_VERSION) -> Path:
+    """The directory of Kafka ``version``'s broker jars, fetched with Maven on first use (one process at a time)."""
+    libs = _jars_dir(version)
+    done = libs / ".complete"
+    if done.exists():
+        return libs
+    reason = unavailable_reason()
+    if reason is not None:
+        raise KafkaUnavailable(reason)
+    libs.parent.mkdir(parents=True, exist_ok=True)
+    with open(libs.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another test process may be fetching the same release
+        if done.exists():
+            return libs
+        staging = libs.with_name("libs.partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        command = [
+            "mvn",
+            "-q",
+            "-B",
+            "-f",
+            str(POM),
+            f"-Dkafka.version={version}",
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={staging}",
+            "-DincludeScope=runtime",
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-20:])
+            raise KafkaUnavailable(f"Maven could not fetch Apache Kafka {version}'s jars:\n{tail}")
+        shutil.rmtree(libs, ignore_errors=True)
+        staging.rename(libs)
+        done.write_text(f"{version}\n")
+    return libs
+
+
+def cluster_id() -> str:
+    """A random KRaft cluster id (a UUID, base64 without padding, as ``kafka-storage random-uuid`` prints)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@attrs.define(frozen=True, slots=True)
+class Listener:
+    """An extra client listener: its name (also its security protocol unless ``protocol`` says otherwise) and the
+    broker settings it needs, with ``{port}`` in none of them (the port is picked per node)."""
+
+    name: str
+    settings: Mapping[str, str] = attrs.field(factory=dict)
+    protocol: str | None = None
+
+
+@attrs.define(slots=True)
+class KafkaNode:
+    """One ``kafka.Kafka`` process (broker and controller), its ports, its directory and its log."""
+
+    node_id: int
+    port: int
+    controller_port: int
+    internal_port: int
+    """Between the nodes, and for the admin client: never behind a front."""
+    advertised_port: int
+    directory: Path
+    listener_ports: dict[str, int] = attrs.field(factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def properties_path(self) -> Path:
+        return self.directory / "server.properties"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "server.log"
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+    def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
+        texts = []
+        for path in (self.directory / "stdout.log", self.log_path):
+            with contextlib.suppress(OSError):
+                texts.append("\n".join(path.read_text(errors="replace").splitlines()[-lines:]))
+        return "\n".join(t for t in texts if t) or "(no log)"
+
+
+def _java(libs: Path, *args: str, heap: Sequence[str] = HEAP) -> list[str]:
+    java = shutil.which("java") or "java"
+    return [
+        java,
+        *heap,
+        "-XX:+UseG1GC",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+        "-cp",
+        f"{libs}/*",
+        *args,
+    ]
+
+
+_LOG4J2 = """status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.authorizer.name = kafka.authorizer.logger
+logger.authorizer.level = WARN
+"""
+
+
+class KafkaCluster:
+    """Apache Kafka nodes on loopback (1 by default), each broker and controller; what the test fixtures start."""
+
+    kind = "kafka"
+
+    def __init__(self, nodes: list[KafkaNode], root: Path, libs: Path, version: str) -> None:
+        self.nodes = nodes
+        self.root = root
+        self.libs = libs
+        self.version = version
+        self._admin: Any = None
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    # --- lifecycle ----------------------------------------------------------------------------------------------
+    @classmethod
+    def start(
+        cls,
+        nodes: int = 1,
+        *,
+        version: str = KAFKA_VERSION,
+        advertised_ports: Sequence[int] | None = None,
+        listeners: Sequence[Listener] = (),
+        settings: Mapping[str, str] | None = None,
+        scram_users: Sequence[str] = (),
+        startup_timeout_s: float = 120.0,
+    ) -> KafkaCluster:
+        """Formats storage and starts ``nodes`` nodes, returning once Metadata lists them all.
+
+        ``advertised_ports`` (one per node) is what each node names in its metadata instead of its own port, so a
+        front (a fault proxy) can take every connection. ``listeners`` adds client listeners (SSL, SASL_SSL...);
+        ``scram_users`` are ``--add-scram`` arguments for the storage format (``SCRAM-SHA-256=[name=u,password=p]``).
+        """
+        libs = fetch_jars(version)
+        root = Path(tempfile.mkdtemp(prefix="asyncconsumer-kafka-"))
+        members = [
+            KafkaNode(
+                node_id=i + 1,
+                port=(port := free_port()),
+                controller_port=free_port(),
+                internal_port=free_port(),
+                advertised_port=advertised_ports[i] if advertised_ports else port,
+                directory=root / f"node-{i + 1}",
+                listener_ports={listener.name: free_port() for listener in listeners},
+            )
+            for i in range(nodes)
+        ]
+        cluster = cls(members, root, libs, version)
+        _live_clusters.add(cluster)
+        try:
+            cid = cluster_id()
+            for node in members:
+                cluster._write_config(node, listeners, settings or {})
+            formats = [
+                subprocess.Popen(
+                    cluster._format_command(node, cid, scram_users),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                )
+                for node in members
+            ]
+            for node, format_process in zip(members, formats, strict=True):
+                out, _ = format_process.communicate(timeout=120)
+                if format_process.returncode != 0:
+                    raise KafkaStartError(f"formatting node {node.node_id} failed: {out.decode(errors='replace')}")
+            for node in members:
+                cluster._launch(node)
+            cluster._wait_ready(time.monotonic() + startup_timeout_s)
+        except BaseException:
+            cluster.stop(keep_logs=True)
+            raise
+        return cluster
+
+    def _write_config(self, node: KafkaNode, listeners: Sequence[Listener], extra: Mapping[str, str]) -> None:
+        node.directory.mkdir(parents=True)
+        size = len(self.nodes)
+        names = ["PLAINTEXT", "INTERNAL", "CONTROLLER", *(listener.name for listener in listeners)]
+        ports = {
+            "PLAINTEXT": node.port,
+            "INTERNAL": node.internal_port,
+            "CONTROLLER": node.controller_port,
+            **node.listener_ports,
+        }
+        advertised = [f"PLAINTEXT://{HOST}:{node.advertised_port}", f"INTERNAL://{HOST}:{node.internal_port}"]
+        advertised += [f"{listener.name}://{HOST}:{node.listener_ports[listener.name]}" for listener in listeners]
+        protocols = {"PLAINTEXT": "PLAINTEXT", "INTERNAL": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"}
+        protocols.update({listener.name: listener.protocol or listener.name for listener in listeners})
+        properties = {
+            "process.roles": "broker,controller",
+            "node.id": str(node.node_id),
+            "listeners": ",".join(f"{name}://{HOST}:{ports[name]}" for name in names),
+            "advertised.listeners": ",".join(advertised),
+            "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in protocols.items()),
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "INTERNAL",
+            "log.dirs": str(node.directory / "data"),
+            "offsets.topic.replication.factor": str(size),
+            "transaction.state.log.replication.factor": str(size),
+            "transaction.state.log.min.isr": str(min(2, size)),
+            "share.coordinator.state.topic.replication.factor": str(size),
+            "share.coordinator.state.topic.min.isr": str(min(2, size)),
+            **TEST_SETTINGS,
+        }
+        if size == 1:
+            properties["controller.quorum.bootstrap.servers"] = f"{HOST}:{node.controller_port}"
+        else:
+            properties["controller.quorum.voters"] = ",".join(
+                f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes
+            )
+        for listener in listeners:
+            properties.update(listener.settings)
+        properties.update(extra)
+        node.properties_path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+        (node.directory / "log4j2.properties").write_text(_LOG4J2.format(log=node.log_path))
+
+    def _format_command(self, node: KafkaNode, cid: str, scram_users: Sequence[str]) -> list[str]:
+        command = _java(
+            self.libs,
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cid,
+            "-c",
+            str(node.properties_path),
+            heap=("-Xmx256m",),
+        )
+        if len(self.nodes) == 1:
+            command.append("--standalone")
+        for user in scram_users:
+            command += ["--add-scram", user]
+        return command
+
+    def _launch(self, node: KafkaNode) -> None:
+        stdout = open(node.directory / "stdout.log", "ab")  # noqa: SIM115 - the process keeps it; closed in stop
+        try:
+            node.process = subprocess.Popen(
+                _java(
+                    self.libs,
+                    f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
+                    f"-Dkafka.logs.dir={node.directory}",
+                    "kafka.Kafka",
+                    str(node.properties_path),
+                ),
+                stdout=stdout,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a Ctrl-C meant for the tests is not the broker's
+            )
+        finally:
+            stdout.close()
+
+    def _wait_ready(self, deadline: float) -> None:
+        """Until Metadata from the first listening node lists every live node."""
+        wanted = {n.node_id for n in self.nodes if n.alive}
+        last: object = None
+        while time.monotonic() < deadline:
+            for node in self.nodes:
+                if node.process is not None and node.process.poll() is not None:
+                    raise KafkaStartError(
+                        f"Kafka node {node.node_id} exited with code {node.process.returncode}:\n{node.log_tail()}"
+                    )
+            try:
+                metadata = self.admin().list_topics(timeout=2)
+                if set(metadata.brokers) >= wanted:
+                    return
+                last = f"metadata lists brokers {sorted(metadata.brokers)}"
+            except Exception as exc:  # librdkafka's KafkaException while the broker starts
+                last = exc
+            time.sleep(0.2)
+        tails = "\n".join(f"--- node {n.node_id} ---\n{n.log_tail()}" for n in self.nodes)
+        raise KafkaStartError(f"Kafka did not answer Metadata in time (last: {last}):\n{tails}")
+
+    def stop(self, timeout_s: float = 30.0, *, keep_logs: bool = False) -> None:
+        """Stops every node (SIGTERM: a controlled shutdown; SIGKILL after ``timeout_s``). Removes the nodes'
+        directories unless ``keep_logs``, which leaves them for a failed test to be read (their path is logged)."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        _live_clusters.discard(self)
+        if self._admin is not None:
+            self._admin = None
+        for node in self.nodes:
+            if node.alive:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(node.process.pid, signal.SIGTERM)  # type: ignore[union-attr]
+        deadline = time.monotonic() + timeout_s
+        for node in self.nodes:
+            self._reap(node, deadline)
+        if keep_logs:
+            sys.stderr.write(f"\nKafka's logs are kept in {self.root}\n")
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    @staticmethod
+    def _reap(node: KafkaNode, deadline: float) -> None:
+        if node.process is None:
+            return
+        try:
+            node.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(node.process.pid, signal.SIGKILL)
+            node.process.wait()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop(keep_logs=exc is not None)
+
+    # --- one node -----------------------------------------------------------------------------------------------
+    def node(self, node_id: int) -> KafkaNode:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL one node: no controlled shutdown, as a crash."""
+        node = self.node(node_id)
+        if node.alive:
+            os.kill(node.process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        self._reap(node, time.monotonic() + 30)
+
+    def shut_down(self, node_id: int, timeout_s: float = 60.0) -> None:
+        """SIGTERM one node: a controlled shutdown (its partitions' leadership moves first)."""
+        node = self.node(node_id)
+        if node.alive:
+            os.kill(node.process.pid, signal.SIGTERM)  # type: ignore[union-attr]
+        self._reap(node, time.monotonic() + timeout_s)
+
+    def restart(self, node_id: int, startup_timeout_s: float = 120.0) -> None:
+        """Starts a stopped node again on its ports, with its data."""
+        node = self.node(node_id)
+        if node.alive:
+            raise RuntimeError(f"node {node_id} is running")
+        self._launch(node)
+        self._wait_ready(time.monotonic() + startup_timeout_s)
+
+    # --- what tests ask of a broker -----------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{HOST}:{n.advertised_port}" for n in self.nodes)
+
+    @property
+    def port(self) -> int:
+        return self.nodes[0].port
+
+    @property
+    def advertised_port(self) -> int:
+        return self.nodes[0].advertised_port
+
+    def listener_address(self, name: str, node_id: int = 1) -> str:
+        return f"{HOST}:{self.node(node_id).listener_ports[name]}"
+
+    def admin(self) -> Any:
+        """A ``confluent_kafka.admin.AdminClient`` on the nodes' internal listener (never through a front)."""
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            servers = ",".join(f"{HOST}:{n.internal_port}" for n in self.nodes)
+            self._admin = AdminClient({"bootstrap.servers": servers, "log_level": 0})
+        return self._admin
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        *,
+        replication_factor: int | None = None,
+        config: Mapping[str, str] | None = None,
+        timeout_s: float = 60.0,
+    ) -> None:
+        """Creates a topic and waits until every partition has a leader in the metadata."""
+        from confluent_kafka.admin import NewTopic
+
+        if partitions < 1:
+            raise ValueError(f"partitions must be >= 1, got {partitions}")
+        topic = NewTopic(
+            name,
+            num_partitions=partitions,
+            replication_factor=replication_factor or len(self.nodes),
+            config=dict(config or {}),
+        )
+        self.admin().create_topics([topic], request_timeout=timeout_s)[name].result(timeout=timeout_s)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            described = self.admin().list_topics(topic=name, timeout=5).topics.get(name)
+            complete = described is not None and described.error is None and len(described.partitions) == partitions
+            if complete and all(p.leader >= 0 for p in described.partitions.values()):
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"topic {name!r} has no leader for every partition after {timeout_s} s")
+
+    def delete_topic(self, name: str, timeout_s: float = 60.0) -> None:
+        self.admin().delete_topics([name], request_timeout=timeout_s)[name].result(timeout=timeout_s)
+
+    def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
+        return "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(lines)}" for n in self.nodes)
+
+    def __repr__(self) -> str:
+        return f"<KafkaCluster {self.version} nodes={len(self.nodes)} {self.bootstrap_servers}>"
+
+
+_live_clusters: set[KafkaCluster] = set()
+
+
+@atexit.register
+def _stop_live_clusters() -> None:
+    """Last resort so an interpreter that exits without stop() leaves no JVM behind."""
+    for cluster in list(_live_clusters):
+        cluster.stop(timeout_s=5.0)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.support.kafka_broker")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("fetch", help="fetch the broker's jars into the cache (what CI does first)")
+    run = sub.add_parser("run", help="run a cluster in the foreground until Ctrl-C")
+    run.add_argument("--nodes", type=int, default=1)
+    args = parser.parse_args(argv)
+    if args.command == "fetch":
+        print(f"Apache Kafka {KAFKA_VERSION} jars: {fetch_jars()}")
+        return 0
+    with KafkaCluster.start(args.nodes) as cluster:
+        print(f"Apache Kafka {cluster.version} at {cluster.bootstrap_servers}; Ctrl-C stops it", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while all(n.alive for n in cluster.nodes):
+                time.sleep(0.5)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
