@@ -78,6 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xfail_on_tansu(reason): a strict xfail against Tansu; must pass on Kafka")
 
 
+@pytest.hookimpl(tryfirst=True)  # before the fixture's own params are applied, so these replace them
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test marked for one broker gets only that broker's parameter (the others are not collected at all)."""
     if "broker" not in metafunc.fixturenames:
@@ -85,8 +86,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     only = [kind for kind in BROKER_KINDS if metafunc.definition.get_closest_marker(f"{kind}_only") is not None]
     if len(only) > 1:
         raise pytest.UsageError(f"{metafunc.definition.nodeid} is marked for both brokers")
-    if only:
-        metafunc.parametrize("broker", only, indirect=True, scope="session")
+    if only:  # as a mark, which pytest applies and which takes precedence over the fixture's own params
+        metafunc.definition.add_marker(pytest.mark.parametrize("broker", only, indirect=True, scope="session"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -13,6 +13,7 @@ from asyncconsumer import (
     IllegalStateError,
     InvalidOffsetError,
     NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
     TopicPartition,
     UnknownTopicOrPartitionError,
 )
@@ -135,6 +136,50 @@ async def test_offsets_for_times_finds_the_first_record_at_or_after_the_timestam
         assert hit is not None and hit.offset == 5 and hit.timestamp == base + 5_000
         beyond = await consumer.offsets_for_times({tp0: base + 1_000_000})
         assert beyond[tp0] is None
+
+
+@pytest.mark.xfail_on_tansu(
+    "answers ListOffsets LATEST with the last batch's base offset + 1 (11 here, after batches of 10 and 5), not the "
+    "log end offset; its Fetch high watermark is right",
+)
+async def test_end_offsets_is_the_log_end_whatever_the_last_batch_holds(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(1)
+    produce.batches(name, [[Record(b"a%d" % i, partition=0) for i in range(10)], [Record(b"b", partition=0)] * 5])
+    tp = TopicPartition(name, 0)
+    async with AsyncConsumer(broker.bootstrap_servers) as consumer:
+        assert await consumer.end_offsets([tp]) == {tp: 15}
+        assert await consumer.beginning_offsets([tp]) == {tp: 0}
+
+
+@pytest.mark.xfail_on_tansu("answers a fetch past the log end with no records and no error, not OFFSET_OUT_OF_RANGE")
+@pytest.mark.parametrize("reset", ["earliest", "latest", "none"])
+async def test_a_position_past_the_log_end_is_out_of_range_and_the_reset_policy_applies(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper, reset: str
+) -> None:
+    name = topic(1)
+    produce.values(name, 10, 1)
+    tp = TopicPartition(name, 0)
+    async with AsyncConsumer(broker.bootstrap_servers, auto_offset_reset=reset) as consumer:
+        await consumer.assign([tp])
+        await consumer.seek(tp, 1_000)
+        if reset == "none":
+            with pytest.raises(OffsetOutOfRangeError) as raised:
+                for _ in range(50):
+                    await consumer.poll(timeout_ms=200)
+            assert f"{name}-0" in str(raised.value) and "1000" in str(raised.value)
+            return
+        if reset == "earliest":
+            got = await consume_until(consumer, 10)
+            assert [r.offset for r in got] == list(range(10))
+        else:
+
+            async def reset_to_the_end() -> bool:
+                assert (await consumer.poll(timeout_ms=100)).count() == 0
+                return await consumer.position(tp) == 10
+
+            await wait_for_async(reset_to_the_end, 10, message="the position stayed past the end")
 
 
 async def test_pause_stops_one_partition_and_resume_continues_where_it_stopped(

@@ -89,7 +89,10 @@ async def test_cooperative_sticky_revokes_only_the_partitions_that_move(
         await p2.stop()
         kept, moved = c1.assignment(), c2.assignment()
         assert (len(kept), len(moved)) == (2, 2)
-        assert c1.group_metadata().generation_id > first_generation
+        # Kafka: one generation in which c1 revokes what moves, the next in which c2 gets it. Tansu needs a third
+        # (see test_tansu_group_wire.py: a follower's SyncGroup is answered REBALANCE_IN_PROGRESS there).
+        generations = c1.group_metadata().generation_id - first_generation
+        assert generations == 2 if broker.kind == "kafka" else generations in (2, 3), generations
         # c1 gave up exactly what moved (in one or more revocations, never everything) and nothing it kept.
         revoked = l1.of("revoked")
         assert all(r < partitions for r in revoked), l1.nonempty()

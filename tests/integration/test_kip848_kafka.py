@@ -146,8 +146,9 @@ async def test_one_to_three_to_one_members_revoke_before_reassigning_and_consume
             await asyncio.sleep(0.005)
 
     def settled() -> bool:
-        for poller in pollers:
-            poller.check()
+        for poller, consumer in zip(pollers, consumers, strict=False):
+            if consumer in active:
+                poller.check()
         return balanced(active, 6)
 
     watcher = asyncio.create_task(watch())
@@ -214,11 +215,12 @@ async def test_a_member_fenced_by_the_coordinator_loses_its_partitions_and_rejoi
             proxy.set_request_mutator(lambda api, payload: DROP if api == API_CONSUMER_GROUP_HEARTBEAT else None)
             await wait_for_async(lambda: not group_members(kafka, group_id), 60, message="Kafka kept the member")
             proxy.set_request_mutator(None)
-            await wait_for_async(
-                lambda: bool(listener.of("lost")) and consumer.assignment() == all_partitions(name, 2),
-                SETTLE_S,
-                message=lambda: str(listener.calls),
-            )
+
+            async def lost_then_rejoined() -> bool:
+                await consumer.poll(timeout_ms=100)  # the callbacks run inside poll
+                return bool(listener.of("lost")) and consumer.assignment() == all_partitions(name, 2)
+
+            await wait_for_async(lost_then_rejoined, SETTLE_S, message=lambda: str(listener.events))
             assert listener.of("lost")[0] == all_partitions(name, 2)
             again = consumer.group_metadata()
             assert (again.member_id, again.generation_id) != (first.member_id, first.generation_id)
@@ -246,13 +248,13 @@ async def test_a_static_member_restarted_within_its_session_gets_its_partitions_
         others_poller = Poller(other)
         await wait_for_async(lambda: balanced([other, static], 4), SETTLE_S, message=lambda: str(static.assignment()))
         held = static.assignment()
-        calls_before = len(other_listener.calls)
+        calls_before = len(other_listener.events)
         await static.close()  # the leave heartbeat carries epoch -2: Kafka keeps the assignment for the session
         static = member(broker.bootstrap_servers, group_id, group_instance_id="static")
         await static.subscribe([name])
         await wait_for_async(lambda: static.assignment() == held, SETTLE_S, message=lambda: str(static.assignment()))
         others_poller.check()
-        assert other_listener.calls[calls_before:] == []  # no rebalance for the member that stayed
+        assert other_listener.nonempty(calls_before) == []  # no rebalance for the member that stayed
         assert other.assignment() == all_partitions(name, 4) - held
     finally:
         if others_poller is not None:
@@ -275,7 +277,14 @@ async def test_the_coordinators_assignor_is_the_one_asked_for(
     try:
         for consumer in consumers:
             await consumer.subscribe(names)
-        await wait_for_async(lambda: balanced(consumers, 6), SETTLE_S)
+        await wait_for_async(
+            lambda: (
+                sum(len(c.assignment()) for c in consumers) == 6
+                and owners_disjoint(consumers)
+                and all(c.assignment() for c in consumers)
+            ),
+            SETTLE_S,
+        )
         shapes = [{t: sorted(tp.partition for tp in c.assignment() if tp.topic == t) for t in names} for c in consumers]
         if assignor == "range":  # co-partitioned: a member has the same partition numbers of both topics
             assert all(shape[names[0]] == shape[names[1]] for shape in shapes), shapes
@@ -325,12 +334,12 @@ async def test_a_pattern_is_matched_by_the_coordinator_including_a_topic_created
 async def test_a_pattern_the_coordinator_refuses_is_a_config_error_naming_it(broker: Broker) -> None:
     consumer = member(broker.bootstrap_servers, new_group_id())
     try:
-        await consumer.subscribe(pattern=r"(?P<name>events)")  # Python's named group: not RE2/J syntax
+        await consumer.subscribe(pattern=r"events(?=-x)")  # a lookahead: Python has it, RE2/J does not
         with pytest.raises(InvalidRegularExpressionError) as raised:
             for _ in range(100):
                 await consumer.poll(timeout_ms=200)
         assert isinstance(raised.value, ConfigError) and raised.value.key == "pattern"
-        assert "(?P<name>events)" in str(raised.value)
+        assert "events(?=-x)" in str(raised.value)
     finally:
         await consumer.close()
 
