@@ -5,8 +5,8 @@ When a broker cannot start (for Kafka: no Java 17 or Maven), its tests are skipp
 ``CI`` environment variable is set: there they fail, so CI can never pass by skipping them.
 
 Markers for broker tests: ``@pytest.mark.tansu_only(reason)`` and ``@pytest.mark.kafka_only(reason)`` run a test
-against one broker only; ``@pytest.mark.xfail_on_tansu(reason)`` pins a Tansu deviation as a strict xfail there
-while the same test must pass on Kafka.
+against one broker only; ``@pytest.mark.xfail_on_tansu(reason, raises=...)`` pins a Tansu deviation as a strict xfail
+there while the same test must pass on Kafka. They apply to a test through any fixture of ``BROKER_FIXTURES``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 import sys
 import uuid
 from collections.abc import Callable, Generator, Iterator
-from typing import Any, ClassVar, NoReturn, TypeVar
+from typing import Any, ClassVar, Literal, NoReturn, TypeVar
 
 import attrs
 import pytest
@@ -35,6 +35,10 @@ Broker = EmbeddedBroker | KafkaCluster
 
 BROKER_KINDS = ("tansu", "kafka")
 
+BROKER_FIXTURES: dict[str, Literal["session", "function"]] = {"broker": "session", "txn_broker": "function"}
+"""The fixtures parametrized over ``BROKER_KINDS`` (with their scope), through which the broker markers apply:
+``broker`` here, ``txn_broker`` in test_transactions.py (a fresh Tansu or the module's Kafka, behind a fault proxy)."""
+
 TopicFactory = Callable[..., str]
 """``topic(partitions=4, *, name=None) -> str``: create a topic, return its name."""
 
@@ -51,7 +55,7 @@ def unique_topic_name(hint: str = "topic") -> str:
     return f"{cleaned}-{uuid.uuid4().hex[:10]}"
 
 
-_Started = TypeVar("_Started", bound="EmbeddedBroker | KafkaCluster | _FrontedBroker")
+_Started = TypeVar("_Started", bound="EmbeddedBroker | KafkaCluster | _FrontedBroker | ProxiedKafka")
 
 
 def _run_broker(start: Callable[[], _Started]) -> Generator[_Started, None, _Started]:
@@ -75,28 +79,40 @@ def _run_broker(start: Callable[[], _Started]) -> Generator[_Started, None, _Sta
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "tansu_only(reason): a broker test that runs against Tansu only")
     config.addinivalue_line("markers", "kafka_only(reason): a broker test that runs against Apache Kafka only")
-    config.addinivalue_line("markers", "xfail_on_tansu(reason): a strict xfail against Tansu; must pass on Kafka")
+    config.addinivalue_line(
+        "markers", "xfail_on_tansu(reason, raises=None): a strict xfail against Tansu; must pass on Kafka"
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before the fixture's own params are applied, so these replace them
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test marked for one broker gets only that broker's parameter (the others are not collected at all)."""
-    if "broker" not in metafunc.fixturenames:
+    names = [name for name in BROKER_FIXTURES if name in metafunc.fixturenames]
+    if not names:
         return
     only = [kind for kind in BROKER_KINDS if metafunc.definition.get_closest_marker(f"{kind}_only") is not None]
     if len(only) > 1:
         raise pytest.UsageError(f"{metafunc.definition.nodeid} is marked for both brokers")
-    if only:  # as a mark, which pytest applies and which takes precedence over the fixture's own params
-        metafunc.definition.add_marker(pytest.mark.parametrize("broker", only, indirect=True, scope="session"))
+    for name in names if only else ():  # as marks, which pytest applies and which take precedence over fixture params
+        metafunc.definition.add_marker(pytest.mark.parametrize(name, only, indirect=True, scope=BROKER_FIXTURES[name]))
+
+
+def broker_kind(item: pytest.Item) -> str | None:
+    """The broker kind a collected test runs against (through a fixture of ``BROKER_FIXTURES``), or None."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    kinds = [callspec.params[name] for name in BROKER_FIXTURES if name in callspec.params]
+    return kinds[0] if kinds else None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         marker = item.get_closest_marker("xfail_on_tansu")
-        callspec = getattr(item, "callspec", None)
-        if marker is not None and callspec is not None and callspec.params.get("broker") == "tansu":
+        if marker is not None and broker_kind(item) == "tansu":
             reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
-            item.add_marker(pytest.mark.xfail(strict=True, reason=f"Tansu 0.6: {reason}"))
+            raises = marker.kwargs.get("raises")
+            item.add_marker(pytest.mark.xfail(strict=True, raises=raises, reason=f"Tansu 0.6: {reason}"))
 
 
 @pytest.fixture(scope="session")
@@ -210,9 +226,62 @@ def proxied_broker() -> Iterator[ProxiedBroker]:
     Teardown stops both and fails the test if a proxy mutator raised.
     """
     proxied = yield from _run_broker(start_proxied_broker)
-    if proxied.proxy.mutator_errors:
-        errors = "; ".join(repr(error) for error in proxied.proxy.mutator_errors)
+    fail_on_mutator_errors(proxied.proxy)
+
+
+def fail_on_mutator_errors(proxy: FaultProxy) -> None:
+    """Fail the test if a mutator of ``proxy`` raised (and forget those errors)."""
+    if proxy.mutator_errors:
+        errors = "; ".join(repr(error) for error in proxy.mutator_errors)
+        proxy.mutator_errors.clear()
         pytest.fail(f"fault proxy mutators raised: {errors}", pytrace=False)
+
+
+@attrs.frozen
+class ProxiedKafka:
+    """An Apache Kafka node that advertises its fault proxy's port, so every client connection goes through
+    ``proxy``; topics are created through Kafka's internal listener (never through the proxy)."""
+
+    kafka: KafkaCluster
+    proxy: FaultProxy
+    kind: ClassVar[str] = "kafka"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The proxy's address."""
+        return self.kafka.bootstrap_servers
+
+    def create_topic(self, partitions: int = 4, *, name: str | None = None) -> str:
+        topic_name = name or unique_topic_name("proxied")
+        self.kafka.create_topic(topic_name, partitions)
+        return topic_name
+
+    def stop(self) -> None:
+        try:
+            self.proxy.stop()
+        finally:
+            self.kafka.stop()
+
+
+def start_proxied_kafka() -> ProxiedKafka:
+    """Start a fault proxy and a one-node Kafka that advertises the proxy's port; the caller stops both."""
+    proxy = FaultProxy("127.0.0.1", 0).start()
+    try:
+        kafka = KafkaCluster.start(advertised_ports=[proxy.port])
+    except BaseException:
+        proxy.stop()
+        raise
+    proxy.set_target("127.0.0.1", kafka.port)
+    return ProxiedKafka(kafka=kafka, proxy=proxy)
+
+
+@pytest.fixture(scope="module")
+def proxied_kafka(request: pytest.FixtureRequest) -> Iterator[ProxiedKafka]:
+    """One Kafka behind a FaultProxy for a whole module (starting one costs seconds): its tests share it, so each
+    must leave no mutator installed behind it (and check ``mutator_errors`` itself: ``fail_on_mutator_errors``)."""
+    proxied = yield from _run_broker(start_proxied_kafka)
+    if request.session.testsfailed:
+        sys.stderr.write(f"\nApache Kafka's last log lines (tests failed):\n{proxied.kafka.log_tail()}\n")
 
 
 @attrs.frozen
