@@ -323,6 +323,10 @@ class ConsumerCore:
                 raise ConfigError("pattern", f"not a regular expression: {exc}") from exc
         if self.parts.group is None:
             raise IllegalStateError("subscribe() needs a consumer group: set group_id")
+        if compiled is not None and self.config.group_protocol == "consumer":
+            from asyncconsumer._runtime.group import server_side_regex
+
+            server_side_regex(compiled)  # a flag the coordinator cannot be told is a ConfigError now, not later
         self.listener = listener
         self.parts.group.has_listener = listener is not None
         return self.submit(SubscribeEvent(topics=names, pattern=compiled, deadline_ms=self.deadline(None)))
