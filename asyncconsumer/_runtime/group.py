@@ -142,6 +142,7 @@ class ConsumerGroup:
             backoff,
             emit_error,
             cooperative=self.protocol is RebalanceProtocol.COOPERATIVE,
+            stale_assignment=self._stale_assignment,
         )
         heartbeat = ClassicHeartbeatManager(
             HeartbeatSettings(config.heartbeat_interval_ms, config.session_timeout_ms, config.max_poll_interval_ms),
@@ -222,7 +223,6 @@ class ConsumerGroup:
         return server_side_regex(self._pattern)
 
     def _on_metadata(self, cluster: Cluster, named: frozenset[str]) -> None:
-        self._check_assignment_snapshot(cluster)
         pattern = self._pattern
         if pattern is None or self.server_side_pattern is not None:
             return
@@ -234,21 +234,25 @@ class ConsumerGroup:
             if matched:
                 self.membership.subscribe()
 
-    def _check_assignment_snapshot(self, cluster: Cluster) -> None:
-        """The leader rejoins when its subscribed topics' partitions differ from what it assigned."""
+    def _stale_assignment(self) -> str | None:
+        """Why the leader must rejoin: its subscribed topics' partitions differ from what it assigned (Java's
+        ``assignmentSnapshot``). Asked by the membership manager on every poll while stable, so metadata that
+        arrived while the group was still syncing (a leader that assigned before it knew a topic) counts too."""
         snapshot = self._assignment_snapshot
         membership = self.membership
-        if snapshot is None or not isinstance(membership, ClassicMembershipManager) or not membership.in_group:
-            return
+        if snapshot is None or not isinstance(membership, ClassicMembershipManager):
+            return None
         if membership.leader_id != membership.member_id:
             self._assignment_snapshot = None  # another member assigns now
-            return
+            return None
+        cluster = self._metadata.cluster
         current = {t: len(cluster.topics[t].partitions) if t in cluster.topics else 0 for t in snapshot}
-        if current != snapshot:
-            changed = sorted(t for t in snapshot if current[t] != snapshot[t])
-            log.info("group.partitions_changed", group=self.group_id, topics=changed)
-            self._assignment_snapshot = None
-            membership.request_rejoin(f"the partitions of subscribed topics changed since the assignment: {changed}")
+        if current == snapshot:
+            return None
+        changed = sorted(t for t in snapshot if current[t] != snapshot[t])
+        log.info("group.partitions_changed", group=self.group_id, topics=changed)
+        self._assignment_snapshot = None
+        return f"the partitions of subscribed topics changed since the assignment: {changed}"
 
     @property
     def managers(self) -> Sequence[RequestManager]:

@@ -82,8 +82,12 @@ class ClassicMembershipManager:
         emit: Callable[[ErrorEvent], None],
         *,
         cooperative: bool = False,
+        stale_assignment: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.cooperative = cooperative
+        self._stale_assignment = stale_assignment
+        """Asked on every poll while STABLE (Java's ``rejoinNeededOrPending``): why the assignment this member made
+        as leader no longer fits the metadata (a topic created, deleted or grown since), or None."""
         """Incremental rebalancing (every configured assignor supports it): keep partitions across rejoins."""
         self._settings = settings
         self._coordinator = coordinator
@@ -181,6 +185,10 @@ class ClassicMembershipManager:
         if not self._callback.pending and self._rejoin_reason is not None:
             reason, self._rejoin_reason = self._rejoin_reason, None
             self.request_rejoin(reason)
+        if self.state is MemberState.STABLE and not self._callback.pending:
+            stale = self._stale_assignment()
+            if stale is not None:
+                self.request_rejoin(stale)
         if self.state is MemberState.UNJOINED and self.subscribed:
             self._prepare_join()
         coordinator = self._coordinator.coordinator

@@ -35,6 +35,8 @@ class Harness:
         self.calls: list[tuple[str, frozenset[TopicPartition], Future[None]]] = []
         self.errors: list[ErrorEvent] = []
         self.leader_inputs: list[tuple[str, Sequence[JoinGroupMember]]] = []
+        self.stale: str | None = None
+        """What ``stale_assignment`` answers: a reason to rejoin, or None."""
         self.manager = ClassicMembershipManager(
             GroupSettings("g", 10_000, 30_000, 30_000, instance_id),
             self.coordinator,
@@ -44,6 +46,7 @@ class Harness:
             self.listener,
             ExponentialBackoff(100, 1000, jitter=0),
             self.errors.append,
+            stale_assignment=lambda: self.stale,
         )
 
     def leader_assign(self, protocol: str, members: Sequence[JoinGroupMember]) -> dict[str, bytes]:

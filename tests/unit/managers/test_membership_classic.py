@@ -79,6 +79,24 @@ def test_join_with_member_id_required_then_lead_sync_and_become_stable() -> None
     assert h.manager.generation().generation_id == 5
 
 
+def test_a_stable_leader_whose_assignment_went_stale_rejoins_even_when_metadata_came_while_syncing() -> None:
+    """The leader assigned before it knew the topic (it came in the same moment as the SyncGroup answer): the
+    staleness is asked on every poll once stable, not only when metadata arrives (Java's rejoinNeededOrPending)."""
+    h = Harness()
+    h.stale = "the partitions of subscribed topics changed since the assignment: ['t']"
+    h.manager.subscribe()
+    h.one(0).on_response(joined("m-1", leader="m-1"), 0)
+    assert h.manager.state is MemberState.SYNCING
+    h.one(0).on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 0)
+    assert h.manager.state is MemberState.ASSIGNING  # the assign callback is pending: not yet
+    assert h.manager.poll(1).unsent_requests == ()
+    h.calls[-1][2].set_result(None)
+    assert h.manager.poll(2).unsent_requests == ()  # stable now, and stale: the leader rejoins at once...
+    assert [kind for kind, _, _ in h.calls] == ["assigned", "revoked"]  # ...revoking first (eager)
+    h.calls[-1][2].set_result(None)
+    assert isinstance(h.one(3).request, JoinGroupRequest)
+
+
 def test_a_follower_sends_no_assignments() -> None:
     h = Harness()
     h.manager.subscribe()
