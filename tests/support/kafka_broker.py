@@ -5,8 +5,9 @@
         kafka.create_topic("events", partitions=4)
         ...                                       # connect to kafka.bootstrap_servers
 
-The jars land in ``$ASYNCCONSUMER_CACHE`` (default ``~/.cache/asyncconsumer``) under ``kafka-<version>/libs`` and are
-reused by every run; ``python -m tests.support.kafka_broker fetch`` fills the cache (CI does it first, so a download
+The jars land in ``$ASYNCCONSUMER_CACHE`` (default ``~/.cache/asyncconsumer``) under ``kafka-<version>/libs-<digest of
+kafka/pom.xml>`` and are reused by every run (a changed pom is fetched anew beside the old jars, which a run of an older
+checkout may be using); ``python -m tests.support.kafka_broker fetch`` fills the cache (CI does it first, so a download
 problem fails loudly and early). Needs Java 17+ and Maven: ``unavailable_reason()`` says what is missing.
 """
 
@@ -17,6 +18,7 @@ import atexit
 import base64
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -87,7 +89,8 @@ def unavailable_reason() -> str | None:
 
 
 def _jars_dir(version: str) -> Path:
-    return cache_root() / f"kafka-{version}" / "libs"
+    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:12]
+    return cache_root() / f"kafka-{version}" / f"libs-{digest}"
 
 
 def fetch_jars(version: str = KAFKA_VERSION) -> Path:
@@ -104,7 +107,7 @@ def fetch_jars(version: str = KAFKA_VERSION) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another test process may be fetching the same release
         if done.exists():
             return libs
-        staging = libs.with_name("libs.partial")
+        staging = libs.with_name(f"{libs.name}.partial")
         shutil.rmtree(staging, ignore_errors=True)
         command = [
             "mvn",
@@ -234,6 +237,7 @@ class KafkaCluster:
         listeners: Sequence[Listener] = (),
         settings: Mapping[str, str] | None = None,
         scram_users: Sequence[str] = (),
+        log_levels: Mapping[str, str] | None = None,
         startup_timeout_s: float = 120.0,
     ) -> KafkaCluster:
         """Formats storage and starts ``nodes`` nodes, returning once Metadata lists them all.
@@ -241,6 +245,8 @@ class KafkaCluster:
         ``advertised_ports`` (one per node) is what each node names in its metadata instead of its own port, so a
         front (a fault proxy) can take every connection. ``listeners`` adds client listeners (SSL, SASL_SSL...);
         ``scram_users`` are ``--add-scram`` arguments for the storage format (``SCRAM-SHA-256=[name=u,password=p]``).
+        ``log_levels`` sets loggers' levels in the nodes' logs (``{"kafka.network.DataPlaneAcceptor": "DEBUG"}`` logs
+        every accepted connection).
         """
         libs = fetch_jars(version)
         root = Path(tempfile.mkdtemp(prefix="asyncconsumer-kafka-"))
@@ -261,7 +267,7 @@ class KafkaCluster:
         try:
             cid = cluster_id()
             for node in members:
-                cluster._write_config(node, listeners, settings or {})
+                cluster._write_config(node, listeners, settings or {}, log_levels or {})
             formats = [
                 subprocess.Popen(
                     cluster._format_command(node, cid, scram_users),
@@ -282,7 +288,9 @@ class KafkaCluster:
             raise
         return cluster
 
-    def _write_config(self, node: KafkaNode, listeners: Sequence[Listener], extra: Mapping[str, str]) -> None:
+    def _write_config(
+        self, node: KafkaNode, listeners: Sequence[Listener], extra: Mapping[str, str], log_levels: Mapping[str, str]
+    ) -> None:
         node.directory.mkdir(parents=True)
         size = len(self.nodes)
         names = ["PLAINTEXT", "INTERNAL", "CONTROLLER", *(listener.name for listener in listeners)]
@@ -322,7 +330,11 @@ class KafkaCluster:
             properties.update(listener.settings)
         properties.update(extra)
         node.properties_path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
-        (node.directory / "log4j2.properties").write_text(_LOG4J2.format(log=node.log_path))
+        loggers = "".join(
+            f"logger.extra{i}.name = {name}\nlogger.extra{i}.level = {level}\n"
+            for i, (name, level) in enumerate(log_levels.items())
+        )
+        (node.directory / "log4j2.properties").write_text(_LOG4J2.format(log=node.log_path) + loggers)
 
     def _format_command(self, node: KafkaNode, cid: str, scram_users: Sequence[str]) -> list[str]:
         command = _java(

@@ -10,6 +10,11 @@ in-memory storage no user can ever exist. ``SecureFront`` stands in for the brok
   (PLAIN per RFC 4616, SCRAM-SHA-256/512 per RFC 5802 server side); any other request before authentication
   closes the connection, as Kafka does. After authentication the bytes flow unchanged both ways.
 
+Apache Kafka serves TLS and SASL for real in ``tests/integration/test_security_kafka.py``; what keeps the front is
+what Kafka cannot be made to do: ``impostor`` is a SCRAM server that does not know the password (it takes any proof
+and signs with a key of its own), ``stall`` ("connect": before the TLS handshake; "sasl": at SaslHandshake) a server
+that accepts the connection and then never answers.
+
 The broker must advertise the front's port (``tests.conftest._broker_behind``). Counters are read from any
 thread.
 """
@@ -25,6 +30,7 @@ import secrets
 import ssl
 import struct
 from collections import Counter
+from typing import Literal
 
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.protocol.base import decode_request_frame, encode_response
@@ -63,9 +69,10 @@ class _Connection:
 class _ScramServer:
     """One SCRAM exchange, server side; ``step`` returns (error message or None, token to send)."""
 
-    def __init__(self, mechanism: str, users: dict[str, str]) -> None:
+    def __init__(self, mechanism: str, users: dict[str, str], *, impostor: bool = False) -> None:
         self._hash = _SCRAM[mechanism]
         self._users = users
+        self._impostor = impostor
         self._stage = 0
         self._auth_prefix = ""
         self._nonce = ""
@@ -99,6 +106,8 @@ class _ScramServer:
             signature = hmac.digest(stored_key, auth_message, self._hash)
             proof = base64.b64decode(proof_b64)
             client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=False))
+            if self._impostor:  # takes any proof; its signature cannot be the one the client expects
+                return None, b"v=" + base64.b64encode(secrets.token_bytes(len(signature)))
             if len(proof) != len(signature) or hashlib.new(self._hash, client_key).digest() != stored_key:
                 return "Authentication failed: invalid credentials", b""
             server_key = hmac.digest(self._salted, b"Server Key", self._hash)
@@ -118,17 +127,21 @@ class SecureFront(LoopThreadServer[_Connection]):
         server_ssl: ssl.SSLContext | None = None,
         users: dict[str, str] | None = None,
         mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+        impostor: bool = False,
+        stall: Literal["connect", "sasl"] | None = None,
     ) -> None:
         super().__init__("127.0.0.1", 0)
         self._tls = server_ssl
         self._users = users
         self._mechanisms = mechanisms
+        self._impostor = impostor
+        self._stall = stall
         self._target: tuple[str, int] | None = None
         self.counts: Counter[str] = Counter()
         """"connections" (TCP accepts), "tls_ok", "tls_failed", "handshakes", "auth_ok", "auth_failed",
-        "rejected_before_auth", "tokens"."""
+        "rejected_before_auth", "tokens", "stalled"."""
         self.tokens: list[bytes] = []
-        """Every SaslAuthenticate token received, in order (for the wire-level PLAIN check)."""
+        """Every SaslAuthenticate token received, in order."""
         self.errors: list[BaseException] = []
 
     def set_target(self, host: str, port: int) -> None:
@@ -158,6 +171,9 @@ class SecureFront(LoopThreadServer[_Connection]):
 
     async def _serve(self, connection: _Connection) -> None:
         assert self._target is not None
+        if self._stall == "connect":
+            await self._stall_until_closed(connection)
+            return
         if self._tls is not None:
             try:
                 await connection.writer.start_tls(self._tls)
@@ -195,11 +211,18 @@ class SecureFront(LoopThreadServer[_Connection]):
                 self.counts["rejected_before_auth"] += 1
                 return False
             _, version, correlation_id, _, request = decode_request_frame(payload, _SASL_TYPES)
+            if isinstance(request, SaslHandshakeRequest) and self._stall == "sasl":
+                await self._stall_until_closed(connection)
+                return False
             if isinstance(request, SaslHandshakeRequest):
                 self.counts["handshakes"] += 1
                 ok = request.mechanism in self._mechanisms
                 mechanism = request.mechanism if ok else None
-                scram = _ScramServer(request.mechanism, self._users) if ok and request.mechanism in _SCRAM else None
+                scram = (
+                    _ScramServer(request.mechanism, self._users, impostor=self._impostor)
+                    if ok and request.mechanism in _SCRAM
+                    else None
+                )
                 reply = SaslHandshakeResponse(0 if ok else _UNSUPPORTED_MECHANISM, self._mechanisms)
                 await _send(connection, encode_response(reply, SaslHandshakeRequest, version, correlation_id))
                 if not ok:
@@ -228,6 +251,12 @@ class SecureFront(LoopThreadServer[_Connection]):
             if scram is None or token.startswith(b"v="):
                 self.counts["auth_ok"] += 1
                 return True
+
+    async def _stall_until_closed(self, connection: _Connection) -> None:
+        """Reads and drops whatever the client sends, answering nothing, until it hangs up."""
+        self.counts["stalled"] += 1
+        while await connection.reader.read(1 << 16):
+            pass
 
 
 async def _read_frame(reader: asyncio.StreamReader) -> bytes:
