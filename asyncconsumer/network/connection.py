@@ -169,15 +169,18 @@ class BrokerConnection:
             return tcp
         try:
             return await TLSStream.wrap(tcp, hostname=self.host, ssl_context=context, standard_compatible=False)
-        except (ssl.SSLError, anyio.BrokenResourceError) as exc:
-            await tcp.aclose()
+        except BaseException as exc:
+            # Whatever ends the handshake (a refusal, the set-up timeout's cancellation), the socket is ours to
+            # close: nothing else holds it yet.
+            with anyio.CancelScope(shield=True):
+                await tcp.aclose()
             cause = exc if isinstance(exc, ssl.SSLError) else exc.__cause__
-            if not isinstance(cause, ssl.SSLError):
-                raise
-            raise AuthenticationError(
-                f"TLS handshake with node {self.node_id} at {self.host}:{self.port} failed: "
-                f"{getattr(cause, 'verify_message', None) or cause.reason or cause}"
-            ) from exc
+            if isinstance(exc, (ssl.SSLError, anyio.BrokenResourceError)) and isinstance(cause, ssl.SSLError):
+                raise AuthenticationError(
+                    f"TLS handshake with node {self.node_id} at {self.host}:{self.port} failed: "
+                    f"{getattr(cause, 'verify_message', None) or cause.reason or cause}"
+                ) from exc
+            raise
 
     async def _exchange(self, stream: anyio.abc.ByteStream, request: Request) -> Response:
         """One request and its answer before the reader runs (connection set-up only)."""

@@ -7,8 +7,8 @@ offer, the command line's security properties) is tested against Kafka in ``test
 
 * ``tests.support.secure_front.SecureFront`` in front of Tansu, for servers Kafka will not be: a SCRAM server that
   does not know the password (the client must refuse its signature, once), and handshakes that stall (TLS and SASL:
-  a connection timeout, retried, never mistaken for an authentication failure; the TLS case is skipped until the
-  client closes the socket of a TLS handshake its timeout cuts short);
+  a connection timeout, retried, never mistaken for an authentication failure, and the client closes the socket of
+  a TLS handshake its timeout cuts short: that case once found a leak);
 * Tansu's own ``--authentication`` (Tansu is a session broker too): it answers an unknown SCRAM user with
   ``e=unknown-user`` and hangs up on PLAIN, neither of which Kafka does.
 """
@@ -98,15 +98,7 @@ SASL_ALICE: dict[str, Any] = {
     [
         pytest.param(
             {"security_protocol": "SSL"},
-            marks=[
-                pytest.mark.front(stall="connect"),
-                pytest.mark.skip(
-                    reason="client bug: BrokerConnection._open leaves the TCP socket open when the connection setup "
-                    "timeout cancels TLSStream.wrap (it closes it on SSLError/BrokenResourceError only); the garbage "
-                    "collector reports each socket as a ResourceWarning in whichever test is running then, so an "
-                    "xfail cannot pin it. Remove this mark with the fix."
-                ),
-            ],
+            marks=pytest.mark.front(stall="connect"),
             id="tls",
         ),
         pytest.param(SASL_ALICE, marks=pytest.mark.front(users=USERS, stall="sasl"), id="sasl"),

@@ -4,14 +4,18 @@ in plain words, never a bare ``OSError`` or an internal class name."""
 from __future__ import annotations
 
 import errno
+import os
 import socket
+import ssl
 
 import anyio
+import anyio.abc
 import pytest
 
 from asyncconsumer.errors import KafkaConnectionError
 from asyncconsumer.managers.coordinator import coordinator_node_id
-from asyncconsumer.network.connection import describe_failure, describe_node, map_exceptions
+from asyncconsumer.network.connection import BrokerConnection, describe_failure, describe_node, map_exceptions
+from asyncconsumer.network.security import ConnectionSecurity
 
 
 def test_peers_are_named_by_role() -> None:
@@ -51,3 +55,36 @@ def test_map_exceptions_names_the_peer_and_keeps_the_cause() -> None:
         raise refused
     assert str(raised.value) == "cannot connect to bootstrap server h:1: connection refused"
     assert raised.value.__cause__ is refused
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.anyio
+async def test_a_tls_handshake_cut_short_by_the_setup_timeout_closes_its_socket() -> None:
+    """A server that accepts and never answers the ClientHello: the set-up timeout cancels the handshake, and the
+    socket is closed then, not left to the garbage collector (it once was)."""
+    held: list[anyio.abc.SocketStream] = []
+
+    async def hold(stream: anyio.abc.SocketStream) -> None:
+        held.append(stream)
+        await anyio.sleep_forever()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, hold)
+        security = ConnectionSecurity(ssl_context=ssl.create_default_context())
+        connection = BrokerConnection(1, "127.0.0.1", port, "test", lambda u, r: None, lambda c, e: None, security)
+        before = _open_fds()
+        timed_out = r"cannot connect to broker 1 at 127\.0\.0\.1:\d+: timed out"
+        with pytest.raises(KafkaConnectionError, match=timed_out) as raised:
+            await connection.connect(0.2)
+        for stream in held:  # the server's end of it
+            await stream.aclose()
+        assert len(held) == 1
+        assert _open_fds() == before, "the client's socket is still open"  # the traceback still holds its frames
+        assert raised.value.__cause__ is not None
+        tg.cancel_scope.cancel()
+    await listener.aclose()
