@@ -2,15 +2,18 @@
 
     python benchmarks/bench_consume.py                        # every workload, every client, 5 interleaved reps
     python benchmarks/bench_consume.py --workload small,lz4 --clients asyncconsumer,aiokafka --reps 3
+    python benchmarks/bench_consume.py --broker kafka            # the same against a one-node Apache Kafka
     python benchmarks/bench_consume.py --report benchmarks/results/consume-XXXXXXX.json   # tables, .md, .png again
 
-The parent starts an embedded Tansu broker (or uses ``--bootstrap``), creates one topic per workload, produces
-it once with aiokafka's producer, then runs every client in a fresh subprocess per repetition, interleaved
-(rep 1: a, b, c...; rep 2: a, b, c...). Each child consumes the whole topic from the beginning with manual
-assignment of all partitions, touches every value (sums ``len(value)``), and prints one JSON result line. The
-parent checks each child consumed exactly what was produced, prints per-client medians and ratios to
-asyncconsumer as markdown tables, and writes every run to ``benchmarks/results/consume-<code>.json`` with the
-tables (``.md``) and a bar chart (``.png``, needs matplotlib) beside it. See benchmarks/README.md.
+The parent starts a broker (``--broker tansu``, the default: an embedded Tansu; ``--broker kafka``: a one-node
+Apache Kafka from ``tests/support/kafka_broker.py``) or uses ``--bootstrap``, creates one topic per workload,
+produces it once with aiokafka's producer, then runs every client in a fresh subprocess per repetition,
+interleaved (rep 1: a, b, c...; rep 2: a, b, c...). Each child consumes the whole topic from the beginning with
+manual assignment of all partitions, touches every value (sums ``len(value)``), and prints one JSON result line.
+The parent checks each child consumed exactly what was produced, prints per-client medians and ratios to
+asyncconsumer as markdown tables, and writes every run to ``benchmarks/results/consume-<code>.json`` (Kafka:
+``consume-<code>-kafka.json``) with the tables (``.md``) and a bar chart (``.png``, needs matplotlib) beside it.
+See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ import signal
 import socket
 import statistics
 import struct
-import subprocess
 import sys
 import time
 import uuid
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcommon import (
+    BROKERS,
     RESULT_MARKER,
     ChildFailed,
     child_argv,
@@ -47,6 +50,7 @@ from benchcommon import (
     peak_rss_bytes,
     report_failures,
     spawn_child,
+    start_broker,
 )
 
 CHILD_TIMEOUT_S = 300.0
@@ -379,6 +383,7 @@ def child_kafka_python(bootstrap: str, topic: str, partitions: int, expect: int)
 
 
 # --- raw: one Fetch v4 in flight, a blocking socket, no record decoding -------------------------------------
+# Fetch v4 is the oldest version Kafka 4 still serves (KIP-896 removed v0-v3), and Tansu serves it too.
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -407,7 +412,8 @@ def _recv_exactly(sock: socket.socket, view: memoryview) -> None:
 
 
 def child_raw(bootstrap: str, topic: str, partitions: int, expect: int) -> Result:
-    """Fetch v4 to the bootstrap broker (it must lead every partition, as a single Tansu does), counting bytes.
+    """Fetch v4 to the bootstrap broker (it must lead every partition, as a single Tansu or a one-node Kafka
+    does), counting bytes.
 
     Only the response headers are parsed; each partition's records are handed to ``complete_prefix`` for the
     offset after the last complete batch, which becomes the next fetch offset.
@@ -1091,9 +1097,7 @@ def parent_main(args: argparse.Namespace) -> int:
     broker: Any = None
     bootstrap = args.bootstrap
     if bootstrap is None:
-        from asyncconsumer.tools.embedded_broker import EmbeddedBroker
-
-        broker = EmbeddedBroker.start()
+        broker = start_broker(args.broker)
         bootstrap = broker.bootstrap_servers
     broker_pid: int | None = None if broker is None else broker.pid
     info = machine(("aiokafka", "confluent_kafka", "kafka", "cramjam"))
@@ -1104,10 +1108,14 @@ def parent_main(args: argparse.Namespace) -> int:
         info["kafka_crc32c"] = "crc32c package" if importlib.util.find_spec("crc32c") else "pure Python"
         if info["kafka_crc32c"] == "pure Python":
             print("note: kafka-python will check CRCs in pure Python (pip install crc32c, in the bench extra)")
+    info["broker_kind"] = args.broker
     if broker is not None:
-        version = subprocess.run([broker.binary, "--version"], capture_output=True, text=True, check=False)
-        info["broker"] = version.stdout.strip() or "tansu (version unknown)"
-    out = Path(args.json) if args.json else default_results_path("consume", info["code"])
+        info["broker"] = broker.description
+        if broker.settings:
+            info["broker_settings"] = broker.settings
+    elif args.broker != "tansu":
+        info["broker"] = f"external ({args.broker})"
+    out = Path(args.json) if args.json else default_results_path("consume", info["code"], broker=args.broker)
     print(f"# machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, {info['platform']}")
     print(f"# broker: {bootstrap} ({info.get('broker', 'external')}); asyncconsumer code at {info['code']}")
     report: Result = {
@@ -1265,7 +1273,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workload", default="all", help=f"comma-separated: {', '.join(WORKLOADS)}; or all (default), both"
     )
     parser.add_argument("--batch-bytes", type=int, default=262_144, help="producer batch size (uncompressed)")
-    parser.add_argument("--bootstrap", help="use this broker instead of starting an embedded Tansu")
+    parser.add_argument(
+        "--broker",
+        choices=BROKERS,
+        default="tansu",
+        help="the broker to start: tansu (embedded Tansu, the default) or kafka (one-node Apache Kafka from "
+        "tests/support/kafka_broker.py); the results file is then consume-<code>-kafka.json",
+    )
+    parser.add_argument(
+        "--bootstrap", help="use this broker instead of starting one (--broker then only names it in the results)"
+    )
     parser.add_argument("--timeout", type=float, default=CHILD_TIMEOUT_S, help="seconds per child run")
     parser.add_argument(
         "--quiet-cores",
@@ -1278,7 +1295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--json",
         help="write every run and the summary here, the .md and .png beside it "
-        "(default: benchmarks/results/consume-<code>.json)",
+        "(default: benchmarks/results/consume-<code>.json, consume-<code>-kafka.json with --broker kafka)",
     )
     parser.add_argument(
         "--report", metavar="JSON", help="print the tables of a saved JSON again, rewrite its .md and .png, and exit"

@@ -1,19 +1,26 @@
-"""Consumer-group timings of asyncconsumer against aiokafka, every run in its own process.
+"""Consumer-group timings of asyncconsumer against aiokafka and librdkafka, every run in its own process.
 
-    python benchmarks/bench_groups.py                               # every scenario, 3 interleaved reps
+    python benchmarks/bench_groups.py                               # every scenario, 3 interleaved reps, Tansu
+    python benchmarks/bench_groups.py --broker kafka                # the same against a one-node Apache Kafka
     python benchmarks/bench_groups.py --scenarios settle --reps 5 --json out.json
 
-Scenarios (one embedded Tansu broker, the same group settings for every client, see ``group_settings``):
+Scenarios (one broker: ``--broker tansu``, the default, an embedded Tansu; ``--broker kafka``, a one-node Apache
+Kafka from ``tests/support/kafka_broker.py``; the same group settings for every client, see ``group_settings``):
 
 - ``first``: one member subscribes to a pre-filled topic in a fresh group; time from ``subscribe`` to the
   first record.
-- ``settle``: four members of one client (one process, one loop, each polled continuously) are stable on a
-  16-partition topic; a fifth subscribes; time until all five hold non-empty, disjoint assignments that cover
-  every partition, under one generation. asyncconsumer runs it with "range" and with "cooperative-sticky".
+- ``settle``: N members of one client (one process, one loop, each polled continuously) are stable on a
+  16-partition topic; one more subscribes; time until all N + 1 hold non-empty, disjoint assignments that cover
+  every partition, under one generation. N is 4 on Tansu (as the README's earlier runs) and 3 on Kafka
+  (``--settle-members``). asyncconsumer runs it with "range" and with "cooperative-sticky".
 - ``blocked``: a member consumes, then the process's event loop is blocked by a busy loop for twice the
   session timeout; afterwards it is polled again and we report whether it kept its membership (same
   generation, same assignment, no rebalance callback). Measured twice per run: the member alone in its group,
   then with a second member of the same client (on its own thread and event loop) that keeps heartbeating.
+
+Variants: asyncconsumer and aiokafka with the classic protocol, librdkafka (``confluent``) with it, and on Kafka
+only (Tansu has no KIP-848 coordinator) asyncconsumer and librdkafka with ``group_protocol="consumer"``
+(``*-kip848``: the broker assigns, with its default assignor, and sets the session and heartbeat timing).
 
 The parent creates and fills the topics once, then runs every variant in a fresh subprocess per repetition,
 interleaved (rep 1: a, b...; rep 2: a, b...), with a fresh group id each time. Each child prints one JSON
@@ -27,7 +34,7 @@ import argparse
 import asyncio
 import json
 import statistics
-import subprocess
+import struct
 import sys
 import threading
 import time
@@ -39,7 +46,17 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer
 from aiokafka.abc import ConsumerRebalanceListener as AioListener
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
-from benchcommon import RESULT_MARKER, ChildFailed, child_argv, code_version, machine, report_failures, spawn_child
+from benchcommon import (
+    BROKERS,
+    RESULT_MARKER,
+    ChildFailed,
+    child_argv,
+    code_version,
+    machine,
+    report_failures,
+    spawn_child,
+    start_broker,
+)
 
 from asyncconsumer import AsyncConsumer, ConsumerRebalanceListener, TopicPartition
 
@@ -58,23 +75,69 @@ CHILD_TIMEOUT_S = 300.0
 PARTITIONS = {"first": 4, "settle": 16, "blocked": 4}
 RECORDS = {"first": 1_000, "settle": 1_600, "blocked": 400}
 VARIANTS: dict[str, tuple[str, ...]] = {
-    "first": ("asyncconsumer", "aiokafka"),
-    "settle": ("asyncconsumer", "asyncconsumer-coop", "aiokafka"),
-    "blocked": ("asyncconsumer", "aiokafka"),
+    "first": ("asyncconsumer", "asyncconsumer-kip848", "aiokafka", "confluent", "confluent-kip848"),
+    "settle": (
+        "asyncconsumer",
+        "asyncconsumer-coop",
+        "asyncconsumer-kip848",
+        "aiokafka",
+        "confluent",
+        "confluent-kip848",
+    ),
+    "blocked": ("asyncconsumer", "asyncconsumer-kip848", "aiokafka", "confluent", "confluent-kip848"),
 }
+"""Every variant of every scenario; ``variants`` leaves out what the broker cannot run."""
+KAFKA_ONLY = frozenset({"asyncconsumer-kip848", "confluent-kip848"})
+"""The consumer group protocol (KIP-848): Tansu has only the classic one."""
 BASELINE = "aiokafka"  # ratios are variant / aiokafka
+SETTLE_MEMBERS = {"tansu": 4, "kafka": 3}
+"""Members stable before one more joins in ``settle``: 4 on Tansu (the README's earlier runs measured a fifth
+joining four), 3 on Kafka (the issue: a fourth joining three). ``--settle-members`` overrides."""
 
 
-def group_settings() -> dict[str, Any]:
-    """What both clients get (aiokafka's ``rebalance_timeout_ms`` is set to what asyncconsumer sends, like Java:
-    the max poll interval; aiokafka would otherwise send the session timeout)."""
-    return {
+def variants(scenario: str, broker: str, only: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The variants of ``scenario`` that ``broker`` can run, in order, limited to ``only`` when given."""
+    return tuple(
+        v for v in VARIANTS[scenario] if (broker == "kafka" or v not in KAFKA_ONLY) and (only is None or v in only)
+    )
+
+
+def protocol_of(client: str) -> str:
+    """The group protocol a variant uses: "consumer" (KIP-848) for the ``*-kip848`` ones, else "classic"."""
+    return "consumer" if client.endswith("-kip848") else "classic"
+
+
+def group_settings(protocol: str = "classic") -> dict[str, Any]:
+    """What every client gets (aiokafka's ``rebalance_timeout_ms`` is set to what asyncconsumer sends, like Java:
+    the max poll interval; aiokafka would otherwise send the session timeout). Under the consumer protocol the
+    session and heartbeat timing is the broker's (``group.consumer.session.timeout.ms``, ``...heartbeat...``: 10 s
+    and 1 s in ``tests/support/kafka_broker.py``, as here): a client may not set them."""
+    settings: dict[str, Any] = {
         "auto_offset_reset": "earliest",
         "enable_auto_commit": False,
-        "session_timeout_ms": SESSION_TIMEOUT_MS,
-        "heartbeat_interval_ms": HEARTBEAT_INTERVAL_MS,
         "max_poll_interval_ms": MAX_POLL_INTERVAL_MS,
     }
+    if protocol == "classic":
+        settings["session_timeout_ms"] = SESSION_TIMEOUT_MS
+        settings["heartbeat_interval_ms"] = HEARTBEAT_INTERVAL_MS
+    return settings
+
+
+def confluent_settings(protocol: str) -> dict[str, Any]:
+    """``group_settings`` in librdkafka's names (``partition.assignment.strategy`` range, as the others, under the
+    classic protocol; under the consumer protocol ``group.protocol`` instead of it and the timings)."""
+    settings: dict[str, Any] = {
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+    }
+    if protocol == "classic":
+        settings["session.timeout.ms"] = SESSION_TIMEOUT_MS
+        settings["heartbeat.interval.ms"] = HEARTBEAT_INTERVAL_MS
+        settings["partition.assignment.strategy"] = "range"
+    else:
+        settings["group.protocol"] = "consumer"
+    return settings
 
 
 class ScenarioTimeout(RuntimeError):
@@ -115,11 +178,17 @@ class _AcListener(ConsumerRebalanceListener):
 
 
 class AcMember:
-    def __init__(self, bootstrap: str, group_id: str, strategy: str) -> None:
+    def __init__(self, bootstrap: str, group_id: str, strategy: str | None) -> None:
+        """``strategy`` None: the consumer group protocol (KIP-848), the broker assigns."""
         self.events: list[Event] = []
-        self._consumer = AsyncConsumer(
-            bootstrap, group_id=group_id, partition_assignment_strategy=(strategy,), **group_settings()
-        )
+        if strategy is None:
+            self._consumer = AsyncConsumer(
+                bootstrap, group_id=group_id, group_protocol="consumer", **group_settings("consumer")
+            )
+        else:
+            self._consumer = AsyncConsumer(
+                bootstrap, group_id=group_id, partition_assignment_strategy=(strategy,), **group_settings()
+            )
 
     async def start(self) -> None:
         await self._consumer.start()
@@ -183,13 +252,70 @@ class AioMember:
         await self._consumer.stop()
 
 
+_CGMD_MAGIC = b"CGMDv2:"
+_CGMD_GENERATION = struct.Struct("=i")
+
+
+class ConfluentMember:
+    """librdkafka (confluent-kafka's ``Consumer``). Its blocking ``consume`` runs on a worker thread (it releases
+    the GIL), so one loop polls several members at once as it does the asyncio clients; the rebalance callbacks
+    run inside it. Built in ``start`` (librdkafka connects from its own threads as soon as it exists)."""
+
+    def __init__(self, bootstrap: str, group_id: str, protocol: str) -> None:
+        self.events: list[Event] = []
+        self._config = {"bootstrap.servers": bootstrap, "group.id": group_id, **confluent_settings(protocol)}
+        self._consumer: Any = None
+
+    async def start(self) -> None:
+        import confluent_kafka
+
+        self._consumer = confluent_kafka.Consumer(self._config)
+
+    async def subscribe(self, topic: str) -> None:
+        events = self.events
+
+        def callback(kind: str) -> Callable[[Any, list[Any]], None]:
+            # librdkafka (the Python binding) assigns or unassigns by itself after the callback returns.
+            return lambda _consumer, partitions: events.append((kind, sorted(tp.partition for tp in partitions)))
+
+        self._consumer.subscribe(
+            [topic], on_assign=callback("assigned"), on_revoke=callback("revoked"), on_lost=callback("lost")
+        )
+
+    async def poll(self) -> int:
+        messages = await asyncio.to_thread(self._consumer.consume, 500, POLL_TIMEOUT_MS / 1000)
+        return sum(1 for message in messages if message.error() is None)
+
+    def partitions(self) -> set[int]:
+        return set() if self._consumer is None else {tp.partition for tp in self._consumer.assignment()}
+
+    def generation(self) -> int:
+        """The generation (classic) or member epoch (KIP-848) librdkafka holds: read from its serialized group
+        metadata (``rd_kafka_consumer_group_metadata_write``: magic ``CGMDv2:``, then the generation as a native
+        int32), the only place the binding exposes it; -1 outside a generation."""
+        if self._consumer is None:
+            return -1
+        data = bytes(self._consumer.consumer_group_metadata())
+        if not data.startswith(_CGMD_MAGIC):
+            raise RuntimeError(f"unexpected librdkafka group metadata {data[:16]!r}")
+        return int(_CGMD_GENERATION.unpack_from(data, len(_CGMD_MAGIC))[0])
+
+    async def close(self) -> None:
+        if self._consumer is not None:
+            await asyncio.to_thread(self._consumer.close)
+
+
 def make_member(client: str, bootstrap: str, group_id: str) -> Member:
     if client == "asyncconsumer":
         return AcMember(bootstrap, group_id, "range")
     if client == "asyncconsumer-coop":
         return AcMember(bootstrap, group_id, "cooperative-sticky")
+    if client == "asyncconsumer-kip848":
+        return AcMember(bootstrap, group_id, None)
     if client == "aiokafka":
         return AioMember(bootstrap, group_id)
+    if client in ("confluent", "confluent-kip848"):
+        return ConfluentMember(bootstrap, group_id, protocol_of(client))
     raise ValueError(f"unknown client {client!r}")
 
 
@@ -256,12 +382,12 @@ async def child_first(client: str, bootstrap: str, topic: str) -> Result:
     return result
 
 
-# --- settle: a fifth member joins four stable ones ----------------------------------------------------------
+# --- settle: one more member joins N stable ones (a fifth joins four on Tansu, a fourth three on Kafka) --------
 
 
-async def child_settle(client: str, bootstrap: str, topic: str, partitions: int) -> Result:
+async def child_settle(client: str, bootstrap: str, topic: str, partitions: int, stable: int) -> Result:
     group_id = new_group_id()
-    members = [make_member(client, bootstrap, group_id) for _ in range(5)]
+    members = [make_member(client, bootstrap, group_id) for _ in range(stable + 1)]
     await asyncio.gather(*(m.start() for m in members))
     stop = asyncio.Event()
     snapshots: list[Snapshot] = [Snapshot(set(), -1) for _ in members]
@@ -287,20 +413,20 @@ async def child_settle(client: str, bootstrap: str, topic: str, partitions: int)
 
     tasks: list[asyncio.Task[None]] = []
     try:
-        t_four = time.perf_counter()
-        for i in range(4):
+        t_stable = time.perf_counter()
+        for i in range(stable):
             await members[i].subscribe(topic)
             tasks.append(asyncio.create_task(keep_polling(i)))
-        four_s = await until_settled(4, t_four, "four members")
-        await asyncio.sleep(STABLE_FOR_S)  # the four stay settled: no rebalance was still on its way
-        if not settled(snapshots[:4], partitions):
-            raise ScenarioTimeout(f"four members settled, then moved again: {describe(snapshots[:4])}")
+        stable_s = await until_settled(stable, t_stable, f"{stable} members")
+        await asyncio.sleep(STABLE_FOR_S)  # the first ones stay settled: no rebalance was still on its way
+        if not settled(snapshots[:stable], partitions):
+            raise ScenarioTimeout(f"{stable} members settled, then moved again: {describe(snapshots[:stable])}")
         generation_before = snapshots[0].generation
         events_before = [len(m.events) for m in members]
         t0 = time.perf_counter()
-        await members[4].subscribe(topic)
-        tasks.append(asyncio.create_task(keep_polling(4)))
-        settle_s = await until_settled(5, t0, "fifth member")
+        await members[stable].subscribe(topic)
+        tasks.append(asyncio.create_task(keep_polling(stable)))
+        settle_s = await until_settled(stable + 1, t0, "the newcomer")
         generation_after = snapshots[0].generation
         final = [sorted(s.partitions) for s in snapshots]
         callbacks = [
@@ -314,7 +440,8 @@ async def child_settle(client: str, bootstrap: str, topic: str, partitions: int)
     if errors:
         raise RuntimeError(f"a member's poll failed: {errors[0]!r}") from errors[0]
     return {
-        "four_settle_s": four_s,
+        "members_before": stable,
+        "stable_settle_s": stable_s,
         "settle_s": settle_s,
         "generation_before": generation_before,
         "generation_after": generation_after,
@@ -478,7 +605,9 @@ def child_main(args: argparse.Namespace) -> int:
     scenario, client = args.child, args.client
     runners: dict[str, Callable[[], Result]] = {
         "first": lambda: asyncio.run(child_first(client, args.bootstrap, args.topic)),
-        "settle": lambda: asyncio.run(child_settle(client, args.bootstrap, args.topic, args.partitions)),
+        "settle": lambda: asyncio.run(
+            child_settle(client, args.bootstrap, args.topic, args.partitions, args.settle_members)
+        ),
         "blocked": lambda: asyncio.run(child_blocked(client, args.bootstrap, args.topic, args.partitions, args.expect)),
     }
     result = runners[scenario]()
@@ -507,7 +636,33 @@ def produce(bootstrap: str, topic: str, partitions: int, records: int) -> None:
     asyncio.run(run())
 
 
-def spawn(scenario: str, client: str, bootstrap: str, topic: str, timeout_s: float) -> Result:
+WARMUP = {"tansu": 0, "kafka": 1}
+"""Unmeasured ``first`` runs per group protocol before the scenarios (``--warmup``). A fresh Kafka creates its
+``__consumer_offsets`` topic on the first FindCoordinator and its JVM is cold: without one, whichever variant runs
+first waited ~0.9 s more for its first record. Tansu has neither (and its earlier runs had none)."""
+
+
+def warm_up(broker: Any, runs: int, timeout_s: float) -> list[Result]:
+    """``runs`` unmeasured ``first`` runs of asyncconsumer per group protocol the broker has, on a topic of their
+    own; returns their results (kept in the report, in no table)."""
+    topic = f"bench-groups-warmup-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, PARTITIONS["first"])
+    produce(broker.bootstrap_servers, topic, PARTITIONS["first"], RECORDS["first"])
+    clients = variants("first", broker.kind, ["asyncconsumer", "asyncconsumer-kip848"])
+    results = []
+    for _ in range(runs):
+        for client in clients:
+            try:
+                result = spawn("first", client, broker.bootstrap_servers, topic, timeout_s, 0)
+            except ChildFailed as exc:
+                print(f"FAILED [warm-up] {exc}", file=sys.stderr, flush=True)
+                raise
+            results.append(result)
+            print(f"# warm-up (unmeasured): {client} 1st record {result['first_record_s']:.2f} s", flush=True)
+    return results
+
+
+def spawn(scenario: str, client: str, bootstrap: str, topic: str, timeout_s: float, settle_members: int) -> Result:
     argv = child_argv(
         __file__,
         child=scenario,
@@ -516,6 +671,7 @@ def spawn(scenario: str, client: str, bootstrap: str, topic: str, timeout_s: flo
         topic=topic,
         partitions=PARTITIONS[scenario],
         expect=RECORDS[scenario],
+        **({"settle-members": settle_members} if scenario == "settle" else {}),
     )
     t0 = time.perf_counter()
     result = spawn_child(argv, f"{scenario}/{client}", timeout_s)
@@ -529,14 +685,29 @@ def verify(result: Result) -> None:
     problems: list[str] = []
     if scenario == "settle":
         owned = [p for a in result["assignments"] for p in a]
-        if len(result["assignments"]) != 5 or not all(result["assignments"]):
-            problems.append(f"not five non-empty assignments: {result['assignments']}")
+        members = _members_before(result) + 1
+        if len(result["assignments"]) != members or not all(result["assignments"]):
+            problems.append(f"not {members} non-empty assignments: {result['assignments']}")
         if sorted(owned) != list(range(PARTITIONS["settle"])):
             problems.append(f"assignments do not cover every partition exactly once: {result['assignments']}")
     if scenario == "first" and result["partitions"] != list(range(PARTITIONS["first"])):
         problems.append(f"the lone member owns {result['partitions']}")
     if problems:
         raise ChildFailed(f"{scenario}/{client}: " + "; ".join(problems))
+
+
+def _members_before(result: Result) -> int:
+    """Members stable before the newcomer in a settle run (4 in reports from before it could be chosen)."""
+    return int(result.get("members_before", 4))
+
+
+def _stable_settle_s(result: Result) -> float:
+    """The N members' settle time (``four_settle_s`` in reports from before N could be chosen)."""
+    return float(result["stable_settle_s"] if "stable_settle_s" in result else result["four_settle_s"])
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -561,7 +732,14 @@ def summarise(scenario: str, runs: dict[str, list[Result]], failed: dict[str, in
             summary[client] = {"reps": 0, "failed": failed.get(client, 0)}
     runs = {client: results for client, results in runs.items() if results}
     if scenario in ("first", "settle"):
-        metrics = ("first_record_s", "assigned_s", "start_s") if scenario == "first" else ("settle_s", "four_settle_s")
+        metrics = (
+            ("first_record_s", "assigned_s", "start_s") if scenario == "first" else ("settle_s", "stable_settle_s")
+        )
+        if scenario == "settle":
+            runs = {
+                client: [{**r, "stable_settle_s": _stable_settle_s(r)} for r in results]
+                for client, results in runs.items()
+            }
         for client, results in runs.items():
             summary[client] = {
                 "reps": len(results),
@@ -572,6 +750,7 @@ def summarise(scenario: str, runs: dict[str, list[Result]], failed: dict[str, in
             }
             if scenario == "settle":
                 summary[client]["rebalances"] = [r["rebalances"] for r in results]
+                summary[client]["members_before"] = sorted({_members_before(r) for r in results})
         base = summary.get(BASELINE)
         for entry in summary.values():
             entry["ratio_to_aiokafka"] = {
@@ -598,6 +777,12 @@ def summarise(scenario: str, runs: dict[str, list[Result]], failed: dict[str, in
     return summary
 
 
+def _assignor(client: str) -> str:
+    if protocol_of(client) == "consumer":
+        return "consumer (KIP-848), the broker's default"
+    return "classic, " + ("cooperative-sticky" if client.endswith("-coop") else "range")
+
+
 def _reps(e: Result) -> str:
     return f"{e['reps']}" + (f" ({e['failed']} FAILED)" if e.get("failed") else "")
 
@@ -621,18 +806,21 @@ def table(scenario: str, summary: dict[str, Result]) -> str:
             )
         return "\n".join(lines + failed_rows)
     if scenario == "settle":
+        counts = {n for e in summary.values() for n in e.get("members_before", [4])}
+        n = counts.pop() if len(counts) == 1 else None
+        newcomer = "newcomer's" if n is None else _ordinal(n + 1)
         lines = [
-            "| client | strategy | 5th subscribe → settled s | min-max s | generations per join | 4 members settle s "
-            "| reps |",
+            f"| client | protocol, assignor | {newcomer} subscribe → settled s | min-max s | generations per join "
+            f"| {'first' if n is None else n} members settle s | reps |",
             "|---|---|---:|---:|---|---:|---:|",
         ]
         for client, e in summary.items():
             med = e["median"]
-            strategy = "cooperative-sticky" if client.endswith("-coop") else "range"
             lines.append(
-                f"| {client} | {strategy} | {med['settle_s']:.2f}{_ratio(med['settle_s'], base.get('settle_s'))} "
+                f"| {client} | {_assignor(client)} "
+                f"| {med['settle_s']:.2f}{_ratio(med['settle_s'], base.get('settle_s'))} "
                 f"| {e['min']['settle_s']:.2f}-{e['max']['settle_s']:.2f} "
-                f"| {', '.join(str(n) for n in e['rebalances'])} | {med['four_settle_s']:.2f} | {_reps(e)} |"
+                f"| {', '.join(str(n) for n in e['rebalances'])} | {med['stable_settle_s']:.2f} | {_reps(e)} |"
             )
         return "\n".join(lines + failed_rows)
     lines = [
@@ -667,7 +855,8 @@ def _progress(scenario: str, rep: int, result: Result) -> str:
     if scenario == "settle":
         return (
             f"  rep {rep} {client:<19} settled {result['settle_s']:.2f} s, generation "
-            f"{result['generation_before']}→{result['generation_after']} (4 members: {result['four_settle_s']:.2f} s)"
+            f"{result['generation_before']}→{result['generation_after']} "
+            f"({_members_before(result)} members: {_stable_settle_s(result):.2f} s)"
         )
     parts = []
     for phase in ("alone", "with_witness"):
@@ -688,37 +877,73 @@ def parent_main(args: argparse.Namespace) -> int:
     if unknown:
         print(f"unknown scenario(s) {unknown}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
         return 2
-    from asyncconsumer.tools.embedded_broker import EmbeddedBroker
+    only = [c.strip() for c in args.clients.split(",") if c.strip()] if args.clients else None
+    every = {v for names in VARIANTS.values() for v in names}
+    if only is not None and set(only) - every:
+        print(f"unknown client(s) {sorted(set(only) - every)}; choose from {', '.join(sorted(every))}", file=sys.stderr)
+        return 2
+    if only is not None and args.broker != "kafka" and set(only) & KAFKA_ONLY:
+        print(
+            f"{sorted(set(only) & KAFKA_ONLY)} need --broker kafka (Tansu has no KIP-848 coordinator)", file=sys.stderr
+        )
+        return 2
+    if args.settle_members is None:
+        args.settle_members = SETTLE_MEMBERS[args.broker]
+    if args.settle_members < 1 or args.settle_members >= PARTITIONS["settle"]:
+        print(f"--settle-members must be 1-{PARTITIONS['settle'] - 1}", file=sys.stderr)
+        return 2
 
     started = time.perf_counter()
-    broker = EmbeddedBroker.start()
+    broker = start_broker(args.broker)
     bootstrap = broker.bootstrap_servers
-    info = machine()
+    info = machine(("aiokafka", "confluent_kafka"))
     info["code"] = code_version()
-    version = subprocess.run([broker.binary, "--version"], capture_output=True, text=True, check=False)
-    info["broker"] = version.stdout.strip() or "tansu (version unknown)"
+    info["broker"] = broker.description
+    info["broker_kind"] = broker.kind
+    if broker.settings:
+        info["broker_settings"] = broker.settings
     print(f"# machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, {info['platform']}")
     print(
-        f"# broker: {bootstrap} ({info['broker']}); asyncconsumer code at {info['code']}, aiokafka {info['aiokafka']}"
+        f"# broker: {bootstrap} ({info['broker']}); asyncconsumer code at {info['code']}, aiokafka {info['aiokafka']}, "
+        f"confluent-kafka {info['confluent_kafka']} (librdkafka {info.get('librdkafka', '?')})"
     )
     print(
-        f"# session_timeout_ms={SESSION_TIMEOUT_MS} heartbeat_interval_ms={HEARTBEAT_INTERVAL_MS} "
+        f"# classic: session_timeout_ms={SESSION_TIMEOUT_MS} heartbeat_interval_ms={HEARTBEAT_INTERVAL_MS} "
         f"max_poll_interval_ms={MAX_POLL_INTERVAL_MS}"
     )
+    if broker.kind == "kafka":
+        print(
+            "# broker settings: "
+            + " ".join(f"{k}={v}" for k, v in broker.settings.items() if k.startswith("group."))
+            + "; consumer protocol (KIP-848): the broker's session and heartbeat timing, max_poll_interval_ms="
+            + str(MAX_POLL_INTERVAL_MS)
+        )
     report: Result = {"machine": info, "args": vars(args), "scenarios": {}}
     failures: list[str] = []
     try:
+        if args.warmup is None:
+            args.warmup = WARMUP[broker.kind]
+        if args.warmup:
+            report["warmup"] = warm_up(broker, args.warmup, args.timeout)
         for scenario in scenarios:
+            clients = variants(scenario, broker.kind, only)
+            if not clients:
+                print(f"\n## {scenario}: no variant to run (--clients)")
+                continue
             topic = f"bench-groups-{scenario}-{uuid.uuid4().hex[:8]}"
             broker.create_topic(topic, PARTITIONS[scenario])
             produce(bootstrap, topic, PARTITIONS[scenario], RECORDS[scenario])
-            print(f"\n## {scenario}: topic {topic}, {PARTITIONS[scenario]} partitions, {RECORDS[scenario]} records")
-            runs: dict[str, list[Result]] = {c: [] for c in VARIANTS[scenario]}
-            failed = dict.fromkeys(VARIANTS[scenario], 0)
+            newcomer = f"; {args.settle_members} members, then one more" if scenario == "settle" else ""
+            print(
+                f"\n## {scenario}: topic {topic}, {PARTITIONS[scenario]} partitions, {RECORDS[scenario]} records"
+                + newcomer
+            )
+            runs: dict[str, list[Result]] = {c: [] for c in clients}
+            failed = dict.fromkeys(clients, 0)
             for rep in range(1, args.reps + 1):
-                for client in VARIANTS[scenario]:
+                for client in clients:
                     try:
-                        result = spawn(scenario, client, bootstrap, topic, args.timeout)
+                        result = spawn(scenario, client, bootstrap, topic, args.timeout, args.settle_members)
                         verify(result)
                     except ChildFailed as exc:
                         message = f"FAILED [{scenario} rep {rep}] {exc}"
@@ -736,6 +961,7 @@ def parent_main(args: argparse.Namespace) -> int:
                 "topic": topic,
                 "partitions": PARTITIONS[scenario],
                 "records": RECORDS[scenario],
+                **({"members_before": args.settle_members} if scenario == "settle" else {}),
                 "runs": runs,
                 "summary": summary,
             }
@@ -762,6 +988,7 @@ def report_main(path: str) -> int:
     saved = json.loads(Path(path).read_text())
     info = saved["machine"]
     print(f"# machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, {info['platform']}")
+    print(f"# broker: {info.get('broker', '?')}; asyncconsumer code at {info.get('code', '?')}")
     for scenario, data in saved["scenarios"].items():
         print(f"\n### {scenario} (ratio to aiokafka)\n")
         print(table(scenario, summarise(scenario, data["runs"], data.get("failed"))))
@@ -772,6 +999,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenarios", default=",".join(VARIANTS), help=f"comma-separated: {', '.join(VARIANTS)}")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--broker",
+        choices=BROKERS,
+        default="tansu",
+        help="tansu (embedded Tansu, the default) or kafka (one-node Apache Kafka from tests/support/kafka_broker.py; "
+        "adds the consumer-protocol variants)",
+    )
+    every = sorted({v for names in VARIANTS.values() for v in names})
+    parser.add_argument(
+        "--clients",
+        help=f"comma-separated variants to run: {', '.join(every)} (default: every one the broker can run)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        help="unmeasured 'first' runs per group protocol before the scenarios (default 1 with kafka, 0 with tansu)",
+    )
+    parser.add_argument(
+        "--settle-members",
+        type=int,
+        help="settle: members stable before one more joins (default 4 with tansu, 3 with kafka)",
+    )
     parser.add_argument("--timeout", type=float, default=CHILD_TIMEOUT_S, help="seconds per child run")
     parser.add_argument("--keep-going", action="store_true", help="record a failed run and go on (exit 1 at end)")
     parser.add_argument("--json", help="write every run and the summary here")

@@ -7,7 +7,7 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +65,90 @@ def code_version() -> str:
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 """Where the benchmark scripts keep their results by default (committed with the README's numbers)."""
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
-def default_results_path(kind: str, code: str, suffix: str = ".json") -> Path:
-    """``benchmarks/results/<kind>-<code><suffix>``: ``code`` is ``code_version()``'s answer for the run."""
-    return RESULTS_DIR / f"{kind}-{code}{suffix}"
+
+def default_results_path(kind: str, code: str, suffix: str = ".json", broker: str = "tansu") -> Path:
+    """``benchmarks/results/<kind>-<code><suffix>``: ``code`` is ``code_version()``'s answer for the run. A run
+    against another broker than Tansu carries its kind: ``<kind>-<code>-kafka<suffix>``."""
+    return RESULTS_DIR / f"{kind}-{code}{'' if broker == 'tansu' else '-' + broker}{suffix}"
+
+
+# --- the broker a benchmark starts ----------------------------------------------------------------------------
+
+BROKERS = ("tansu", "kafka")
+"""What ``--broker`` takes: ``tansu`` (the embedded Tansu, memory storage) or ``kafka`` (a one-node Apache Kafka
+from ``tests/support/kafka_broker.py``)."""
+
+
+class BenchBroker:
+    """The broker a benchmark started, whichever it is: where to connect, its pid (for its CPU), a name with its
+    version for the reports, topic creation and stop."""
+
+    def __init__(self, kind: str, handle: Any, description: str, settings: Mapping[str, str] | None = None) -> None:
+        self.kind = kind
+        self.handle = handle
+        """The ``EmbeddedBroker`` or ``KafkaCluster``."""
+        self.description = description
+        """``Tansu 0.6.0``, ``Apache Kafka 4.4.0``."""
+        self.settings = dict(settings or {})
+        """Broker settings that differ from the broker's defaults and matter to a benchmark (Kafka's)."""
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return str(self.handle.bootstrap_servers)
+
+    @property
+    def pid(self) -> int | None:
+        """The broker's process (Tansu's binary, Kafka's JVM): its CPU is counted as the broker's."""
+        if self.kind == "kafka":
+            pid: int | None = self.handle.nodes[0].pid
+            return pid
+        return int(self.handle.pid)
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        if self.kind == "kafka":
+            self.handle.create_topic(name, partitions, replication_factor=1)
+        else:
+            self.handle.create_topic(name, partitions)
+
+    def stop(self) -> None:
+        self.handle.stop()
+
+
+def tansu_version(binary: str) -> str:
+    """``Tansu 0.6.0`` from ``tansu --version`` (which prints ``tansu 0.6.0``)."""
+    done = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
+    text = done.stdout.strip()
+    if not text:
+        return "Tansu (version unknown)"
+    return "Tansu" + text[len("tansu") :] if text.lower().startswith("tansu") else text
+
+
+def kafka_broker_module() -> Any:
+    """``tests.support.kafka_broker``, importable from a benchmark run as a script (the repository root is put on
+    ``sys.path`` for it, only when Kafka is asked for)."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(1, str(REPO_ROOT))  # after the script's own directory, before site-packages
+    import tests.support.kafka_broker as kafka_broker
+
+    return kafka_broker
+
+
+def start_broker(kind: str) -> BenchBroker:
+    """Starts a broker of ``kind`` (one of ``BROKERS``) on loopback and returns it running."""
+    if kind == "tansu":
+        from asyncconsumer.tools.embedded_broker import EmbeddedBroker
+
+        tansu = EmbeddedBroker.start()
+        return BenchBroker("tansu", tansu, tansu_version(tansu.binary))
+    if kind == "kafka":
+        kafka_broker = kafka_broker_module()
+        cluster = kafka_broker.KafkaCluster.start(nodes=1)
+        return BenchBroker(
+            "kafka", cluster, f"Apache Kafka {cluster.version}", settings=dict(kafka_broker.TEST_SETTINGS)
+        )
+    raise ValueError(f"unknown broker {kind!r}; choose from {', '.join(BROKERS)}")
 
 
 def report_failures(failures: Sequence[str]) -> int:
