@@ -143,6 +143,7 @@ class ConsumerGroup:
             emit_error,
             cooperative=self.protocol is RebalanceProtocol.COOPERATIVE,
             stale_assignment=self._stale_assignment,
+            ready_to_join=self._subscription_known,
         )
         heartbeat = ClassicHeartbeatManager(
             HeartbeatSettings(config.heartbeat_interval_ms, config.session_timeout_ms, config.max_poll_interval_ms),
@@ -233,6 +234,11 @@ class ConsumerGroup:
             self._metadata.set_topics(self._subs.topics() | matched)
             if matched:
                 self.membership.subscribe()
+
+    def _subscription_known(self) -> bool:
+        """The metadata answered for every subscribed topic: it exists, or the broker said it does not."""
+        cluster = self._metadata.cluster
+        return all(t in cluster.topics or t in cluster.unknown_topics for t in self._subs.subscription or ())
 
     def _stale_assignment(self) -> str | None:
         """Why the leader must rejoin: its subscribed topics' partitions differ from what it assigned (Java's

@@ -83,8 +83,12 @@ class ClassicMembershipManager:
         *,
         cooperative: bool = False,
         stale_assignment: Callable[[], str | None] = lambda: None,
+        ready_to_join: Callable[[], bool] = lambda: True,
     ) -> None:
         self.cooperative = cooperative
+        self._ready_to_join = ready_to_join
+        """Whether the metadata answered for every subscribed topic: a JoinGroup waits for it, so a member elected
+        leader assigns what exists rather than nothing and a rebalance later."""
         self._stale_assignment = stale_assignment
         """Asked on every poll while STABLE (Java's ``rejoinNeededOrPending``): why the assignment this member made
         as leader no longer fits the metadata (a topic created, deleted or grown since), or None."""
@@ -197,6 +201,8 @@ class ClassicMembershipManager:
         if not self._request.can_send_request(now_ms):
             return PollResult(self._request.remaining_backoff_ms(now_ms))
         if self.state is MemberState.JOINING:
+            if not self._ready_to_join():
+                return PollResult(MAX_POLL_WAIT_MS)  # the metadata answer wakes the loop
             return self._send(now_ms, self._join_request(), coordinator.node_id, self._on_join, join=True)
         if self.state is MemberState.SYNCING:
             return self._send(now_ms, self._sync_request(), coordinator.node_id, self._on_sync, join=True)

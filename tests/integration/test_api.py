@@ -76,35 +76,32 @@ def test_an_async_consumer_made_before_the_loop_consumes_without_start(
     assert by_partition(asyncio.run(consume())) == {0: list(range(50)), 1: list(range(50))}
 
 
-def test_wakeups_while_polling_lose_and_repeat_nothing(topic: TopicFactory, produce: ProduceHelper) -> None:
+def test_wakeups_between_polls_lose_and_repeat_nothing(topic: TopicFactory, produce: ProduceHelper) -> None:
+    """Every fifth poll is preceded by a ``wakeup()`` from another thread: that poll raises, and the records before
+    and after it are every record once, in order."""
     name = topic(2)
-    produce.values(name, 4_000, 2)
-    consumer = Consumer(produce.bootstrap, auto_offset_reset="earliest", max_poll_records=10)
+    produce.values(name, 2_000, 2)
+    consumer = Consumer(produce.bootstrap, auto_offset_reset="earliest", max_poll_records=25)
     consumer.assign([TopicPartition(name, 0), TopicPartition(name, 1)])
-    stop = threading.Event()
-
-    def keep_waking() -> None:
-        while not stop.wait(0.001):
-            consumer.wakeup()
-
-    waker = threading.Thread(target=keep_waking)
-    waker.start()
     records: list[ConsumerRecord] = []
-    wakeups = 0
+    woken = raised = 0
     try:
-        for _ in range(100_000):
+        for i in range(10_000):
+            if i % 5 == 4:
+                waker = threading.Thread(target=consumer.wakeup)
+                waker.start()
+                waker.join()
+                woken += 1
             try:
-                records.extend(consumer.poll(200).records())
+                records.extend(consumer.poll(1_000).records())
             except WakeupError:
-                wakeups += 1
-            if len(records) >= 4_000:
+                raised += 1
+            if len(records) >= 2_000:
                 break
     finally:
-        stop.set()
-        waker.join()
         consumer.close()
-    assert wakeups >= 5  # the wakeups did interrupt polls
-    assert by_partition(records) == {0: list(range(2_000)), 1: list(range(2_000))}
+    assert raised == woken > 0  # each wakeup made exactly the next poll raise
+    assert by_partition(records) == {0: list(range(1_000)), 1: list(range(1_000))}
 
 
 class Recording(ConsumerRebalanceListener):

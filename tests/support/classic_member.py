@@ -36,6 +36,8 @@ class Harness:
         self.errors: list[ErrorEvent] = []
         self.leader_inputs: list[tuple[str, Sequence[JoinGroupMember]]] = []
         self.stale: str | None = None
+        self.ready = True
+        """What ``ready_to_join`` answers: whether the metadata covers the subscription."""
         """What ``stale_assignment`` answers: a reason to rejoin, or None."""
         self.manager = ClassicMembershipManager(
             GroupSettings("g", 10_000, 30_000, 30_000, instance_id),
@@ -47,6 +49,7 @@ class Harness:
             ExponentialBackoff(100, 1000, jitter=0),
             self.errors.append,
             stale_assignment=lambda: self.stale,
+            ready_to_join=lambda: self.ready,
         )
 
     def leader_assign(self, protocol: str, members: Sequence[JoinGroupMember]) -> dict[str, bytes]:

@@ -97,6 +97,16 @@ def test_a_stable_leader_whose_assignment_went_stale_rejoins_even_when_metadata_
     assert isinstance(h.one(3).request, JoinGroupRequest)
 
 
+def test_the_join_waits_until_the_metadata_covers_the_subscription() -> None:
+    h = Harness()
+    h.ready = False
+    h.manager.subscribe()
+    assert h.manager.poll(0).unsent_requests == ()
+    assert h.manager.poll(100).unsent_requests == ()
+    h.ready = True  # the metadata answered
+    assert isinstance(h.one(200).request, JoinGroupRequest)
+
+
 def test_a_follower_sends_no_assignments() -> None:
     h = Harness()
     h.manager.subscribe()
