@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from asyncconsumer import AsyncConsumer, Consumer, ConsumerRecord, TopicPartition
+from asyncconsumer import AsyncConsumer, Consumer, ConsumerRecord
 from asyncconsumer.errors import ConfigError, UnsupportedAssignorError, UnsupportedVersionError
 from tests.conftest import Broker, Kip848Broker, TopicFactory
 from tests.support.consume import by_partition
@@ -28,6 +28,7 @@ from tests.support.groups import (
     consumed,
     describe,
     new_group_id,
+    owners_disjoint,
     produced_offsets,
 )
 from tests.support.produce import ProducedRecord
@@ -45,15 +46,6 @@ SETTLE_S = 20.0
 
 def member(bootstrap: str, group_id: str, **overrides: Any) -> AsyncConsumer:
     return AsyncConsumer(bootstrap, group_id=group_id, **{**SETTINGS, **overrides})
-
-
-def owners_disjoint(*consumers: AsyncConsumer) -> bool:
-    seen: set[TopicPartition] = set()
-    for c in consumers:
-        if seen & c.assignment():
-            return False
-        seen |= c.assignment()
-    return True
 
 
 async def test_one_member_joins_consumes_everything_and_commits_at_its_member_epoch(

@@ -26,6 +26,7 @@ from tests.support.groups import (
     consume_until,
     describe,
     new_group_id,
+    owners_disjoint,
     produced_offsets,
 )
 from tests.support.kafka_broker import KafkaCluster
@@ -45,18 +46,9 @@ def member(bootstrap: str, group_id: str, **overrides: Any) -> AsyncConsumer:
     return AsyncConsumer(bootstrap, group_id=group_id, **{**SETTINGS, **overrides})
 
 
-def owners_disjoint(consumers: Iterable[AsyncConsumer]) -> bool:
-    seen: set[TopicPartition] = set()
-    for c in consumers:
-        if seen & c.assignment():
-            return False
-        seen |= c.assignment()
-    return True
-
-
 def balanced(consumers: list[AsyncConsumer], count: int) -> bool:
     sizes = sorted(len(c.assignment()) for c in consumers)
-    return sum(sizes) == count and sizes[-1] - sizes[0] <= 1 and owners_disjoint(consumers)
+    return sum(sizes) == count and sizes[-1] - sizes[0] <= 1 and owners_disjoint(*consumers)
 
 
 def offsets_by_partition(records: Iterable[ConsumerRecord]) -> dict[int, list[int]]:
@@ -141,7 +133,7 @@ async def test_one_to_three_to_one_members_revoke_before_reassigning_and_consume
 
     async def watch() -> None:
         while True:
-            if not owners_disjoint(active):
+            if not owners_disjoint(*active):
                 overlaps.append(str([describe(c.assignment()) for c in active]))
             await asyncio.sleep(0.005)
 
@@ -280,7 +272,7 @@ async def test_the_coordinators_assignor_is_the_one_asked_for(
         await wait_for_async(
             lambda: (
                 sum(len(c.assignment()) for c in consumers) == 6
-                and owners_disjoint(consumers)
+                and owners_disjoint(*consumers)
                 and all(c.assignment() for c in consumers)
             ),
             SETTLE_S,

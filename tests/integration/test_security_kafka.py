@@ -35,7 +35,7 @@ from asyncconsumer import (
 )
 from asyncconsumer.errors import SaslAuthenticationFailedError, UnsupportedSaslMechanismError
 from tests.conftest import _run_broker, unique_topic_name
-from tests.support.consume import consume_until
+from tests.support.consume import consume_blocking, consume_until
 from tests.support.kafka_broker import KafkaCluster, Listener
 from tests.support.produce import ProducedRecord, ProduceHelper
 from tests.support.waiting import wait_for, wait_for_async
@@ -194,16 +194,6 @@ def same_records(got: list[ConsumerRecord], produced: dict[int, list[ProducedRec
     """Every produced record exactly once, at its offset, with its value."""
     want = sorted((p, r.offset, r.value) for p, records in produced.items() for r in records)
     return sorted((r.partition, r.offset, r.value) for r in got) == want
-
-
-def consume_blocking(consumer: Consumer, count: int, timeout_s: float = 20.0) -> list[ConsumerRecord]:
-    """``consume_until`` for the blocking consumer."""
-    got: list[ConsumerRecord] = []
-    deadline = time.monotonic() + timeout_s
-    while len(got) < count:
-        assert time.monotonic() < deadline, f"only {len(got)} of {count} records within {timeout_s} s"
-        got.extend(consumer.poll(timeout_ms=500).records())
-    return got
 
 
 def tls_settings(pki: Pki, **extra: Any) -> dict[str, Any]:

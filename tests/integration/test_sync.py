@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
-from asyncconsumer import ClientClosedError, Consumer, ConsumerRecord, TopicPartition
+from asyncconsumer import ClientClosedError, Consumer, TopicPartition
 from tests.conftest import Broker, TopicFactory
+from tests.support.consume import consume_blocking
 from tests.support.produce import ProduceHelper, Record
 
 pytestmark = pytest.mark.broker
-
-
-def poll_until(consumer: Consumer, count: int, timeout_s: float = 20.0) -> list[ConsumerRecord]:
-    got: list[ConsumerRecord] = []
-    deadline = time.monotonic() + timeout_s
-    while len(got) < count:
-        assert time.monotonic() < deadline, f"only {len(got)} of {count} records within {timeout_s} s"
-        got.extend(consumer.poll(timeout_ms=500).records())
-    return got
 
 
 def test_sync_consumer_reads_everything_and_seeks(broker: Broker, topic: TopicFactory, produce: ProduceHelper) -> None:
@@ -30,7 +21,7 @@ def test_sync_consumer_reads_everything_and_seeks(broker: Broker, topic: TopicFa
         partitions = [TopicPartition(name, p) for p in range(3)]
         consumer.assign(partitions)
         assert consumer.assignment() == set(partitions)
-        got = poll_until(consumer, 600)
+        got = consume_blocking(consumer, 600)
         assert sorted((r.partition, r.offset) for r in got) == sorted(
             (p, r.offset) for p, recs in produced.items() for r in recs
         )
@@ -39,7 +30,7 @@ def test_sync_consumer_reads_everything_and_seeks(broker: Broker, topic: TopicFa
         assert consumer.beginning_offsets(partitions) == dict.fromkeys(partitions, 0)
         assert [consumer.position(tp) for tp in partitions] == [200, 200, 200]
         consumer.seek(partitions[1], 150)
-        again = poll_until(consumer, 50)
+        again = consume_blocking(consumer, 50)
         assert [(r.partition, r.offset) for r in again] == [(1, o) for o in range(150, 200)]
         consumer.pause(partitions[0])
         assert consumer.paused() == {partitions[0]}
@@ -77,7 +68,7 @@ def test_sync_consumers_in_several_threads_each_read_their_partition(
         try:
             with Consumer(broker.bootstrap_servers, auto_offset_reset="earliest") as consumer:
                 consumer.assign([TopicPartition(name, partition)])
-                results[partition] = [r.offset for r in poll_until(consumer, 200)]
+                results[partition] = [r.offset for r in consume_blocking(consumer, 200)]
         except BaseException as exc:
             errors.append(exc)
 

@@ -7,7 +7,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable
 
-from asyncconsumer import AsyncConsumer, ConsumerRecord, KafkaError
+from asyncconsumer import AsyncConsumer, Consumer, ConsumerRecord, KafkaError
 
 
 async def consume_until(
@@ -27,6 +27,16 @@ async def consume_until(
         assert remaining > 0, f"only {len(got)} of {count} records within {timeout_s} s"
         records = await consumer.poll(timeout_ms=int(min(remaining, poll_s) * 1000), max_records=max_records)
         got.extend(records.records())
+    return got
+
+
+def consume_blocking(consumer: Consumer, count: int, timeout_s: float = 20.0) -> list[ConsumerRecord]:
+    """``consume_until`` for the blocking consumer: polls of at most 0.5 s."""
+    got: list[ConsumerRecord] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"only {len(got)} of {count} records within {timeout_s} s"
+        got.extend(consumer.poll(timeout_ms=500).records())
     return got
 
 

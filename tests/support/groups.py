@@ -49,6 +49,16 @@ def produced_offsets(produced: dict[int, list[ProducedRecord]]) -> dict[int, lis
     return {p: [r.offset for r in recs] for p, recs in produced.items() if recs}
 
 
+def owners_disjoint(*consumers: AsyncConsumer) -> bool:
+    """No partition is assigned to two of the consumers at this moment."""
+    seen: set[TopicPartition] = set()
+    for c in consumers:
+        if seen & c.assignment():
+            return False
+        seen |= c.assignment()
+    return True
+
+
 def describe(tps: Iterable[TopicPartition]) -> list[int]:
     return sorted(tp.partition for tp in tps)
 
