@@ -28,6 +28,7 @@ from tests.support.kip848_shim import Kip848Shim
 from tests.support.loop_thread import LoopThreadServer
 from tests.support.produce import ProduceHelper
 from tests.support.secure_front import SecureFront
+from tests.support.watchdog import watching
 
 Broker = EmbeddedBroker | KafkaCluster
 """What the ``broker`` fixture yields: ``kind`` ("tansu" or "kafka"), ``bootstrap_servers``, ``port``,
@@ -104,6 +105,13 @@ def broker_kind(item: pytest.Item) -> str | None:
         return None
     kinds = [callspec.params[name] for name in BROKER_FIXTURES if name in callspec.params]
     return kinds[0] if kinds else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A hung test reports where everything waits, then is cancelled (``tests/support/watchdog.py``)."""
+    with watching(item.nodeid):
+        return (yield)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
