@@ -339,11 +339,25 @@ async def test_a_pattern_the_coordinator_refuses_is_a_config_error_naming_it(bro
 async def test_a_group_shared_with_librdkafka_owns_each_partition_once_and_loses_nothing(
     broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
+    """Ownership is judged by both members' rebalance callbacks on one timeline: the coordinator may give a
+    partition to one member only after the other's revoke callback ran (each client acknowledges a revocation
+    after its callback). Records: every one consumed, none by both (each side commits what it consumed)."""
     from confluent_kafka import Consumer as RdKafkaConsumer
+    from confluent_kafka import TopicPartition as RdTopicPartition
 
     name = topic(6)
-    await produce.values_async(name, 600, 6)
+    await produce.values_async(name, 300, 6)  # a second wave once both hold partitions
     group_id = new_group_id()
+    timeline: Timeline = []
+    released: dict[str, float] = {}
+
+    def note(kind: str) -> Any:
+        def callback(_: Any, partitions: list[RdTopicPartition]) -> None:
+            parts = frozenset(TopicPartition(tp.topic, tp.partition) for tp in partitions)
+            timeline.append((time.monotonic(), "librdkafka", kind, parts))
+
+        return callback
+
     theirs = RdKafkaConsumer(
         {
             "bootstrap.servers": broker.bootstrap_servers,
@@ -354,41 +368,47 @@ async def test_a_group_shared_with_librdkafka_owns_each_partition_once_and_loses
         }
     )
     their_records: list[tuple[int, int]] = []
-    their_assignment: set[int] = set()
     stop = threading.Event()
-    lock = threading.Lock()
 
     def run_theirs() -> None:
-        theirs.subscribe([name])
+        theirs.subscribe([name], on_assign=note("assigned"), on_revoke=note("revoked"), on_lost=note("revoked"))
         while not stop.is_set():
             message = theirs.poll(0.1)
-            with lock:
-                their_assignment.clear()
-                their_assignment.update(tp.partition for tp in theirs.assignment())
             if message is not None and message.error() is None:
                 their_records.append((message.partition(), message.offset()))
                 theirs.commit(message=message, asynchronous=False)
-        theirs.close()  # leaves the group: its partitions come to us
+        theirs.close()  # revokes (its callback runs) and leaves: its partitions come to us
+        released["librdkafka"] = time.monotonic()
 
     thread = threading.Thread(target=run_theirs)
     thread.start()
     ours = member(broker.bootstrap_servers, group_id, enable_auto_commit=True)
     poller: Poller | None = None
-    overlaps: list[str] = []
     try:
-        await ours.subscribe([name])
+        await ours.subscribe([name], listener=TimedListener("ours", timeline))
         poller = Poller(ours)
+
+        def their_partitions() -> set[TopicPartition]:
+            held: set[TopicPartition] = set()
+            for _, who, kind, parts in list(timeline):
+                if who == "librdkafka":
+                    held = held | parts if kind == "assigned" else held - parts
+            return held
 
         def shared() -> bool:
             assert poller is not None
             poller.check()
-            mine = {tp.partition for tp in ours.assignment()}
-            with lock:
-                if mine & their_assignment:
-                    overlaps.append(f"ours {sorted(mine)} theirs {sorted(their_assignment)}")
-                return bool(mine) and bool(their_assignment) and len(mine | their_assignment) == 6
+            return bool(ours.assignment()) and bool(their_partitions())
 
-        await wait_for_async(shared, SETTLE_S, message=lambda: f"ours {describe(ours.assignment())}")
+        await wait_for_async(shared, SETTLE_S, message=lambda: f"ours {describe(ours.assignment())}: {timeline}")
+        await produce.values_async(name, 300, 6, start=300)
+
+        def both_consumed() -> bool:
+            assert poller is not None
+            poller.check()
+            return any(r.offset >= 50 for r in poller.records) and any(o >= 50 for _, o in their_records)
+
+        await wait_for_async(both_consumed, SETTLE_S, message=lambda: f"{len(poller.records)} {len(their_records)}")
         stop.set()
         await asyncio.to_thread(thread.join, 30)
         await wait_for_async(lambda: ours.assignment() == all_partitions(name, 6), SETTLE_S)
@@ -405,7 +425,9 @@ async def test_a_group_shared_with_librdkafka_owns_each_partition_once_and_loses
         await wait_for_async(
             lambda: union() == everything, 60, message=lambda: str({p: len(o) for p, o in union().items()})
         )
-        assert overlaps == [] and their_records  # both consumed, never the same partition at once
+        assert assigned_while_held(timeline, released) == []
+        ours_seen = {(r.partition, r.offset) for r in poller.records}
+        assert ours_seen.isdisjoint(their_records), sorted(ours_seen & set(their_records))[:10]
     finally:
         stop.set()
         thread.join(30)
