@@ -64,7 +64,8 @@ class AsyncConsumer:
         future = self._core.close(timeout)
         if future is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.wrap_future(future), timeout / 1000 + 0.5)
+                async with asyncio.timeout(timeout / 1000 + 0.5):  # not wait_for: 3.11's can swallow a cancel
+                    await asyncio.wrap_future(future)
         remaining = (deadline - self._core.clock.now_ms()) / 1000 + 0.5
         await asyncio.to_thread(self._core.finish_close, remaining)
 

@@ -42,6 +42,9 @@ class CallerSignal:
             return self._cond.wait_for(lambda: self._seq != seen, timeout_s)
 
     async def wait_async(self, seen: int, timeout_s: float) -> bool:
+        """Waits until ``seq != seen`` or the timeout passes; True if it moved. A cancellation always propagates,
+        even when the signal comes in the same loop turn (``asyncio.wait_for`` of Python 3.11 would swallow it and
+        return, so a cancelled ``poll`` went on polling)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
         entry = (loop, fut)
@@ -50,7 +53,8 @@ class CallerSignal:
                 return True
             self._async_waiters.append(entry)
         try:
-            await asyncio.wait_for(fut, timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await fut
             return True
         except TimeoutError:
             return False
