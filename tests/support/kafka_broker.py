@@ -225,6 +225,7 @@ class KafkaCluster:
         self._admin: Any = None
         self._stopped = False
         self._lock = threading.Lock()
+        self.controller_ids: frozenset[int] = frozenset(n.node_id for n in nodes)
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
     @classmethod
@@ -238,6 +239,8 @@ class KafkaCluster:
         settings: Mapping[str, str] | None = None,
         scram_users: Sequence[str] = (),
         log_levels: Mapping[str, str] | None = None,
+        node_settings: Mapping[int, Mapping[str, str]] | None = None,
+        controllers: Sequence[int] | None = None,
         startup_timeout_s: float = 120.0,
     ) -> KafkaCluster:
         """Formats storage and starts ``nodes`` nodes, returning once Metadata lists them all.
@@ -246,7 +249,9 @@ class KafkaCluster:
         front (a fault proxy) can take every connection. ``listeners`` adds client listeners (SSL, SASL_SSL...);
         ``scram_users`` are ``--add-scram`` arguments for the storage format (``SCRAM-SHA-256=[name=u,password=p]``).
         ``log_levels`` sets loggers' levels in the nodes' logs (``{"kafka.network.DataPlaneAcceptor": "DEBUG"}`` logs
-        every accepted connection).
+        every accepted connection). ``node_settings`` adds settings to single nodes by node id (``broker.rack``).
+        ``controllers`` names the nodes that are also controllers (default: every node); the others are brokers only,
+        so a test can stop brokers without losing the controller quorum.
         """
         libs = fetch_jars(version)
         root = Path(tempfile.mkdtemp(prefix="asyncconsumer-kafka-"))
@@ -263,11 +268,16 @@ class KafkaCluster:
             for i in range(nodes)
         ]
         cluster = cls(members, root, libs, version)
+        voters = set(controllers) if controllers is not None else {n.node_id for n in members}
+        if not voters or not voters <= {n.node_id for n in members}:
+            raise ValueError(f"controllers must name some of the nodes 1..{nodes}, got {controllers}")
+        cluster.controller_ids = frozenset(voters)
         _live_clusters.add(cluster)
         try:
             cid = cluster_id()
             for node in members:
-                cluster._write_config(node, listeners, settings or {}, log_levels or {})
+                extra = {**(settings or {}), **(node_settings or {}).get(node.node_id, {})}
+                cluster._write_config(node, listeners, extra, log_levels or {})
             formats = [
                 subprocess.Popen(
                     cluster._format_command(node, cid, scram_users),
@@ -293,7 +303,8 @@ class KafkaCluster:
     ) -> None:
         node.directory.mkdir(parents=True)
         size = len(self.nodes)
-        names = ["PLAINTEXT", "INTERNAL", "CONTROLLER", *(listener.name for listener in listeners)]
+        controller = node.node_id in self.controller_ids
+        names = ["PLAINTEXT", "INTERNAL", *(["CONTROLLER"] if controller else []), *(x.name for x in listeners)]
         ports = {
             "PLAINTEXT": node.port,
             "INTERNAL": node.internal_port,
@@ -305,7 +316,7 @@ class KafkaCluster:
         protocols = {"PLAINTEXT": "PLAINTEXT", "INTERNAL": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"}
         protocols.update({listener.name: listener.protocol or listener.name for listener in listeners})
         properties = {
-            "process.roles": "broker,controller",
+            "process.roles": "broker,controller" if controller else "broker",
             "node.id": str(node.node_id),
             "listeners": ",".join(f"{name}://{HOST}:{ports[name]}" for name in names),
             "advertised.listeners": ",".join(advertised),
@@ -324,7 +335,7 @@ class KafkaCluster:
             properties["controller.quorum.bootstrap.servers"] = f"{HOST}:{node.controller_port}"
         else:
             properties["controller.quorum.voters"] = ",".join(
-                f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes
+                f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes if n.node_id in self.controller_ids
             )
         for listener in listeners:
             properties.update(listener.settings)
@@ -513,6 +524,27 @@ class KafkaCluster:
                 return
             time.sleep(0.05)
         raise TimeoutError(f"topic {name!r} has no leader for every partition after {timeout_s} s")
+
+    def leader(self, topic: str, partition: int) -> int:
+        """The partition's leader as the metadata says now (-1 while it has none)."""
+        described = self.admin().list_topics(topic=topic, timeout=10).topics.get(topic)
+        found = described.partitions.get(partition) if described is not None else None
+        return -1 if found is None else int(found.leader)
+
+    def elect_leaders(
+        self, partitions: Sequence[tuple[str, int]], *, unclean: bool = False, timeout_s: float = 60.0
+    ) -> None:
+        """Runs a preferred (or, with ``unclean``, an unclean) leader election for ``partitions``; raises what the
+        controller answered for any partition, except "election not needed"."""
+        from confluent_kafka import ElectionType, KafkaException, TopicPartition
+
+        kind = ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED
+        # no keyword arguments: confluent-kafka 2.16's C binding fails on them (SystemError)
+        future = self.admin().elect_leaders(kind, [TopicPartition(t, p) for t, p in partitions])
+        for failure in future.result(timeout=timeout_s).values():
+            error = failure.args[0] if isinstance(failure, KafkaException) and failure.args else failure
+            if error is not None and getattr(error, "name", lambda: "")() != "ELECTION_NOT_NEEDED":
+                raise failure if isinstance(failure, KafkaException) else KafkaException(error)
 
     def delete_topic(self, name: str, timeout_s: float = 60.0) -> None:
         self.admin().delete_topics([name], request_timeout=timeout_s)[name].result(timeout=timeout_s)
