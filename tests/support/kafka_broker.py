@@ -382,13 +382,15 @@ class KafkaCluster:
         finally:
             stdout.close()
 
-    def _wait_ready(self, deadline: float) -> None:
-        """Until Metadata from the first listening node lists every live node."""
+    def _wait_ready(self, deadline: float, starting: Sequence[int] | None = None) -> None:
+        """Until Metadata from the first listening node lists every live node; fails if a node of ``starting``
+        (default: all) exits meanwhile (nodes a test stopped on purpose may stay down)."""
         wanted = {n.node_id for n in self.nodes if n.alive}
+        watched = set(starting) if starting is not None else {n.node_id for n in self.nodes}
         last: object = None
         while time.monotonic() < deadline:
             for node in self.nodes:
-                if node.process is not None and node.process.poll() is not None:
+                if node.node_id in watched and node.process is not None and node.process.poll() is not None:
                     raise KafkaStartError(
                         f"Kafka node {node.node_id} exited with code {node.process.returncode}:\n{node.log_tail()}"
                     )
@@ -468,7 +470,7 @@ class KafkaCluster:
         if node.alive:
             raise RuntimeError(f"node {node_id} is running")
         self._launch(node)
-        self._wait_ready(time.monotonic() + startup_timeout_s)
+        self._wait_ready(time.monotonic() + startup_timeout_s, starting=[node_id])
 
     # --- what tests ask of a broker -----------------------------------------------------------------------------
     @property
