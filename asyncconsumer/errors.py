@@ -26,6 +26,7 @@ __all__ = [
     "KafkaError",
     "KafkaTimeoutError",
     "LeaderNotAvailableError",
+    "LogTruncationError",
     "NoOffsetForPartitionError",
     "NotLeaderOrFollowerError",
     "OffsetOutOfRangeError",
@@ -335,7 +336,34 @@ def _code(
     return cls
 
 
-OffsetOutOfRangeError = _code(ErrorCode.OFFSET_OUT_OF_RANGE, doc="The fetch offset is outside the partition's log.")
+class OffsetOutOfRangeError(BrokerResponseError):
+    """The fetch offset is outside the partition's log."""
+
+    code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+    kafka_name = ErrorCode.OFFSET_OUT_OF_RANGE.name
+
+
+_BY_CODE[OffsetOutOfRangeError.code] = OffsetOutOfRangeError
+
+
+class LogTruncationError(OffsetOutOfRangeError):
+    """The partition's new leader no longer holds records this consumer already fetched (an unclean leader
+    election truncated the log, KIP-320) and ``auto_offset_reset`` is ``none``. ``offset`` is the consumer's
+    position; ``divergent_offset`` the first offset where the logs differ (None when the leader could not say).
+    ``seek`` to resume; the partition is not fetched until then."""
+
+    def __init__(self, topic: str, partition: int, offset: int, divergent_offset: int | None) -> None:
+        where = "an unknown offset" if divergent_offset is None else f"offset {divergent_offset}"
+        super().__init__(
+            f"log truncation detected for {topic}-{partition}: the consumer is at offset {offset}, but the new "
+            f"leader's log diverges from what was fetched at {where}; auto_offset_reset is 'none', so seek to resume"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.divergent_offset = divergent_offset
+
+
 CorruptMessageError = _code(ErrorCode.CORRUPT_MESSAGE, retriable=True)
 UnknownTopicOrPartitionError = _code(
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

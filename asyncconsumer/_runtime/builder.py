@@ -29,6 +29,7 @@ from asyncconsumer.managers.base import RequestManager
 from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
+from asyncconsumer.managers.offsets_validation import OffsetValidationManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.network.security import ConnectionSecurity
@@ -68,6 +69,7 @@ class Components:
     background_events: BackgroundEventQueue
     metadata: MetadataManager
     offsets: OffsetsManager
+    validation: OffsetValidationManager
     fetch: FetchManager
     group: ConsumerGroup | None
     """Coordinator, commit, membership and heartbeat managers; only with a ``group_id``."""
@@ -79,8 +81,8 @@ class Components:
 
     @property
     def managers(self) -> Sequence[RequestManager]:
-        """In loop order: the group's (coordinator, commit, membership, heartbeat), metadata, offsets, fetch,
-        then the plugins'."""
+        """In loop order: the group's (coordinator, commit, membership, heartbeat), metadata, offsets, position
+        validation, fetch, then the plugins'."""
         return self.thread.managers
 
 
@@ -100,6 +102,9 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
     retry = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
     metadata = MetadataManager(config.bootstrap_servers, config.metadata_max_age_ms, retry)
     offsets = OffsetsManager(subscriptions, metadata, config.isolation_level, retry, background_events.put)
+    validation = OffsetValidationManager(
+        subscriptions, metadata, config.auto_offset_reset, retry, background_events.put
+    )
     fetch = FetchManager(config, subscriptions, metadata, buffer, retry, background_events.put)
     assignors = resolve_assignors(config)
     delegate: NetworkClientDelegate | None = None
@@ -170,6 +175,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
             *(group.managers if group is not None else ()),
             metadata,
             offsets,
+            validation,
             fetch,
             *(guarded for guarded, _ in plugins.values()),
         ],
@@ -184,6 +190,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         background_events=background_events,
         metadata=metadata,
         offsets=offsets,
+        validation=validation,
         fetch=fetch,
         group=group,
         plugins=plugins,

@@ -42,6 +42,22 @@ class PartitionState:
     """Background (each fetch answer)."""
     fetch_size_override: int | None = None
     """Background only: set when a batch larger than ``max_partition_fetch_bytes`` must still be fetched whole."""
+    leader_epoch: int | None = None
+    """Background: the partition leader's epoch the fetch position was last fetched or validated under (Java's
+    ``FetchPosition.currentLeader``); a newer epoch in the metadata means a new leader to validate against."""
+    fetched_epoch: int | None = None
+    """Background: the leader epoch of the last batch fetched (the one before ``fetch_position``); None when
+    nothing was fetched since the position was set, or the batch had none (legacy records)."""
+    validating: int | None = None
+    """Background: the leader epoch the fetch position awaits validation against (KIP-320); the partition is not
+    fetched meanwhile. Cleared by the validation's answer or any seek or reset."""
+
+    def moved(self, epoch: int, offset: int | None) -> None:
+        """A seek or reset: both positions to ``offset`` under a new ``epoch``; what was known of the old position
+        (fetched data, leader epochs, a validation under way) no longer applies."""
+        self.epoch = epoch
+        self.position = self.fetch_position = offset
+        self.leader_epoch = self.fetched_epoch = self.validating = None
 
 
 class SubscriptionState:
@@ -152,8 +168,7 @@ class SubscriptionState:
     def seek(self, tp: TopicPartition, offset: int) -> None:
         with self._lock:
             state = self._state(tp)
-            state.epoch = self._next_epoch()
-            state.position = state.fetch_position = offset
+            state.moved(self._next_epoch(), offset)
             state.reset_strategy = None
 
     def request_reset(self, partitions: Iterable[TopicPartition], strategy: str) -> None:
@@ -161,8 +176,7 @@ class SubscriptionState:
         with self._lock:
             for tp in partitions:
                 state = self._state(tp)
-                state.epoch = self._next_epoch()
-                state.position = state.fetch_position = None
+                state.moved(self._next_epoch(), None)
                 state.reset_strategy = strategy
 
     def reset_if_unchanged(self, tp: TopicPartition, epoch: int, strategy: str) -> bool:
@@ -171,8 +185,7 @@ class SubscriptionState:
             state = self._partitions.get(tp)
             if state is None or state.epoch != epoch:
                 return False
-            state.epoch = self._next_epoch()
-            state.position = state.fetch_position = None
+            state.moved(self._next_epoch(), None)
             state.reset_strategy = strategy
             return True
 
@@ -191,7 +204,7 @@ class SubscriptionState:
             state = self._partitions.get(tp)
             if state is None or state.epoch != epoch or state.position is not None:
                 return False
-            state.position = state.fetch_position = offset
+            state.moved(epoch, offset)
             state.reset_strategy = None
             return True
 
@@ -228,7 +241,7 @@ class SubscriptionState:
             return [
                 (tp, st.fetch_position, st.epoch, st.fetch_size_override)
                 for tp, st in self._partitions.items()
-                if st.fetch_position is not None and not st.paused
+                if st.fetch_position is not None and not st.paused and st.validating is None
             ]
 
     def fetched(
@@ -240,15 +253,27 @@ class SubscriptionState:
         high_watermark: int,
         last_stable_offset: int,
         log_start_offset: int,
+        leader_epoch: int | None = None,
+        batch_epoch: int = -1,
     ) -> bool:
-        """Records a fetch response; False (and nothing changed) if it is stale."""
+        """Records a fetch response (sent under the leader's ``leader_epoch``; its last batch written under
+        ``batch_epoch``); False (and nothing changed) if it is stale, including while the position awaits
+        validation against a newer leader: what the old one sent is fetched again once validated."""
         with self._lock:
             state = self._partitions.get(tp)
-            if state is None or state.epoch != epoch or state.fetch_position != fetch_offset:
+            if (
+                state is None
+                or state.epoch != epoch
+                or state.fetch_position != fetch_offset
+                or state.validating is not None
+            ):
                 return False
+            if leader_epoch is not None and (state.leader_epoch is None or leader_epoch > state.leader_epoch):
+                state.leader_epoch = leader_epoch
             if next_fetch_offset is not None:
                 state.fetch_position = next_fetch_offset
                 state.fetch_size_override = None
+                state.fetched_epoch = batch_epoch if batch_epoch >= 0 else None
             state.high_watermark = high_watermark
             if last_stable_offset >= 0:
                 state.last_stable_offset = last_stable_offset
@@ -269,6 +294,77 @@ class SubscriptionState:
     def last_stable_offset(self, tp: TopicPartition) -> int | None:
         with self._lock:
             return self._state(tp).last_stable_offset
+
+    # --- leader epochs and log truncation (KIP-320) ---------------------------------------------------------
+    def begin_validation(self, tp: TopicPartition, epoch: int, leader_epoch: int) -> bool:
+        """The metadata names ``leader_epoch`` as the partition's leader epoch: True (and the partition stops being
+        fetched) when that is a newer leader than the one the fetch position was fetched from, so the position
+        must be validated first; False when there is nothing to validate (nothing fetched yet: the epoch is
+        simply noted)."""
+        with self._lock:
+            state = self._partitions.get(tp)
+            if state is None or state.epoch != epoch:
+                return False
+            if state.validating is not None:
+                if leader_epoch <= state.validating:
+                    return False
+                state.validating = leader_epoch  # the leader moved again before the validation's answer
+                return True
+            if state.leader_epoch is None or state.fetched_epoch is None:
+                if state.leader_epoch is None or leader_epoch > state.leader_epoch:
+                    state.leader_epoch = leader_epoch
+                return False
+            if leader_epoch <= state.leader_epoch:
+                return False
+            state.validating = leader_epoch
+            return True
+
+    def awaiting_validation(self) -> dict[TopicPartition, tuple[int, int, int, int]]:
+        """{tp: (epoch, leader epoch to validate against, leader epoch of the last fetched batch, fetch position)}."""
+        with self._lock:
+            return {
+                tp: (st.epoch, st.validating, st.fetched_epoch, st.fetch_position)
+                for tp, st in self._partitions.items()
+                if st.validating is not None and st.fetched_epoch is not None and st.fetch_position is not None
+            }
+
+    def complete_validation(self, tp: TopicPartition, epoch: int, leader_epoch: int) -> bool:
+        """The new leader still holds everything fetched: fetch on from the same position."""
+        with self._lock:
+            state = self._partitions.get(tp)
+            if state is None or state.epoch != epoch or state.validating != leader_epoch:
+                return False
+            state.validating = None
+            state.leader_epoch = leader_epoch
+            return True
+
+    def truncated(
+        self, tp: TopicPartition, epoch: int, leader_epoch: int, divergent_offset: int, reset: bool
+    ) -> tuple[str, int | None]:
+        """The new leader's log diverges at ``divergent_offset``, before the fetch position. Returns what was done
+        and the caller's position then:
+
+        - ``"refetch"``: the caller has not consumed past it; fetched data beyond the position is dropped and
+          fetched again from the new leader (nothing lost, nothing seen twice);
+        - ``"reset"`` (``reset``): the caller consumed records the new leader no longer has; the position moves
+          back to ``divergent_offset``, as Java's consumer does with a reset policy, so nothing newer is skipped;
+        - ``"fatal"`` (no reset policy): the partition stays unfetched until the caller seeks;
+        - ``"stale"``: the partition was sought, reset or unassigned meanwhile.
+        """
+        with self._lock:
+            state = self._partitions.get(tp)
+            if state is None or state.epoch != epoch or state.validating != leader_epoch or state.position is None:
+                return "stale", None
+            position = state.position
+            if position <= divergent_offset:
+                state.moved(self._next_epoch(), position)
+                state.leader_epoch = leader_epoch
+                return "refetch", position
+            if reset:
+                state.moved(self._next_epoch(), divergent_offset)
+                state.leader_epoch = leader_epoch
+                return "reset", position
+            return "fatal", position
 
     # --- pausing ------------------------------------------------------------------------------------------
     def set_paused(self, partitions: Iterable[TopicPartition], paused: bool) -> None:

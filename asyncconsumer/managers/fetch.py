@@ -46,7 +46,7 @@ from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.metrics import LatencyWindow
 from asyncconsumer.protocol.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
-from asyncconsumer.protocol.records import complete_prefix
+from asyncconsumer.protocol.records import complete_batches
 from asyncconsumer.records import TopicPartition
 
 log = get_logger("asyncconsumer.fetch")
@@ -61,6 +61,8 @@ class _Sent:
     fetch_offset: int
     epoch: int
     max_bytes: int
+    leader_epoch: int | None = None
+    """The leader epoch the fetch was sent under (``current_leader_epoch``), from the metadata."""
 
 
 class FetchManager:
@@ -99,6 +101,8 @@ class FetchManager:
         self._served: dict[TopicPartition, int] = {}
         """Partition -> when (a count of responses) it last got records: fetches name the longest-unserved first."""
         self._responses = 0
+        self._leader_epochs: dict[TopicPartition, int] = {}
+        """Partition -> the metadata's leader epoch when last fetched: a change may need a validation (KIP-320)."""
         self.fetches_completed = 0
         self.bytes_fetched = 0
 
@@ -112,6 +116,7 @@ class FetchManager:
             assigned = self._subs.assigned()
             self._served = {tp: n for tp, n in self._served.items() if tp in assigned}
             self._behind = {tp: e for tp, e in self._behind.items() if tp in assigned}
+            self._leader_epochs = {tp: e for tp, e in self._leader_epochs.items() if tp in assigned}
         fetchable = self._subs.fetchable()
         if not fetchable:
             return PollResult()
@@ -129,6 +134,12 @@ class FetchManager:
             if leader is None:
                 self._metadata.request_update()
                 continue
+            leader_epoch = cluster.leader_epoch(tp)
+            if leader_epoch is not None and self._leader_epochs.get(tp) != leader_epoch:
+                # a new leader: validate the position against its log before fetching from it (KIP-320)
+                if self._subs.begin_validation(tp, epoch, leader_epoch):
+                    continue
+                self._leader_epochs[tp] = leader_epoch
             if (
                 tp in self._partitions_in_flight
                 or self._in_flight[leader] >= FETCHES_PER_NODE
@@ -144,7 +155,7 @@ class FetchManager:
                 wait = min(wait, retry_at - now_ms)
                 continue
             max_bytes = override or self._config.max_partition_fetch_bytes
-            by_node[leader][tp] = _Sent(offset, epoch, max_bytes)
+            by_node[leader][tp] = _Sent(offset, epoch, max_bytes, leader_epoch)
             if self._pipelining and self._behind.get(tp) == epoch:
                 behind.add(tp)
         planned = [fetch for node, sent in by_node.items() for fetch in self._plan(node, sent, behind)]
@@ -186,12 +197,11 @@ class FetchManager:
         self._partitions_in_flight.update(sent)
         self._buffer.reserve(max_bytes)
         by_topic: dict[str, list[FetchPartition]] = defaultdict(list)
-        cluster = self._metadata.cluster
         # A broker fills partitions in request order until max_bytes (KIP-74): the partitions that got records
         # longest ago go first, so none starves, whichever fetch each rides in.
         order = sorted(sent.items(), key=lambda item: self._served.get(item[0], -1))
         for tp, s in order:
-            epoch = cluster.leader_epoch(tp)
+            epoch = s.leader_epoch
             by_topic[tp.topic].append(
                 FetchPartition(tp.partition, s.fetch_offset, s.max_bytes, -1 if epoch is None else epoch)
             )
@@ -256,7 +266,7 @@ class FetchManager:
                 self._partition_retry.pop(tp, None)
                 records = part.records
                 view = memoryview(records) if records is not None else memoryview(b"")
-                length, next_offset = complete_prefix(view) if len(view) else (0, None)
+                length, next_offset, batch_epoch = complete_batches(view) if len(view) else (0, None, -1)
                 if len(view) and next_offset is None:
                     self._too_large(tp, s, view)
                     continue
@@ -280,8 +290,10 @@ class FetchManager:
                     part.high_watermark,
                     part.last_stable_offset,
                     part.log_start_offset,
+                    s.leader_epoch,
+                    batch_epoch,
                 ):
-                    continue  # sought, reset or unassigned while in flight
+                    continue  # sought, reset, unassigned or awaiting validation while in flight
                 end = (
                     part.last_stable_offset if self._isolation and part.last_stable_offset >= 0 else part.high_watermark
                 )

@@ -72,6 +72,7 @@ __all__ = [
     "BatchError",
     "LegacyRecord",
     "RecordBatchView",
+    "complete_batches",
     "complete_prefix",
     "iter_batches",
 ]
@@ -92,9 +93,17 @@ def complete_prefix(records: memoryview) -> tuple[int, int | None]:
     A fetch response may end with a partial batch; it is cut off here and fetched again next time. The offset is
     ``None`` when not even one batch is complete.
     """
+    length, next_offset, _ = complete_batches(records)
+    return length, next_offset
+
+
+def complete_batches(records: memoryview) -> tuple[int, int | None, int]:
+    """``complete_prefix`` and the leader epoch of the last complete batch (-1: unknown, e.g. a legacy message),
+    which a consumer validates its position with after a leader change (KIP-320)."""
     pos = 0
     end = len(records)
     next_offset: int | None = None
+    epoch = -1
     while end - pos >= _LOG_OVERHEAD + 5:
         base_offset, length = _HEADER.unpack_from(records, pos)
         batch_end = pos + _LOG_OVERHEAD + length
@@ -105,11 +114,13 @@ def complete_prefix(records: memoryview) -> tuple[int, int | None]:
             if length + _LOG_OVERHEAD < _V2_HEADER_SIZE:
                 break
             next_offset = base_offset + _I32.unpack_from(records, pos + _V2_LAST_OFFSET_DELTA_AT)[0] + 1
+            epoch = _I32.unpack_from(records, pos + _V2_LEADER_EPOCH_AT)[0]
         else:
             # A legacy (wrapper) message carries the offset of its last inner message.
             next_offset = base_offset + 1
+            epoch = -1
         pos = batch_end
-    return pos, next_offset
+    return pos, next_offset, epoch
 
 
 def _taken_as_decoded(records: Iterator[Any], base_offset: int) -> Iterator[Any]:

@@ -25,8 +25,10 @@ def build_batch(
     compression: int = 0,
     transactional: bool = False,
     producer_id: int = -1,
+    leader_epoch: int | None = None,
 ) -> bytes:
-    """One v2 batch whose records have offsets base_offset, base_offset+1, ..."""
+    """One v2 batch whose records have offsets base_offset, base_offset+1, ...; ``leader_epoch`` is written as
+    the broker writes its leader's epoch (outside the CRC)."""
     builder = DefaultRecordBatchBuilder(
         2,
         compression,
@@ -41,6 +43,8 @@ def build_batch(
         builder.append(i, timestamp + i, key, value, list(headers))
     data = bytearray(builder.build())
     data[0:8] = base_offset.to_bytes(8, "big", signed=True)
+    if leader_epoch is not None:
+        data[12:16] = leader_epoch.to_bytes(4, "big", signed=True)
     return bytes(data)
 
 

@@ -15,7 +15,11 @@ def no_jitter(initial: int = 100, maximum: int = 1000) -> ExponentialBackoff:
 
 
 def metadata_response(
-    topic: str = "t", partitions: int = 2, leader: int | tuple[int, ...] = 1, error_code: int = 0
+    topic: str = "t",
+    partitions: int = 2,
+    leader: int | tuple[int, ...] = 1,
+    error_code: int = 0,
+    leader_epoch: int = 0,
 ) -> MetadataResponse:
     """``leader``: one leader for all partitions, or partition p's leader at ``leader[p % len(leader)]``."""
     leaders = (leader,) if isinstance(leader, int) else leader
@@ -26,7 +30,7 @@ def metadata_response(
                 error_code,
                 topic,
                 tuple(
-                    MetadataPartition(0, p, node, 0, (node,), (node,))
+                    MetadataPartition(0, p, node, leader_epoch, (node,), (node,))
                     for p, node in zip(range(partitions), itertools.cycle(leaders))
                 )
                 if error_code == 0

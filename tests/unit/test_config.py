@@ -82,6 +82,7 @@ def test_public_api_is_pinned() -> None:
         "KafkaConnectionError",
         "KafkaError",
         "KafkaTimeoutError",
+        "LogTruncationError",
         "NoOffsetForPartitionError",
         "OffsetAndTimestamp",
         "OffsetOutOfRangeError",

@@ -102,6 +102,12 @@ from asyncconsumer.protocol.offsets_commit import (
     OffsetFetchResponse,
     OffsetFetchTopicResponse,
 )
+from asyncconsumer.protocol.offsets_for_leader_epoch import (
+    EpochEndOffset,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderTopicResult,
+)
 from asyncconsumer.protocol.records import BatchError, complete_prefix, iter_batches
 from asyncconsumer.protocol.sasl import (
     SaslAuthenticateRequest,
@@ -347,6 +353,11 @@ def consumer_group_heartbeat_seeds(v: int) -> list[base.Response]:
     ]
 
 
+def offset_for_leader_epoch_seeds(v: int) -> list[base.Response]:
+    partitions = (EpochEndOffset(0, 0, 4, 1234), EpochEndOffset(74, 1), EpochEndOffset(0, 2, -1, -1))
+    return [OffsetForLeaderEpochResponse((OffsetForLeaderTopicResult("t\u00e9", partitions),), 7)]
+
+
 def sasl_handshake_seeds(v: int) -> list[base.Response]:
     return [SaslHandshakeResponse(0, ("PLAIN", "SCRAM-SHA-256")), SaslHandshakeResponse(33, ())]
 
@@ -363,6 +374,7 @@ SEEDS: dict[type[base.Request], Callable[[int], list[base.Response]]] = {
     MetadataRequest: metadata_seeds,
     FetchRequest: fetch_seeds,
     ListOffsetsRequest: list_offsets_seeds,
+    OffsetForLeaderEpochRequest: offset_for_leader_epoch_seeds,
     FindCoordinatorRequest: find_coordinator_seeds,
     OffsetCommitRequest: offset_commit_seeds,
     OffsetFetchRequest: offset_fetch_seeds,

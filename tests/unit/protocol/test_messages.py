@@ -55,6 +55,14 @@ from asyncconsumer.protocol.metadata import (
     MetadataResponse,
     MetadataTopic,
 )
+from asyncconsumer.protocol.offsets_for_leader_epoch import (
+    EpochEndOffset,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+    OffsetForLeaderTopicResult,
+)
 from asyncconsumer.protocol.wire import ZERO_UUID
 from tests.support.codec import decode, encode
 
@@ -844,3 +852,41 @@ def test_fetch_records_equality_and_hash_compare_content() -> None:
     assert hash(a) == hash(b)
     assert a != FetchPartitionData(0, 0, 0, records=b"xy")
     assert a != FetchPartitionData(0, 0, 0, records=None)
+
+
+def test_offset_for_leader_epoch_v4_request_golden() -> None:
+    expected = h(
+        """
+        ff ff ff ff                 # ReplicaId -1 (a consumer)
+        02                          # Topics: compact array of 1
+          02 74                     #   Topic "t"
+          02                        #   Partitions: compact array of 1
+            00 00 00 02             #     Partition 2
+            00 00 00 07             #     CurrentLeaderEpoch 7
+            00 00 00 05             #     LeaderEpoch 5
+            00                      #     tagged fields
+          00                        #   tagged fields
+        00                          # tagged fields
+        """
+    )
+    request = OffsetForLeaderEpochRequest((OffsetForLeaderTopic("t", (OffsetForLeaderPartition(2, 5, 7),)),))
+    assert encode(request, 4) == expected
+    assert decode(OffsetForLeaderEpochRequest, expected, 4) == request
+
+
+def test_offset_for_leader_epoch_v3_response_golden() -> None:
+    expected = h(
+        """
+        00 00 00 00                 # ThrottleTimeMs 0
+        00 00 00 01                 # Topics: array of 1
+          00 01 74                  #   Topic "t"
+          00 00 00 01               #   Partitions: array of 1
+            00 00                   #     ErrorCode NONE
+            00 00 00 02             #     Partition 2
+            00 00 00 05             #     LeaderEpoch 5
+            00 00 00 00 00 00 00 64 #     EndOffset 100
+        """
+    )
+    response = OffsetForLeaderEpochResponse((OffsetForLeaderTopicResult("t", (EpochEndOffset(0, 2, 5, 100),)),))
+    assert decode(OffsetForLeaderEpochResponse, expected, 3) == response
+    assert encode(response, 3) == expected
