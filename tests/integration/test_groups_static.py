@@ -126,13 +126,14 @@ async def test_a_restarted_static_member_does_not_disturb_the_other_members(brok
         p_restarted = Poller(restarted)
         pollers.append(p_restarted)
 
-        # Until the restarted member is back or the other one is disturbed; then watch past the old session's end.
+        # Until the restarted member is back or the other one is disturbed; then watch well past the old session's
+        # end (twice the session: under load Tansu's rebalance, which the strict xfail expects, comes late).
         def back_or_disturbed() -> bool:
             p_restarted.check()
             return bool(restarted.assignment()) or bool(other_listener.nonempty(mark))
 
         await wait_for_async(back_or_disturbed, timeout=JOIN_TIMEOUT_S)
-        while time.monotonic() < closed_at + SESSION_S + 2 and not other_listener.nonempty(mark):
+        while time.monotonic() < closed_at + 2 * SESSION_S and not other_listener.nonempty(mark):
             p_other.check()
             await asyncio.sleep(0.05)
         assert other_listener.nonempty(mark) == []
