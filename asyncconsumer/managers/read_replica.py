@@ -8,11 +8,12 @@ leader epoch changes, when the replica answers the partition with an error (a la
 OFFSET_OUT_OF_RANGE: the fetch goes to the leader, no reset), when a fetch to the replica fails, and when the
 partition leaves the assignment. A seek keeps it, as in Java.
 
-While a lease stands but its replica is not usable (missing or offline in the metadata, or its last fetch failed),
-the partition is fetched from the leader *without* the rack: a leader asked with the rack would keep naming the
-replica (until the controller drops it from the ISR, seconds after it died) and answer no records. A replica whose
-fetch failed is not read from again until it answers a fetch (as some partition's leader) or a lease's time has
-passed.
+While a lease stands but its replica is not usable (missing or offline in the metadata, or its connection or last
+fetch failed), the partition is fetched from the leader *without* the rack: a leader asked with the rack would keep
+naming the replica (until the controller drops it from the ISR, seconds after it died) and answer no records. A
+replica whose connection or fetch failed is not read from again until it answers a fetch (as some partition's
+leader) or a lease's time has passed; a lost connection counts even with no fetch in flight (a caller that stopped
+polling), because a fetch queued for a node that cannot be reached would wait out ``request_timeout_ms``.
 
 Sans-I/O like every manager: the fetch manager asks it where to send each partition and tells it what came back;
 it reads only the metadata snapshot it is handed.
@@ -41,6 +42,8 @@ class ReadLease:
     leader: int
     """The node that named the replica: a lease ends when leadership moves."""
     leader_epoch: int | None
+    metadata_asked: bool = False
+    """A metadata refresh was asked for because the replica was not online in ours (once per lease)."""
 
 
 class ReadReplicas:
@@ -58,10 +61,10 @@ class ReadReplicas:
         self._leases: dict[TopicPartition, ReadLease] = {}
         self._unreachable: dict[int, int] = {}
         """Node -> until when it is not read from as a replica, after a fetch to it failed."""
+        self._lost: set[int] = set()
+        """Nodes whose connection closed since the last ``select`` (which moves them to ``_unreachable``)."""
         self.fetched_from: dict[TopicPartition, int] = {}
         """Partition -> the node whose fetch last brought it records."""
-        self.replica_fetches = 0
-        """Partition answers with records served by a replica other than the leader."""
 
     def read_replica(self, tp: TopicPartition, now_ms: int) -> int | None:
         """The replica ``tp`` is fetched from instead of its leader now; None: from its leader."""
@@ -73,6 +76,10 @@ class ReadReplicas:
 
     def select(self, tp: TopicPartition, leader: int, cluster: Cluster, now_ms: int) -> int:
         """The node to fetch ``tp`` from now: its usable read replica, else ``leader``."""
+        if self._lost:
+            for node in self._lost:
+                self._unreachable[node] = now_ms + self._lease_ms
+            self._lost.clear()
         lease = self._leases.get(tp)
         if lease is None:
             return leader
@@ -80,8 +87,9 @@ class ReadReplicas:
             self._drop(tp, "expired" if now_ms > lease.expires_ms else "leader_changed")
             return leader
         if not self._usable(lease, tp, cluster, now_ms):
-            if not _online(cluster, tp, lease.replica):
+            if not lease.metadata_asked and not _online(cluster, tp, lease.replica):
                 self._metadata.request_update()  # the metadata may be older than the leader's word
+                self._leases[tp] = attrs.evolve(lease, metadata_asked=True)
             return leader
         return lease.replica
 
@@ -100,11 +108,9 @@ class ReadReplicas:
     def answered(self, tp: TopicPartition, node: int, preferred_read_replica: int, records: bool, now_ms: int) -> None:
         """A fetch of ``tp`` from ``node`` succeeded (with records or not) and named this read replica (-1: none)."""
         self._unreachable.pop(node, None)
+        self._lost.discard(node)
         if records:
             self.fetched_from[tp] = node
-            lease = self._leases.get(tp)
-            if lease is not None and lease.replica == node:
-                self.replica_fetches += 1
         if preferred_read_replica < 0 or preferred_read_replica == node:
             return
         lease = self._leases.get(tp)
@@ -131,6 +137,10 @@ class ReadReplicas:
             if lease is not None and lease.replica == node:
                 self._drop(tp, "fetch_failed")
 
+    def disconnected(self, node: int) -> None:
+        """The network closed its connection to ``node``, or could not make one (called between polls)."""
+        self._lost.add(node)
+
     def retain(self, assigned: Iterable[TopicPartition]) -> None:
         """Forgets partitions no longer assigned."""
         keep = set(assigned)
@@ -143,8 +153,11 @@ class ReadReplicas:
         return now_ms <= lease.expires_ms and lease.leader == leader and lease.leader_epoch == cluster.leader_epoch(tp)
 
     def _usable(self, lease: ReadLease, tp: TopicPartition, cluster: Cluster, now_ms: int) -> bool:
-        """The replica is online in the metadata and has not failed a fetch lately."""
-        return self._unreachable.get(lease.replica, -1) <= now_ms and _online(cluster, tp, lease.replica)
+        """The replica is online in the metadata and its connection or a fetch to it has not failed lately."""
+        replica = lease.replica
+        return (
+            replica not in self._lost and self._unreachable.get(replica, -1) <= now_ms and _online(cluster, tp, replica)
+        )
 
     def _drop(self, tp: TopicPartition, reason: str) -> None:
         lease = self._leases.pop(tp)

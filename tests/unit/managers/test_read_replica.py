@@ -125,7 +125,6 @@ def test_the_partition_is_fetched_from_the_replica_its_leader_names_for_our_rack
     follower.on_response(answer({0: (0, build_batch(0, [b"a", b"b"]))}), 2)
     assert rig.drain() == [(TP0, 0, 2)]
     assert rig.fetch.read_replicas.fetched_from[TP0] == 2
-    assert rig.fetch.read_replicas.replica_fetches == 1
     again = rig.poll(3)
     assert (again.node_id, offsets(again)) == (2, {0: 2})
 
@@ -165,6 +164,20 @@ def test_a_failed_fetch_to_the_replica_goes_back_to_the_leader_which_serves_it_w
     sent.on_response(answer({0: (0, build_batch(0, [b"a"]))}), 5)
     assert rig.drain() == [(TP0, 0, 1)]
     assert rig.fetch.read_replicas.fetched_from[TP0] == 1
+
+
+def test_a_lost_connection_to_the_replica_sends_the_next_fetch_to_the_leader_even_with_none_in_flight() -> None:
+    rig = Rig()
+    redirect(rig, 0)
+    rig.poll(1).on_response(answer({0: (0, build_batch(0, [b"a"]))}), 2)
+    # the caller holds the records; meanwhile the network reports the replica's connection closed
+    rig.fetch.read_replicas.disconnected(2)
+    assert rig.fetch.read_replicas.read_replica(TP0, 3) is None
+    sent = rig.poll(3)
+    assert (sent.node_id, request_of(sent).rack_id, offsets(sent)) == (1, "", {0: 1})
+    # and it stays so: not a blip that the next poll forgets
+    sent.on_response(answer({0: (0, build_batch(1, [b"b"]))}), 4)
+    assert rig.poll(5).node_id == 1
 
 
 def test_a_failed_replica_is_read_from_again_once_it_answers_a_fetch() -> None:
@@ -236,10 +249,13 @@ def test_a_replica_missing_from_the_metadata_is_not_read_from_until_it_is_back()
     assert (sent.node_id, request_of(sent).rack_id) == (1, "")
     assert rig.fetch.read_replicas.read_replica(TP0, 2) is None
     sent.on_response(answer({0: (0, build_batch(0, [b"a"]))}), 3)
-    # our metadata may be older than the leader's word: a refresh was asked for, and lists node 2 again
-    only(rig.metadata.poll(4).unsent_requests).on_response(cluster_metadata(), 4)
-    assert rig.fetch.read_replicas.read_replica(TP0, 5) == 2
-    assert rig.poll(5).node_id == 2  # the lease still stands
+    # our metadata may be older than the leader's word: a refresh was asked for, once, not at every fetch
+    only(rig.metadata.poll(4).unsent_requests).on_response(cluster_metadata(brokers=(1, 3)), 4)
+    rig.poll(5).on_response(answer({0: (0, None)}), 5)
+    assert rig.metadata.poll(6).unsent_requests == ()
+    rig.set_metadata(cluster_metadata(), 6)  # node 2 is back
+    assert rig.fetch.read_replicas.read_replica(TP0, 7) == 2
+    assert rig.poll(7).node_id == 2  # the lease still stands
 
 
 def test_an_offline_replica_is_not_read_from() -> None:
