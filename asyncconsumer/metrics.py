@@ -24,6 +24,11 @@ class PartitionMetrics:
     position: int | None
     high_watermark: int | None
     lag: int | None
+    preferred_read_replica: int | None = None
+    """The replica (node id) the partition is read from instead of its leader, as the leader named it for
+    ``client_rack`` (KIP-392; Java's ``preferred-read-replica``); None while it is read from its leader."""
+    fetched_from: int | None = None
+    """The node whose fetch last brought the partition records (None before any)."""
 
 
 @attrs.define(frozen=True, slots=True)

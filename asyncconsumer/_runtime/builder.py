@@ -143,6 +143,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
     network = delegate
     network.add_fatal_listener(lambda error: background_events.put(ErrorEvent(error)))
     network.add_disconnect_listener(lambda node, error: metadata.request_update())
+    network.add_disconnect_listener(lambda node, error: fetch.read_replicas.disconnected(node))
     if group is not None:
         on_group_disconnect = group.on_disconnect
         network.add_disconnect_listener(lambda node, error: on_group_disconnect(node))

@@ -442,11 +442,14 @@ class ConsumerCore:
         records_rate, bytes_rate = self.meter.rates(now, collector.records_returned, collector.bytes_returned)
         latency_avg, latency_max = self.parts.fetch.latency.summary()
         partitions: dict[TopicPartition, PartitionMetrics] = {}
+        replicas = self.parts.fetch.read_replicas  # dict lookups of values the background writes
         for tp in sorted(self.subscriptions.assigned()):
             position = self.subscriptions.position(tp)
             high = self.subscriptions.high_watermark(tp)
             lag = None if position is None or high is None else max(0, high - position)
-            partitions[tp] = PartitionMetrics(position, high, lag)
+            partitions[tp] = PartitionMetrics(
+                position, high, lag, replicas.read_replica(tp, now), replicas.fetched_from.get(tp)
+            )
         group = self.parts.group
         last_error = self.parts.delegate.last_connection_error()  # a reference read; written by the background
         coordinator = group.coordinator.coordinator if group is not None else None

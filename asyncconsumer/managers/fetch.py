@@ -20,6 +20,9 @@ A partition error is retried after a backoff that grows while it repeats: retria
 metadata refresh when the leader may have moved), other errors after reporting them to the caller, once per failed
 fetch; such a partition is not fetched again until the caller's ``poll`` has passed the failed fetch in the buffer,
 so a broker that keeps failing a partition costs one fetch and one error per ``poll``, never a flood.
+
+With ``client_rack`` set, a partition whose leader named a replica in the consumer's rack is fetched from that
+replica instead (KIP-392; ``read_replica.py`` says for how long and when it falls back to the leader).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from asyncconsumer.errors import (
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.read_replica import ReadReplicas
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.metrics import LatencyWindow
 from asyncconsumer.protocol.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
@@ -105,6 +109,8 @@ class FetchManager:
         """Partition -> the metadata's leader epoch when last fetched: a change may need a validation (KIP-320)."""
         self.fetches_completed = 0
         self.bytes_fetched = 0
+        self.read_replicas = ReadReplicas(config.client_rack, config.metadata_max_age_ms, metadata)
+        """Where each partition is read from when its leader named a replica in our rack (KIP-392)."""
 
     @property
     def nodes_in_flight(self) -> int:
@@ -117,6 +123,7 @@ class FetchManager:
             self._served = {tp: n for tp, n in self._served.items() if tp in assigned}
             self._behind = {tp: e for tp, e in self._behind.items() if tp in assigned}
             self._leader_epochs = {tp: e for tp, e in self._leader_epochs.items() if tp in assigned}
+            self.read_replicas.retain(assigned)
         fetchable = self._subs.fetchable()
         if not fetchable:
             return PollResult()
@@ -140,9 +147,10 @@ class FetchManager:
                 if self._subs.begin_validation(tp, epoch, leader_epoch):
                     continue
                 self._leader_epochs[tp] = leader_epoch
+            node = self.read_replicas.select(tp, leader, cluster, now_ms)
             if (
                 tp in self._partitions_in_flight
-                or self._in_flight[leader] >= FETCHES_PER_NODE
+                or self._in_flight[node] >= FETCHES_PER_NODE
                 or self._buffer.error_pending(tp, epoch)
             ):
                 continue
@@ -150,12 +158,12 @@ class FetchManager:
             if retry is not None and retry[0] == epoch and now_ms < retry[2]:
                 wait = min(wait, retry[2] - now_ms)
                 continue
-            retry_at = self._node_retry_at.get(leader, 0)
+            retry_at = self._node_retry_at.get(node, 0)
             if now_ms < retry_at:
                 wait = min(wait, retry_at - now_ms)
                 continue
             max_bytes = override or self._config.max_partition_fetch_bytes
-            by_node[leader][tp] = _Sent(offset, epoch, max_bytes, leader_epoch)
+            by_node[node][tp] = _Sent(offset, epoch, max_bytes, leader_epoch)
             if self._pipelining and self._behind.get(tp) == epoch:
                 behind.add(tp)
         planned = [fetch for node, sent in by_node.items() for fetch in self._plan(node, sent, behind)]
@@ -211,7 +219,7 @@ class FetchManager:
             max_bytes=max_bytes,
             topics=tuple(FetchTopic(t, tuple(ps)) for t, ps in by_topic.items()),
             isolation_level=self._isolation,
-            rack_id=self._config.client_rack,
+            rack_id=self.read_replicas.rack_id(sent, now_ms),
         )
 
         sent_at = now_ms
@@ -238,6 +246,7 @@ class FetchManager:
             self._node_retry_at[node] = now_ms + self._backoff.backoff_ms(failures)
             if result.invalid_metadata:
                 self._metadata.request_update()
+            self.read_replicas.node_failed(node, sent, now_ms)
             log.info("fetch.failed", node=node, error=str(result), failures=failures)
             return
         assert isinstance(result, FetchResponse)
@@ -259,6 +268,9 @@ class FetchManager:
                 if s is None:
                     continue
                 if part.error_code:
+                    from_replica = self.read_replicas.partition_failed(tp, node)
+                    if from_replica and part.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                        continue  # a follower may lag the leader: ask the leader, no reset (as Java's consumer)
                     failed = self._partition_error(tp, s, part.error_code, now_ms, share)
                     if failed is not None:
                         completed.append(failed)
@@ -294,6 +306,7 @@ class FetchManager:
                     batch_epoch,
                 ):
                     continue  # sought, reset, unassigned or awaiting validation while in flight
+                self.read_replicas.answered(tp, node, part.preferred_read_replica, next_offset is not None, now_ms)
                 end = (
                     part.last_stable_offset if self._isolation and part.last_stable_offset >= 0 else part.high_watermark
                 )
