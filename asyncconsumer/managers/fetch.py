@@ -42,10 +42,11 @@ from asyncconsumer.errors import (
 )
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import PollResult, UnsentRequest
+from asyncconsumer.managers.fetch_session import FetchSession, FetchSessions
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.metrics import LatencyWindow
-from asyncconsumer.protocol.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+from asyncconsumer.protocol.fetch import FetchPartition, FetchRequest, FetchResponse
 from asyncconsumer.protocol.records import complete_prefix
 from asyncconsumer.records import TopicPartition
 
@@ -101,6 +102,8 @@ class FetchManager:
         self._responses = 0
         self.fetches_completed = 0
         self.bytes_fetched = 0
+        self.sessions = FetchSessions(FETCHES_PER_NODE, config.fetch_sessions)
+        """Fetch sessions (KIP-227), one per broker and in-flight slot; see ``fetch_session``."""
 
     @property
     def nodes_in_flight(self) -> int:
@@ -185,22 +188,25 @@ class FetchManager:
         self._in_flight[node] += 1
         self._partitions_in_flight.update(sent)
         self._buffer.reserve(max_bytes)
-        by_topic: dict[str, list[FetchPartition]] = defaultdict(list)
         cluster = self._metadata.cluster
         # A broker fills partitions in request order until max_bytes (KIP-74): the partitions that got records
-        # longest ago go first, so none starves, whichever fetch each rides in.
+        # longest ago go first, so none starves, whichever fetch each rides in. (Within a fetch session the broker
+        # keeps the order itself, moving partitions that returned records to the back.)
         order = sorted(sent.items(), key=lambda item: self._served.get(item[0], -1))
+        wanted: dict[TopicPartition, FetchPartition] = {}
         for tp, s in order:
             epoch = cluster.leader_epoch(tp)
-            by_topic[tp.topic].append(
-                FetchPartition(tp.partition, s.fetch_offset, s.max_bytes, -1 if epoch is None else epoch)
-            )
+            wanted[tp] = FetchPartition(tp.partition, s.fetch_offset, s.max_bytes, -1 if epoch is None else epoch)
+        session, fetch = self.sessions.prepare(node, wanted, now_ms)
         request = FetchRequest(
             max_wait_ms=self._config.fetch_max_wait_ms,
             min_bytes=self._config.fetch_min_bytes,
             max_bytes=max_bytes,
-            topics=tuple(FetchTopic(t, tuple(ps)) for t, ps in by_topic.items()),
+            topics=fetch.topics,
             isolation_level=self._isolation,
+            session_id=fetch.session_id,
+            session_epoch=fetch.epoch,
+            forgotten_topics_data=fetch.forgotten,
             rack_id=self._config.client_rack,
         )
 
@@ -209,7 +215,7 @@ class FetchManager:
         def on_response(result: object, now_ms: int) -> None:
             self.latency.add(now_ms - sent_at)
             try:
-                self._on_response(node, sent, result, now_ms)
+                self._on_response(node, session, sent, result, now_ms)
             finally:
                 self._buffer.unreserve(max_bytes)
 
@@ -217,12 +223,16 @@ class FetchManager:
             request, node, on_response, timeout_ms=self._config.request_timeout_ms + self._config.fetch_max_wait_ms
         )
 
-    def _on_response(self, node: int, sent: dict[TopicPartition, _Sent], result: object, now_ms: int) -> None:
+    def _on_response(
+        self, node: int, session: FetchSession, sent: dict[TopicPartition, _Sent], result: object, now_ms: int
+    ) -> None:
+        # Every partition sent is done with, also those an incremental answer leaves out (nothing new for them).
         self._in_flight[node] -= 1
         self._partitions_in_flight.difference_update(sent)
-        for tp in sent:
-            self._behind.pop(tp, None)
         if isinstance(result, KafkaError):
+            session.failed()
+            for tp in sent:
+                self._behind.pop(tp, None)
             failures = self._node_failures.get(node, 0) + 1
             self._node_failures[node] = failures
             self._node_retry_at[node] = now_ms + self._backoff.backoff_ms(failures)
@@ -232,7 +242,11 @@ class FetchManager:
             return
         assert isinstance(result, FetchResponse)
         self._node_failures.pop(node, None)
+        if not self.sessions.answered(session, result, now_ms):
+            return  # the session is gone and the broker fetched nothing: the next fetch, a full one, goes at once
         if result.error_code:
+            for tp in sent:
+                self._behind.pop(tp, None)
             error = for_code(result.error_code, f"fetch from node {node}")
             self._node_retry_at[node] = now_ms + self._backoff.backoff_ms(1)
             if not error.retriable:
@@ -248,6 +262,9 @@ class FetchManager:
                 s = sent.get(tp)
                 if s is None:
                     continue
+                # what was known of records waiting; a partition left out of an incremental answer keeps it (it got
+                # no records and its high watermark did not move)
+                self._behind.pop(tp, None)
                 if part.error_code:
                     failed = self._partition_error(tp, s, part.error_code, now_ms, share)
                     if failed is not None:
