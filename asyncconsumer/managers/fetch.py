@@ -16,6 +16,13 @@ other. Once the partitions are caught up, a broker gets one fetch at a time agai
 ``fetch_min_bytes`` is above 1 (the broker may then wait even with records there) or when
 ``max_in_flight_requests_per_connection`` is 1.
 
+Fetches go in fetch sessions (KIP-227, see ``fetch_session``), one per broker and in-flight slot: after the first,
+full fetch, a fetch names only the partitions whose offset, size limit or leader epoch changed, and the broker
+answers only those with something new. The broker fetches every partition in a session, so a partition not fetched
+now (paused, backing off, waiting for the caller, in the other fetch) is forgotten from it; partitions an answer
+leaves out are done with all the same, and what was known of their records waiting stays. A broker that lost the
+session or finds it out of step gets a full fetch at once.
+
 A partition error is retried after a backoff that grows while it repeats: retriable errors silently (after a
 metadata refresh when the leader may have moved), other errors after reporting them to the caller, once per failed
 fetch; such a partition is not fetched again until the caller's ``poll`` has passed the failed fetch in the buffer,
@@ -42,11 +49,11 @@ from asyncconsumer.errors import (
 )
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import PollResult, UnsentRequest
-from asyncconsumer.managers.fetch_session import FetchSession, FetchSessions
+from asyncconsumer.managers.fetch_session import FetchSession, FetchSessions, PartitionFetch
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.metrics import LatencyWindow
-from asyncconsumer.protocol.fetch import FetchPartition, FetchRequest, FetchResponse
+from asyncconsumer.protocol.fetch import FetchRequest, FetchResponse
 from asyncconsumer.protocol.records import complete_prefix
 from asyncconsumer.records import TopicPartition
 
@@ -193,10 +200,10 @@ class FetchManager:
         # longest ago go first, so none starves, whichever fetch each rides in. (Within a fetch session the broker
         # keeps the order itself, moving partitions that returned records to the back.)
         order = sorted(sent.items(), key=lambda item: self._served.get(item[0], -1))
-        wanted: dict[TopicPartition, FetchPartition] = {}
+        wanted: dict[TopicPartition, PartitionFetch] = {}
         for tp, s in order:
             epoch = cluster.leader_epoch(tp)
-            wanted[tp] = FetchPartition(tp.partition, s.fetch_offset, s.max_bytes, -1 if epoch is None else epoch)
+            wanted[tp] = (s.fetch_offset, s.max_bytes, -1 if epoch is None else epoch)
         session, fetch = self.sessions.prepare(node, wanted, now_ms)
         request = FetchRequest(
             max_wait_ms=self._config.fetch_max_wait_ms,

@@ -52,6 +52,11 @@ SESSION_RETRY_MS = 120_000
 ``min.incremental.fetch.session.eviction.ms``: sooner, the cache would most likely still be full)."""
 
 
+PartitionFetch = tuple[int, int, int]
+"""What a fetch asks of one partition, as a session compares it: (fetch offset, max bytes, current leader epoch).
+Plain tuples: a session compares every partition of every fetch, so this runs a thousand times per fetch."""
+
+
 def next_epoch(epoch: int) -> int:
     """The epoch after ``epoch`` in a session: 1, 2, ... up to 2^31-1, then 1 again (0 means a new session)."""
     return 1 if epoch >= MAX_EPOCH else epoch + 1
@@ -72,10 +77,10 @@ class SessionFetch:
         return self.epoch <= INITIAL_EPOCH
 
 
-def _topics(partitions: Mapping[TopicPartition, FetchPartition]) -> tuple[FetchTopic, ...]:
+def _topics(partitions: Mapping[TopicPartition, PartitionFetch]) -> tuple[FetchTopic, ...]:
     by_topic: dict[str, list[FetchPartition]] = defaultdict(list)
-    for tp, partition in partitions.items():
-        by_topic[tp.topic].append(partition)
+    for tp, (offset, max_bytes, leader_epoch) in partitions.items():
+        by_topic[tp.topic].append(FetchPartition(tp.partition, offset, max_bytes, leader_epoch))
     return tuple(FetchTopic(topic, tuple(parts)) for topic, parts in by_topic.items())
 
 
@@ -111,7 +116,7 @@ class FetchSession:
         self._session_id = INVALID_SESSION_ID
         self._epoch = INITIAL_EPOCH
         """The next fetch's epoch: 0 (full, opening a session), -1 (full, sessionless) or 1, 2, ... (incremental)."""
-        self._partitions: dict[TopicPartition, FetchPartition] = {}
+        self._partitions: dict[TopicPartition, PartitionFetch] = {}
         """The session's partitions as the broker holds them: what was last sent for each."""
         self._sessionless_until = 0
         self._sent_epoch = INITIAL_EPOCH
@@ -127,11 +132,11 @@ class FetchSession:
         return self._epoch
 
     @property
-    def partitions(self) -> Mapping[TopicPartition, FetchPartition]:
+    def partitions(self) -> Mapping[TopicPartition, PartitionFetch]:
         """The partitions in the session, as last sent."""
         return self._partitions
 
-    def prepare(self, wanted: Mapping[TopicPartition, FetchPartition], now_ms: int) -> SessionFetch:
+    def prepare(self, wanted: Mapping[TopicPartition, PartitionFetch], now_ms: int) -> SessionFetch:
         """The session fields of a fetch of exactly ``wanted`` (in the order a full fetch names them)."""
         assert not self.in_flight, "a session's next fetch waits for the answer to its last"
         self.in_flight = True
@@ -149,7 +154,7 @@ class FetchSession:
         forgotten = [tp for tp in session if tp not in wanted]
         for tp in forgotten:
             del session[tp]
-        changed: dict[TopicPartition, FetchPartition] = {}
+        changed: dict[TopicPartition, PartitionFetch] = {}
         for tp, partition in wanted.items():
             if session.get(tp) != partition:
                 changed[tp] = partition
@@ -220,8 +225,12 @@ class FetchSessions:
         self.incremental_fetches = 0
         self.session_errors = 0
 
+    def of_node(self, node: int) -> tuple[FetchSession, ...]:
+        """A broker's sessions, one per slot (none before the first fetch from it)."""
+        return self._sessions.get(node, ())
+
     def prepare(
-        self, node: int, wanted: Mapping[TopicPartition, FetchPartition], now_ms: int
+        self, node: int, wanted: Mapping[TopicPartition, PartitionFetch], now_ms: int
     ) -> tuple[FetchSession, SessionFetch]:
         """The session a fetch of ``wanted`` from ``node`` goes in (of those not awaiting an answer, the one that
         holds most of ``wanted`` already, so the fetch names the fewest) and that fetch's session fields."""

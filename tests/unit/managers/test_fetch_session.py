@@ -15,10 +15,11 @@ from asyncconsumer.managers.fetch_session import (
     SESSION_RETRY_MS,
     FetchSession,
     FetchSessions,
+    PartitionFetch,
     SessionFetch,
     next_epoch,
 )
-from asyncconsumer.protocol.fetch import FetchPartition, FetchResponse
+from asyncconsumer.protocol.fetch import FetchResponse
 from asyncconsumer.records import TopicPartition
 
 
@@ -28,8 +29,8 @@ def tp(p: int, topic: str = "t") -> TopicPartition:
 
 def wanted(
     offsets: Mapping[int, int], max_bytes: int = 1024, leader_epoch: int = 0
-) -> dict[TopicPartition, FetchPartition]:
-    return {tp(p): FetchPartition(p, offset, max_bytes, leader_epoch) for p, offset in offsets.items()}
+) -> dict[TopicPartition, PartitionFetch]:
+    return {tp(p): (offset, max_bytes, leader_epoch) for p, offset in offsets.items()}
 
 
 def named(fetch: SessionFetch) -> dict[TopicPartition, int]:
@@ -68,15 +69,15 @@ def test_the_first_fetch_is_full_and_opens_a_session_then_fetches_name_only_what
 def test_an_incremental_fetch_names_the_partitions_whose_offset_size_or_leader_epoch_changed() -> None:
     session = opened()
     now = wanted({0: 0, 1: 0, 2: 0})
-    now[tp(0)] = FetchPartition(0, 3, 1024, 0)  # records came: a new fetch offset
-    now[tp(1)] = FetchPartition(1, 0, 4096, 0)  # a batch too large: a bigger limit
+    now[tp(0)] = (3, 1024, 0)  # records came: a new fetch offset
+    now[tp(1)] = (0, 4096, 0)  # a batch too large: a bigger limit
     # partition 2 unchanged; partition 3 new
-    now[tp(3)] = FetchPartition(3, 0, 1024, 0)
+    now[tp(3)] = (0, 1024, 0)
     fetch = session.prepare(now, 2)
     assert fetch.epoch == 1
     assert named(fetch) == {tp(0): 3, tp(1): 0, tp(3): 0}
     session.answered(answer(7), 3)
-    now[tp(2)] = FetchPartition(2, 0, 1024, 5)  # a new leader epoch
+    now[tp(2)] = (0, 1024, 5)  # a new leader epoch
     fetch = session.prepare(now, 4)
     assert fetch.epoch == 2 and named(fetch) == {tp(2): 0}
     assert session.partitions == now
@@ -96,13 +97,13 @@ def test_a_partition_not_fetched_now_is_forgotten_and_named_again_when_it_comes_
 def test_forgotten_partitions_are_grouped_by_topic() -> None:
     session = FetchSession(node=1, slot=0)
     both = {
-        tp(0, "a"): FetchPartition(0, 0, 1),
-        tp(1, "a"): FetchPartition(1, 0, 1),
-        tp(0, "b"): FetchPartition(0, 0, 1),
+        tp(0, "a"): (0, 1, -1),
+        tp(1, "a"): (0, 1, -1),
+        tp(0, "b"): (0, 1, -1),
     }
     session.prepare(both, 0)
     session.answered(answer(7), 1)
-    fetch = session.prepare({tp(1, "a"): FetchPartition(1, 0, 1)}, 2)
+    fetch = session.prepare({tp(1, "a"): (0, 1, -1)}, 2)
     assert {(f.topic, f.partitions) for f in fetch.forgotten} == {("a", (0,)), ("b", (0,))}
 
 
