@@ -184,8 +184,9 @@ class FetchSession:
                 return sent <= INITIAL_EPOCH  # after a full fetch: a broker misbehaving, handled as any error
             return True
         if response.session_id == INVALID_SESSION_ID:
-            if sent == INITIAL_EPOCH:
-                # asked for a session and got none: the broker's cache is full, or it has no sessions
+            if sent == INITIAL_EPOCH and not (response.throttle_time_ms and not response.responses):
+                # asked for a session and got none: the broker's cache is full, or it has no sessions (a throttled
+                # broker answers a full fetch with nothing at all: that says nothing about sessions, KIP-219)
                 self._sessionless_until = now_ms + SESSION_RETRY_MS
                 log.debug("fetch.session_refused", node=self.node, slot=self.slot, retry_ms=SESSION_RETRY_MS)
             self._session_id = INVALID_SESSION_ID  # an incremental fetch answered so: the broker closed the session
@@ -194,14 +195,37 @@ class FetchSession:
                 self._partitions = {}
         elif sent > INITIAL_EPOCH and response.session_id == self._session_id:
             self._epoch = next_epoch(sent)
+            self._check(response, full=False)
         elif sent == INITIAL_EPOCH:
             self._session_id = response.session_id
             self._epoch = 1
+            self._check(response, full=True)
         else:
             # a session id we did not ask for (or after a sessionless fetch): close it, start afresh
             self._session_id = response.session_id
             self._restart()
         return True
+
+    def _check(self, response: FetchResponse, full: bool) -> None:
+        """Restarts the session when the broker's answer does not fit it (as Java's handler checks): a full answer
+        must hold every partition asked for, an incremental one only partitions in the session. Its partitions are
+        still good; the session is what cannot be trusted."""
+        session = self._partitions
+        if full:
+            fits = sum(len(t.partitions) for t in response.responses) == len(session)
+        else:
+            fits = all(
+                TopicPartition(t.topic, p.partition_index) in session for t in response.responses for p in t.partitions
+            )
+        if not fits:
+            log.info(
+                "fetch.session_error",
+                node=self.node,
+                slot=self.slot,
+                epoch=self._epoch,
+                error="answer does not fit the session",
+            )
+            self._restart()
 
     def failed(self) -> None:
         """The fetch got no answer (connection lost, timed out): whether the broker moved the epoch is unknown,

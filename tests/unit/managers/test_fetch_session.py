@@ -19,7 +19,7 @@ from asyncconsumer.managers.fetch_session import (
     SessionFetch,
     next_epoch,
 )
-from asyncconsumer.protocol.fetch import FetchResponse
+from asyncconsumer.protocol.fetch import FetchableTopicResponse, FetchPartitionData, FetchResponse
 from asyncconsumer.records import TopicPartition
 
 
@@ -42,8 +42,13 @@ def forgotten(fetch: SessionFetch) -> set[TopicPartition]:
     return {TopicPartition(f.topic, p) for f in fetch.forgotten for p in f.partitions}
 
 
-def answer(session_id: int = 0, error_code: int = 0) -> FetchResponse:
-    return FetchResponse(responses=(), error_code=error_code, session_id=session_id)
+def answer(session_id: int = 0, error_code: int = 0, full: FetchSession | None = None) -> FetchResponse:
+    """An answer with no partitions, or with ``full``: every partition that session holds (as a full answer)."""
+    by_topic: dict[str, list[FetchPartitionData]] = {}
+    for t in full.partitions if full is not None else ():
+        by_topic.setdefault(t.topic, []).append(FetchPartitionData(t.partition, 0, 0))
+    responses = tuple(FetchableTopicResponse(topic, tuple(parts)) for topic, parts in by_topic.items())
+    return FetchResponse(responses=responses, error_code=error_code, session_id=session_id)
 
 
 def opened(session_id: int = 7, offsets: Mapping[int, int] | None = None) -> FetchSession:
@@ -51,7 +56,7 @@ def opened(session_id: int = 7, offsets: Mapping[int, int] | None = None) -> Fet
     session = FetchSession(node=1, slot=0)
     first = session.prepare(wanted(offsets or {0: 0, 1: 0, 2: 0}), 0)
     assert (first.session_id, first.epoch, first.full) == (0, INITIAL_EPOCH, True)
-    assert session.answered(answer(session_id), 1)
+    assert session.answered(answer(session_id, full=session), 1)
     return session
 
 
@@ -59,7 +64,7 @@ def test_the_first_fetch_is_full_and_opens_a_session_then_fetches_name_only_what
     session = FetchSession(node=1, slot=0)
     first = session.prepare(wanted({0: 0, 1: 5, 2: 9}), 0)
     assert named(first) == {tp(0): 0, tp(1): 5, tp(2): 9} and forgotten(first) == set()
-    assert session.answered(answer(session_id=42), 1)
+    assert session.answered(answer(42, full=session), 1)
     assert (session.session_id, session.epoch) == (42, 1)
     unchanged = session.prepare(wanted({0: 0, 1: 5, 2: 9}), 2)
     assert (unchanged.session_id, unchanged.epoch, unchanged.full) == (42, 1, False)
@@ -102,7 +107,7 @@ def test_forgotten_partitions_are_grouped_by_topic() -> None:
         tp(0, "b"): (0, 1, -1),
     }
     session.prepare(both, 0)
-    session.answered(answer(7), 1)
+    session.answered(answer(7, full=session), 1)
     fetch = session.prepare({tp(1, "a"): (0, 1, -1)}, 2)
     assert {(f.topic, f.partitions) for f in fetch.forgotten} == {("a", (0,)), ("b", (0,))}
 
@@ -126,7 +131,7 @@ def test_session_id_not_found_starts_a_new_session_with_a_full_fetch_at_once() -
     fetch = session.prepare(wanted({0: 4, 1: 0, 2: 0}), 4)
     assert (fetch.session_id, fetch.epoch, fetch.full) == (0, INITIAL_EPOCH, True)  # nothing left to close
     assert named(fetch) == {tp(0): 4, tp(1): 0, tp(2): 0}
-    session.answered(answer(8), 5)
+    session.answered(answer(8, full=session), 5)
     assert (session.session_id, session.epoch) == (8, 1)
 
 
@@ -177,7 +182,7 @@ def test_no_session_given_means_sessionless_full_fetches_then_a_new_try_later() 
         session.answered(answer(0), now)
     retry = session.prepare(wanted({0: 0, 1: 0}), 1_001 + SESSION_RETRY_MS)
     assert retry.epoch == INITIAL_EPOCH
-    session.answered(answer(3), 1_001 + SESSION_RETRY_MS)
+    session.answered(answer(3, full=session), 1_001 + SESSION_RETRY_MS)
     assert session.prepare(wanted({0: 0, 1: 0}), 1_002 + SESSION_RETRY_MS).epoch == 1
 
 
@@ -215,8 +220,8 @@ def test_two_fetches_in_flight_to_a_broker_go_in_two_sessions_over_disjoint_part
     second, b = sessions.prepare(1, wanted({2: 0, 3: 0}), 0)
     assert first is not second and (first.slot, second.slot) == (0, 1)
     assert a.full and b.full
-    sessions.answered(first, answer(10), 1)
-    sessions.answered(second, answer(11), 1)
+    sessions.answered(first, answer(10, full=first), 1)
+    sessions.answered(second, answer(11, full=second), 1)
     # each slot's next fetch goes in the session that holds its partitions, naming nothing new
     again_b, b2 = sessions.prepare(1, wanted({2: 0, 3: 0}), 2)
     again_a, a2 = sessions.prepare(1, wanted({0: 0, 1: 0}), 2)
@@ -230,8 +235,8 @@ def test_a_partition_moving_to_the_other_slot_is_forgotten_in_one_and_named_in_t
     sessions = FetchSessions(slots=2)
     first, _ = sessions.prepare(1, wanted({0: 0, 1: 0}), 0)
     second, _ = sessions.prepare(1, wanted({2: 0, 3: 0}), 0)
-    sessions.answered(first, answer(10), 1)
-    sessions.answered(second, answer(11), 1)
+    sessions.answered(first, answer(10, full=first), 1)
+    sessions.answered(second, answer(11, full=second), 1)
     s1, moved_in = sessions.prepare(1, wanted({0: 0, 1: 0, 2: 0}), 2)  # most of these are in the first slot
     s2, moved_out = sessions.prepare(1, wanted({3: 0}), 2)
     assert (s1, s2) == (first, second)
@@ -245,8 +250,8 @@ def test_one_fetch_for_all_partitions_goes_in_the_slot_holding_most_of_them() ->
     sessions = FetchSessions(slots=2)
     small, _ = sessions.prepare(1, wanted({0: 0}), 0)
     large, _ = sessions.prepare(1, wanted({1: 0, 2: 0, 3: 0}), 0)
-    sessions.answered(small, answer(10), 1)
-    sessions.answered(large, answer(11), 1)
+    sessions.answered(small, answer(10, full=small), 1)
+    sessions.answered(large, answer(11, full=large), 1)
     chosen, fetch = sessions.prepare(1, wanted({0: 0, 1: 0, 2: 0, 3: 0}), 2)
     assert chosen is large and named(fetch) == {tp(0): 0}
 
@@ -256,9 +261,38 @@ def test_each_broker_has_its_own_sessions_and_session_errors_are_counted() -> No
     one, _ = sessions.prepare(1, wanted({0: 0}), 0)
     two, _ = sessions.prepare(2, wanted({1: 0}), 0)
     assert one is not two and one.node == 1 and two.node == 2 and one.slot == two.slot == 0
-    sessions.answered(one, answer(10), 1)
-    sessions.answered(two, answer(10), 1)  # session ids are per broker
+    sessions.answered(one, answer(10, full=one), 1)
+    sessions.answered(two, answer(10, full=two), 1)  # session ids are per broker
     _, fetch = sessions.prepare(1, wanted({0: 0}), 2)
     assert not sessions.answered(one, answer(0, ErrorCode.FETCH_SESSION_ID_NOT_FOUND), 3)
     assert (fetch.session_id, sessions.session_errors) == (10, 1)
     assert (sessions.full_fetches, sessions.incremental_fetches) == (2, 1)
+
+
+def test_a_throttled_empty_answer_to_a_full_fetch_is_no_refusal_of_a_session() -> None:
+    session = FetchSession(node=1, slot=0)
+    session.prepare(wanted({0: 0}), 0)
+    throttled = FetchResponse(responses=(), throttle_time_ms=300, session_id=0)  # KIP-219: no data, no session
+    assert session.answered(throttled, 1)
+    assert session.prepare(wanted({0: 0}), 2).epoch == INITIAL_EPOCH  # asks for a session again at once
+
+
+def partitions_answer(session_id: int, *parts: int) -> FetchResponse:
+    data = tuple(FetchPartitionData(p, 0, 0) for p in parts)
+    return FetchResponse(responses=(FetchableTopicResponse("t", data),) if parts else (), session_id=session_id)
+
+
+def test_an_answer_that_does_not_fit_the_session_restarts_it() -> None:
+    session = FetchSession(node=1, slot=0)
+    session.prepare(wanted({0: 0, 1: 0}), 0)
+    assert session.answered(partitions_answer(7, 0), 1)  # a full answer leaving partition 1 out
+    assert (session.session_id, session.epoch) == (7, INITIAL_EPOCH)  # closed and reopened by the next fetch
+    session.prepare(wanted({0: 0, 1: 0}), 2)
+    session.answered(partitions_answer(8, 0, 1), 3)
+    assert (session.session_id, session.epoch) == (8, 1)
+    session.prepare(wanted({0: 0, 1: 0}), 4)
+    assert session.answered(partitions_answer(8, 0), 5)  # an incremental answer may leave partitions out
+    assert session.epoch == 2
+    session.prepare(wanted({0: 0, 1: 0}), 6)
+    assert session.answered(partitions_answer(8, 5), 7)  # but not name one outside the session
+    assert (session.session_id, session.epoch) == (8, INITIAL_EPOCH)
