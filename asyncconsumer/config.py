@@ -226,6 +226,11 @@ class ConsumerConfig:
     pause_gc_during_poll: bool = True
     """No Java twin: pause Python's cyclic GC while ``poll`` builds records. Each record is a new tracked object,
     and collections triggered every few hundred of them cost more than decoding (measured 3.7 vs 1.5 us/record)."""
+    fetch_sessions: bool = True
+    """No Java twin (Java always uses them; franz-go's ``DisableFetchSessions`` is this switch): incremental fetch
+    sessions (KIP-227), so a fetch names only the partitions that changed and the broker answers only those with
+    something new. An escape hatch: False sends every fetch in full, for a broker or proxy that gets sessions wrong,
+    and to measure what sessions save (``benchmarks/bench_fetch_sessions.py``)."""
     request_timeout_ms: int = attrs.field(default=30_000, validator=_positive)
     """request.timeout.ms"""
     default_api_timeout_ms: int = attrs.field(default=60_000, validator=_positive)
@@ -347,7 +352,7 @@ class ConsumerConfig:
         ):
             if isinstance(values.get(key), str) and values[key].strip().isdigit():
                 values[key] = int(values[key])
-        for key in ("check_crcs", "enable_auto_commit", "pause_gc_during_poll", "ssl_check_hostname"):
+        for key in ("check_crcs", "enable_auto_commit", "pause_gc_during_poll", "fetch_sessions", "ssl_check_hostname"):
             if isinstance(values.get(key), str):
                 values[key] = _boolean(key, values[key])
         for key in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "auto_commit_interval_ms"):
@@ -426,6 +431,7 @@ class ConsumerSettings(TypedDict, total=False):
     max_poll_records: int
     check_crcs: bool
     pause_gc_during_poll: bool
+    fetch_sessions: bool
     request_timeout_ms: int
     default_api_timeout_ms: int
     metadata_max_age_ms: int

@@ -66,6 +66,14 @@ class ConsumerMetrics:
     last_connection_error: str | None = None
     """Why the most recent connection attempt or connection failed, while that broker stays unreachable (None when
     every broker the consumer needs answers): what to show a person waiting for a consumer to connect."""
+    fetch_requests_full: int = 0
+    """Fetch requests sent naming every partition they fetch: the first of each fetch session (KIP-227), every
+    fetch when a broker gives no session or ``fetch_sessions`` is off, and the one after a session error."""
+    fetch_requests_incremental: int = 0
+    """Fetch requests sent within a fetch session, naming only the partitions that changed."""
+    fetch_session_errors: int = 0
+    """Fetch sessions a broker had lost (FETCH_SESSION_ID_NOT_FOUND) or found out of step
+    (INVALID_FETCH_SESSION_EPOCH); each was followed by a full fetch."""
     plugins: dict[str, PluginMetrics] = attrs.field(factory=dict)
     """Per enabled plugin, by name (see ``asyncconsumer.plugins``)."""
 

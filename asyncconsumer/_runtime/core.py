@@ -441,6 +441,7 @@ class ConsumerCore:
         collector = self.parts.collector
         records_rate, bytes_rate = self.meter.rates(now, collector.records_returned, collector.bytes_returned)
         latency_avg, latency_max = self.parts.fetch.latency.summary()
+        sessions = self.parts.fetch.sessions  # counters written by the background; each read is whole
         partitions: dict[TopicPartition, PartitionMetrics] = {}
         replicas = self.parts.fetch.read_replicas  # dict lookups of values the background writes
         for tp in sorted(self.subscriptions.assigned()):
@@ -470,5 +471,8 @@ class ConsumerCore:
             coordinator_id=None if coordinator is None else coordinator.broker_node_id,
             connection_count=self.parts.delegate.connection_count,
             last_connection_error=None if last_error is None else str(last_error),
+            fetch_requests_full=sessions.full_fetches,
+            fetch_requests_incremental=sessions.incremental_fetches,
+            fetch_session_errors=sessions.session_errors,
             plugins={name: store.snapshot() for name, (_, store) in self.parts.plugins.items()},
         )

@@ -16,6 +16,13 @@ other. Once the partitions are caught up, a broker gets one fetch at a time agai
 ``fetch_min_bytes`` is above 1 (the broker may then wait even with records there) or when
 ``max_in_flight_requests_per_connection`` is 1.
 
+Fetches go in fetch sessions (KIP-227, see ``fetch_session``), one per broker and in-flight slot: after the first,
+full fetch, a fetch names only the partitions whose offset, size limit or leader epoch changed, and the broker
+answers only those with something new. The broker fetches every partition in a session, so a partition not fetched
+now (paused, backing off, waiting for the caller, in the other fetch) is forgotten from it; partitions an answer
+leaves out are done with all the same, and what was known of their records waiting stays. A broker that lost the
+session or finds it out of step gets a full fetch at once.
+
 A partition error is retried after a backoff that grows while it repeats: retriable errors silently (after a
 metadata refresh when the leader may have moved), other errors after reporting them to the caller, once per failed
 fetch; such a partition is not fetched again until the caller's ``poll`` has passed the failed fetch in the buffer,
@@ -45,11 +52,12 @@ from asyncconsumer.errors import (
 )
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import PollResult, UnsentRequest
+from asyncconsumer.managers.fetch_session import FetchSession, FetchSessions, PartitionFetch
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.read_replica import ReadReplicas
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.metrics import LatencyWindow
-from asyncconsumer.protocol.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+from asyncconsumer.protocol.fetch import FetchRequest, FetchResponse
 from asyncconsumer.protocol.records import complete_batches
 from asyncconsumer.records import TopicPartition
 
@@ -111,6 +119,8 @@ class FetchManager:
         self.bytes_fetched = 0
         self.read_replicas = ReadReplicas(config.client_rack, config.metadata_max_age_ms, metadata)
         """Where each partition is read from when its leader named a replica in our rack (KIP-392)."""
+        self.sessions = FetchSessions(FETCHES_PER_NODE, config.fetch_sessions)
+        """Fetch sessions (KIP-227), one per broker and in-flight slot; see ``fetch_session``."""
 
     @property
     def nodes_in_flight(self) -> int:
@@ -204,21 +214,24 @@ class FetchManager:
         self._in_flight[node] += 1
         self._partitions_in_flight.update(sent)
         self._buffer.reserve(max_bytes)
-        by_topic: dict[str, list[FetchPartition]] = defaultdict(list)
         # A broker fills partitions in request order until max_bytes (KIP-74): the partitions that got records
-        # longest ago go first, so none starves, whichever fetch each rides in.
+        # longest ago go first, so none starves, whichever fetch each rides in. (Within a fetch session the broker
+        # keeps the order itself, moving partitions that returned records to the back.)
         order = sorted(sent.items(), key=lambda item: self._served.get(item[0], -1))
+        wanted: dict[TopicPartition, PartitionFetch] = {}
         for tp, s in order:
             epoch = s.leader_epoch
-            by_topic[tp.topic].append(
-                FetchPartition(tp.partition, s.fetch_offset, s.max_bytes, -1 if epoch is None else epoch)
-            )
+            wanted[tp] = (s.fetch_offset, s.max_bytes, -1 if epoch is None else epoch)
+        session, fetch = self.sessions.prepare(node, wanted, now_ms)
         request = FetchRequest(
             max_wait_ms=self._config.fetch_max_wait_ms,
             min_bytes=self._config.fetch_min_bytes,
             max_bytes=max_bytes,
-            topics=tuple(FetchTopic(t, tuple(ps)) for t, ps in by_topic.items()),
+            topics=fetch.topics,
             isolation_level=self._isolation,
+            session_id=fetch.session_id,
+            session_epoch=fetch.epoch,
+            forgotten_topics_data=fetch.forgotten,
             rack_id=self.read_replicas.rack_id(sent, now_ms),
         )
 
@@ -227,7 +240,7 @@ class FetchManager:
         def on_response(result: object, now_ms: int) -> None:
             self.latency.add(now_ms - sent_at)
             try:
-                self._on_response(node, sent, result, now_ms)
+                self._on_response(node, session, sent, result, now_ms)
             finally:
                 self._buffer.unreserve(max_bytes)
 
@@ -235,12 +248,16 @@ class FetchManager:
             request, node, on_response, timeout_ms=self._config.request_timeout_ms + self._config.fetch_max_wait_ms
         )
 
-    def _on_response(self, node: int, sent: dict[TopicPartition, _Sent], result: object, now_ms: int) -> None:
+    def _on_response(
+        self, node: int, session: FetchSession, sent: dict[TopicPartition, _Sent], result: object, now_ms: int
+    ) -> None:
+        # Every partition sent is done with, also those an incremental answer leaves out (nothing new for them).
         self._in_flight[node] -= 1
         self._partitions_in_flight.difference_update(sent)
-        for tp in sent:
-            self._behind.pop(tp, None)
         if isinstance(result, KafkaError):
+            session.failed()
+            for tp in sent:
+                self._behind.pop(tp, None)
             failures = self._node_failures.get(node, 0) + 1
             self._node_failures[node] = failures
             self._node_retry_at[node] = now_ms + self._backoff.backoff_ms(failures)
@@ -251,7 +268,11 @@ class FetchManager:
             return
         assert isinstance(result, FetchResponse)
         self._node_failures.pop(node, None)
+        if not self.sessions.answered(session, result, now_ms):
+            return  # the session is gone and the broker fetched nothing: the next fetch, a full one, goes at once
         if result.error_code:
+            for tp in sent:
+                self._behind.pop(tp, None)
             error = for_code(result.error_code, f"fetch from node {node}")
             self._node_retry_at[node] = now_ms + self._backoff.backoff_ms(1)
             if not error.retriable:
@@ -267,6 +288,9 @@ class FetchManager:
                 s = sent.get(tp)
                 if s is None:
                     continue
+                # what was known of records waiting; a partition left out of an incremental answer keeps it (it got
+                # no records and its high watermark did not move)
+                self._behind.pop(tp, None)
                 if part.error_code:
                     from_replica = self.read_replicas.partition_failed(tp, node)
                     if from_replica and part.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-import struct
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from asyncconsumer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from asyncconsumer.protocol.base import Request, Response, decode_response, encode_request
 from asyncconsumer.protocol.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -39,6 +36,7 @@ from tests.support.kip848_shim import (
     TopicPartition,
 )
 from tests.support.produce import Record
+from tests.support.raw_client import RawClient
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.broker
@@ -48,44 +46,6 @@ API_METADATA = 3
 API_OFFSET_COMMIT = 8
 API_OFFSET_FETCH = 9
 API_API_VERSIONS = 18
-
-
-class RawClient:
-    """A blocking socket speaking our protocol classes, one request at a time."""
-
-    def __init__(self, address: str, name: str = "raw") -> None:
-        host, port = address.rsplit(":", 1)
-        self.name = name
-        self._sock = socket.create_connection((host, int(port)), timeout=10)
-        self._correlation = 0
-
-    def call(self, request: Request, version: int, timeout_s: float = 10.0) -> Response:
-        self._correlation += 1
-        self._sock.settimeout(timeout_s)
-        self._sock.sendall(encode_request(request, version, self._correlation, self.name))
-        (size,) = struct.unpack(">i", self._read(4))
-        payload = self._read(size)
-        assert struct.unpack_from(">i", payload)[0] == self._correlation
-        return decode_response(payload, type(request), version)
-
-    def _read(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self._sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError(f"{self.name}: the shim closed the connection")
-            data += chunk
-        return data
-
-    def closed_by_peer(self, timeout_s: float = 5.0) -> bool:
-        self._sock.settimeout(timeout_s)
-        try:
-            return self._sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
-
-    def close(self) -> None:
-        self._sock.close()
 
 
 def metadata(client: RawClient, topics: tuple[str, ...] | None = None) -> MetadataResponse:

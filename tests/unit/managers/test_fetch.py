@@ -13,7 +13,7 @@ from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.errors import KafkaConnectionError, KafkaError, OffsetOutOfRangeError
+from asyncconsumer.errors import ErrorCode, KafkaConnectionError, KafkaError, OffsetOutOfRangeError
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.fetch import FetchManager
@@ -21,6 +21,7 @@ from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.protocol.fetch import FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse
 from asyncconsumer.records import TopicPartition
 from tests.support.batches import build_batch
+from tests.support.fetch_broker import FakeFetchBroker
 from tests.support.fetch_buffer import held_back
 from tests.support.managers import metadata_response, no_jitter, only
 
@@ -44,7 +45,9 @@ def fetch_fixture(
     return FetchManager(cfg, subs, metadata, buffer, no_jitter(), errors.append), metadata, subs, buffer, errors
 
 
-def fetch_answer(parts: dict[int, tuple[int, bytes | None]], high_watermark: int = 100) -> FetchResponse:
+def fetch_answer(
+    parts: dict[int, tuple[int, bytes | None]], high_watermark: int = 100, session_id: int = 0
+) -> FetchResponse:
     return FetchResponse(
         responses=(
             FetchableTopicResponse(
@@ -55,6 +58,9 @@ def fetch_answer(parts: dict[int, tuple[int, bytes | None]], high_watermark: int
                 ),
             ),
         )
+        if parts
+        else (),
+        session_id=session_id,
     )
 
 
@@ -407,6 +413,119 @@ def test_the_error_of_a_fetch_in_flight_across_a_seek_is_dropped(code: int, rese
     assert again.request.topics[0].partitions[0].fetch_offset == 50
 
 
+# --- fetch sessions (KIP-227): see also test_fetch_session.py -----------------------------------------------------
+
+
+def session_of(request: UnsentRequest) -> tuple[int, int]:
+    assert isinstance(request.request, FetchRequest)
+    return request.request.session_id, request.request.session_epoch
+
+
+def forgotten_of(request: UnsentRequest) -> set[int]:
+    assert isinstance(request.request, FetchRequest)
+    return {p for f in request.request.forgotten_topics_data for p in f.partitions}
+
+
+def in_session(**config: Any) -> tuple[FetchManager, SubscriptionState, FetchBuffer, list[ErrorEvent]]:
+    """Partitions 0 and 1 at offset 0, the first (full) fetch answered by a broker opening session 5 with records for
+    partition 0 up to offset 2 (the high watermark) and nothing for partition 1."""
+    manager, _, subs, buffer, errors = fetch_fixture(**config)
+    subs.assign([TP0, TP1])
+    subs.seek(TP0, 0)
+    subs.seek(TP1, 0)
+    first = only(manager.poll(0).unsent_requests)
+    assert session_of(first) == (0, 0 if config.get("fetch_sessions", True) else -1)
+    assert fetched_partitions(first) == {0, 1}
+    first.on_response(fetch_answer({0: (0, build_batch(0, [b"a", b"b"])), 1: (0, None)}, 2, session_id=5), 1)
+    return manager, subs, buffer, errors
+
+
+def test_fetches_in_a_session_name_only_what_changed_and_partitions_left_out_of_the_answer_are_done_with() -> None:
+    manager, _, buffer, _ = in_session()
+    second = only(manager.poll(2).unsent_requests)
+    assert session_of(second) == (5, 1)
+    assert isinstance(second.request, FetchRequest)
+    assert [(p.partition, p.fetch_offset) for t in second.request.topics for p in t.partitions] == [(0, 2)]
+    assert forgotten_of(second) == set()
+    assert manager.poll(3).unsent_requests == ()  # in flight, partition 1 included though not named
+    second.on_response(fetch_answer({}, session_id=5), 4)  # nothing new anywhere: an empty answer
+    assert manager.nodes_in_flight == 0
+    third = only(manager.poll(5).unsent_requests)  # both partitions free again
+    assert session_of(third) == (5, 2) and fetched_partitions(third) == set()
+    # records for partition 1 only: partition 0 is left out of the answer
+    third.on_response(fetch_answer({1: (0, build_batch(0, [b"c"]))}, 2, session_id=5), 6)
+    fourth = only(manager.poll(7).unsent_requests)
+    assert session_of(fourth) == (5, 3) and fetched_partitions(fourth) == {1}
+    taken = [buffer.take(), buffer.take(), buffer.take()]
+    assert [(f.tp, f.fetch_offset, f.next_fetch_offset) for f in taken if f] == [(TP0, 0, 2), (TP1, 0, 1)]
+    assert (manager.sessions.full_fetches, manager.sessions.incremental_fetches) == (1, 3)
+
+
+def test_a_partition_not_fetched_now_is_forgotten_from_the_session_so_the_broker_stops_fetching_it() -> None:
+    manager, subs, _, _ = in_session()
+    subs.set_paused([TP1], True)
+    paused = only(manager.poll(2).unsent_requests)
+    assert forgotten_of(paused) == {1} and fetched_partitions(paused) == {0}
+    paused.on_response(fetch_answer({}, session_id=5), 3)
+    subs.set_paused([TP1], False)
+    resumed = only(manager.poll(4).unsent_requests)
+    assert forgotten_of(resumed) == set() and fetched_partitions(resumed) == {1}
+    # a partition backing off after an error is forgotten while it waits, and named again after
+    resumed.on_response(fetch_answer({1: (7, None)}, session_id=5), 10)  # REQUEST_TIMED_OUT: retry in 100 ms
+    waiting = only(manager.poll(11).unsent_requests)
+    assert forgotten_of(waiting) == {1} and session_of(waiting) == (5, 3)
+    waiting.on_response(fetch_answer({}, session_id=5), 12)
+    retry = only(manager.poll(110).unsent_requests)
+    assert fetched_partitions(retry) == {1} and forgotten_of(retry) == set()
+
+
+@pytest.mark.parametrize(
+    ("code", "closed"), [(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0), (ErrorCode.INVALID_FETCH_SESSION_EPOCH, 5)]
+)
+def test_a_session_error_is_followed_at_once_by_a_full_fetch_and_loses_nothing(code: ErrorCode, closed: int) -> None:
+    manager, _, buffer, errors = in_session()
+    incremental = only(manager.poll(2).unsent_requests)
+    assert session_of(incremental) == (5, 1)
+    incremental.on_response(FetchResponse(responses=(), error_code=code, session_id=closed), 3)
+    full = only(manager.poll(3).unsent_requests)  # no backoff: the broker fetched nothing
+    assert session_of(full) == (closed, 0)  # 71: closes session 5 and opens another in one fetch
+    assert isinstance(full.request, FetchRequest)
+    assert {(p.partition, p.fetch_offset) for t in full.request.topics for p in t.partitions} == {(0, 2), (1, 0)}
+    full.on_response(fetch_answer({0: (0, build_batch(2, [b"z"])), 1: (0, None)}, 3, session_id=6), 4)
+    assert session_of(only(manager.poll(5).unsent_requests)) == (6, 1)
+    taken = [buffer.take(), buffer.take()]
+    assert [(f.fetch_offset, f.next_fetch_offset) for f in taken if f] == [(0, 2), (2, 3)]
+    assert errors == [] and manager.sessions.session_errors == 1
+
+
+def test_a_lost_connection_closes_the_session_and_opens_a_new_one_in_the_next_fetch() -> None:
+    manager, _, _, _ = in_session()
+    only(manager.poll(2).unsent_requests).on_response(KafkaConnectionError("gone"), 10)
+    assert manager.poll(50).unsent_requests == ()  # the broker backs off as before
+    again = only(manager.poll(110).unsent_requests)
+    assert session_of(again) == (5, 0) and fetched_partitions(again) == {0, 1}
+
+
+def test_a_broker_giving_no_session_gets_sessionless_full_fetches() -> None:
+    manager, _, subs, _, _ = fetch_fixture()
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    first = only(manager.poll(0).unsent_requests)
+    assert session_of(first) == (0, 0)
+    first.on_response(fetch_answer({0: (0, None)}, 0, session_id=0), 1)  # Tansu, or a full session cache
+    for now in (2, 4, 6):
+        request = only(manager.poll(now).unsent_requests)
+        assert session_of(request) == (0, -1) and fetched_partitions(request) == {0}
+        request.on_response(fetch_answer({0: (0, None)}, 0), now + 1)
+    assert (manager.sessions.full_fetches, manager.sessions.incremental_fetches) == (4, 0)
+
+
+def test_fetch_sessions_off_sends_every_fetch_in_full() -> None:
+    manager, _, _, _ = in_session(fetch_sessions=False)
+    second = only(manager.poll(2).unsent_requests)
+    assert session_of(second) == (0, -1) and fetched_partitions(second) == {0, 1}
+
+
 # --- pipelining: two fetches in flight per broker while records wait there -------------------------------------
 
 
@@ -491,33 +610,14 @@ def test_read_committed_counts_records_waiting_up_to_the_last_stable_offset_only
     assert named(only(manager.poll(2).unsent_requests)) == {0, 1, 2, 3}
 
 
-def _serve(request: UnsentRequest, logs: dict[int, list[tuple[int, int, bytes]]]) -> FetchResponse:
-    """A broker: fills partitions in request order, whole batches, the first batch even past max_bytes (KIP-74)."""
-    assert isinstance(request.request, FetchRequest)
-    total = 0
-    parts = []
-    for topic in request.request.topics:
-        for p in topic.partitions:
-            log = logs[p.partition]
-            chunk = b""
-            for base, _, batch in log:
-                if base < p.fetch_offset:
-                    continue
-                over = total + len(batch) > request.request.max_bytes or len(chunk) + len(batch) > p.partition_max_bytes
-                if total and over:
-                    break
-                chunk += batch
-                total += len(batch)
-            end = log[-1][1]
-            parts.append(FetchPartitionData(p.partition, 0, end, end, 0, None, -1, chunk or None))
-    return FetchResponse(responses=(FetchableTopicResponse("t", tuple(parts)),))
-
-
+@pytest.mark.parametrize("broker_kind", ["sessionless", "sessions", "evicting"])
 @pytest.mark.parametrize("leaders", [(1,), (1, 2)], ids=["one_broker", "two_brokers"])
 @pytest.mark.parametrize("seed", range(6))
 def test_a_backlog_is_fetched_once_in_order_never_a_partition_in_two_fetches_and_none_starved(
-    seed: int, leaders: tuple[int, ...]
+    seed: int, leaders: tuple[int, ...], broker_kind: str
 ) -> None:
+    """``sessions``: a broker keeping fetch sessions (KIP-227), which fetches partitions no request names and leaves
+    partitions with nothing new out of its answers; ``evicting``: one that also drops them now and then."""
     rng = random.Random(seed)
     manager, _, subs, buffer, errors = fetch_fixture(
         buffer_bytes=64 << 10, partitions=4, leader=leaders, max_partition_fetch_bytes=8 << 10
@@ -530,6 +630,8 @@ def test_a_backlog_is_fetched_once_in_order_never_a_partition_in_two_fetches_and
             log.append((offset, offset + count, build_batch(offset, [bytes(rng.randrange(500, 3000))] * count)))
             offset += count
         logs[p] = log
+    # one broker object per node: session ids are per broker
+    brokers_by_node = {node: FakeFetchBroker(logs, sessions=broker_kind != "sessionless") for node in leaders}
     ends = {p: log[-1][1] for p, log in logs.items()}
     subs.assign(TPS)
     for tp in TPS:
@@ -546,15 +648,20 @@ def test_a_backlog_is_fetched_once_in_order_never_a_partition_in_two_fetches_and
         for request in manager.poll(step * 10).unsent_requests:
             busy = set().union(*(named(r) for r in in_flight))
             assert not named(request) & busy, "a partition in two fetches at once"
+            assert request.node_id is not None
+            brokers_by_node[request.node_id].sent(request)  # and what a session fetches unnamed is checked there
             in_flight.append(request)
         per_node = [sum(r.node_id == node for r in in_flight) for node in leaders]
         assert max(per_node) <= 2
         most_per_node = max(most_per_node, *per_node)
+        if broker_kind == "evicting" and rng.random() < 0.02:
+            rng.choice(list(brokers_by_node.values())).evict()
         if in_flight and rng.random() < 0.6:
             # a broker answers its connection's requests in order; which broker answers next is random
             node = rng.choice(in_flight).node_id
             request = in_flight.pop(next(i for i, r in enumerate(in_flight) if r.node_id == node))
-            request.on_response(_serve(request, logs), step * 10 + 1)
+            assert node is not None
+            request.on_response(brokers_by_node[node].answer(request), step * 10 + 1)
         while rng.random() < 0.8 and (fetched := buffer.take()) is not None:
             p = fetched.tp.partition
             assert fetched.fetch_offset == delivered[p], "fetched out of order or twice"
@@ -570,7 +677,32 @@ def test_a_backlog_is_fetched_once_in_order_never_a_partition_in_two_fetches_and
     assert min(min(progress) for progress in progress_when_first_done.values()) >= 50, progress_when_first_done
     # caught up: one fetch per broker with all of its partitions
     for request in in_flight:
-        request.on_response(_serve(request, logs), 100_000)
+        assert request.node_id is not None
+        request.on_response(brokers_by_node[request.node_id].answer(request), 100_000)
     final = manager.poll(100_001).unsent_requests
     assert len(final) == len(leaders)
-    assert set().union(*(named(r) for r in final)) == {0, 1, 2, 3}
+    now = 100_002
+    # a session evicted last: its answer is a session error, and the fetch after it a full one, in the other slot
+    # (possibly evicted too: a broker drops all its sessions at once here)
+    for _ in range(3):
+        for request in final:
+            assert request.node_id is not None
+            brokers_by_node[request.node_id].sent(request)
+        fetching = set().union(*(b.fetching() for b in brokers_by_node.values()))
+        if fetching == set(TPS) or broker_kind != "evicting":
+            break
+        for request in final:
+            assert request.node_id is not None
+            request.on_response(brokers_by_node[request.node_id].answer(request), now)
+        final = manager.poll(now + 1).unsent_requests
+        now += 2
+    assert fetching == set(TPS)
+    sessions = manager.sessions
+    if broker_kind == "sessionless":
+        assert sessions.incremental_fetches == 0 and sessions.session_errors == 0
+    else:
+        assert sessions.incremental_fetches > sessions.full_fetches
+        # every session error the broker answered was seen (the last fetches may still await their answers)
+        fake_errors = sum(b.session_errors for b in brokers_by_node.values())
+        assert fake_errors - len(final) <= sessions.session_errors <= fake_errors
+        assert (fake_errors > 0) == (broker_kind == "evicting")
