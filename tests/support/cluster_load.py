@@ -149,8 +149,11 @@ class Reader:
         self.seen: list[Seen] = []
         self.newest: dict[int, int] = {}
         """Partition -> the highest value index consumed from it."""
+        self.polls = 0
 
     def note(self, records: Iterable[ConsumerRecord]) -> None:
+        """What one ``poll`` returned."""
+        self.polls += 1
         now = time.monotonic()
         for r in records:
             index = index_of(r.value)
