@@ -41,6 +41,7 @@ from tests.support.cluster_load import (
     BlockingReader,
     GroupMember,
     Reader,
+    Seen,
     coordinator_of,
     create_placed_topic,
     led_by,
@@ -103,8 +104,9 @@ class Together:
         wanted = range(PARTITIONS) if partitions is None else partitions
         return all(any(m.newest.get(p, -1) >= index for m in self.members) for p in wanted)
 
-    def reached(self, ends: dict[int, int]) -> bool:
-        return all(any(m.reached({p: end}) for m in self.members) for p, end in ends.items())
+    @property
+    def indices(self) -> set[int]:
+        return set().union(*(m.indices for m in self.members))
 
     def stable(self) -> bool:
         """Each member owns partitions, no partition twice, every partition owned."""
@@ -205,20 +207,22 @@ class Scenario:
         await self.progressed("the election", singles)
 
     async def finish(self) -> list[Acked]:
-        """Stops producing; waits until every leg consumed up to the last acknowledged offset of each partition."""
+        """Stops producing; waits until every leg consumed every acknowledged record."""
         acked = await in_thread(self.producer.stop)
         assert not self.producer.failed, f"the producer gave up on records: {self.producer.failed[:5]}"
-        ends = {p: 0 for p in range(PARTITIONS)}
-        for a in acked:
-            ends[a.partition] = max(ends[a.partition], a.offset + 1)
-        self.note(f"producer stopped: {len(acked)} records acknowledged, ends {ends}")
+        unplaced = sum(1 for a in acked if a.offset is None)
+        self.note(f"producer stopped: {len(acked)} records acknowledged ({unplaced} without an offset)")
+        wanted = {a.index for a in acked}
 
         def all_reached() -> bool:
             for leg in self.legs:
                 leg.check()
-            return all(leg.reached(ends) for leg in self.legs)
+            return all(wanted <= leg.indices for leg in self.legs)
 
-        await wait_for_async(all_reached, PROGRESS_S, interval=0.05, message=self.describe)
+        def missing() -> str:
+            return f"{[(leg.name, len(wanted - leg.indices)) for leg in self.legs]} records missing\n{self.describe()}"
+
+        await wait_for_async(all_reached, PROGRESS_S, interval=0.05, message=missing)
         self.note("every consumer reached the end of every partition")
         # a few more polls each, so a record delivered twice after the end was reached would be seen
         readers = [r for leg in self.legs for r in (leg.members if isinstance(leg, Together) else [leg])]
@@ -252,14 +256,26 @@ def check_exactly_once(reader: Reader, acked: list[Acked]) -> None:
             f"{reader.name}: partition {p} read offset {offsets[wrong]} where {wrong} was next "
             f"(around: {offsets[max(0, wrong - 3) : wrong + 4]})"
         )
-    consumed = {(s.partition, s.offset): s.index for s in reader.seen}
-    expected = {(a.partition, a.offset): int(a.value) for a in acked}
-    missing = sorted(expected.keys() - consumed.keys())
-    assert not missing, f"{reader.name}: {len(missing)} acknowledged records never consumed, e.g. {missing[:5]}"
-    differ = [k for k, index in expected.items() if consumed[k] != index]
-    assert not differ, f"{reader.name}: other values than acknowledged at {differ[:5]}"
-    extra = sorted(consumed.keys() - expected.keys())
+    twice = [index for index, n in Counter(s.index for s in reader.seen).items() if n > 1]
+    assert not twice, f"{reader.name}: values consumed more than once: {twice[:5]}"
+    check_acknowledged(reader.name, reader.seen, acked)
+    extra = sorted(reader.indices - {a.index for a in acked})
     assert not extra, f"{reader.name}: consumed records that were never acknowledged: {extra[:5]}"
+
+
+def check_acknowledged(name: str, seen: Iterable[Seen], acked: list[Acked]) -> None:
+    """Every acknowledged record was consumed, from its partition, at its offset when the producer learned it."""
+    where = {s.index: (s.partition, s.offset) for s in seen}
+    missing = sorted(a.index for a in acked if a.index not in where)
+    assert not missing, f"{name}: {len(missing)} acknowledged records never consumed, e.g. {missing[:5]}"
+    misplaced = [
+        (a.index, a.partition, a.offset, where[a.index])
+        for a in acked
+        if where[a.index][0] != a.partition or a.offset not in (None, where[a.index][1])
+    ]
+    assert not misplaced, (
+        f"{name}: consumed elsewhere than acknowledged (value, partition, offset, read): {misplaced[:5]}"
+    )
 
 
 async def test_assigned_consumers_read_every_acknowledged_record_once_in_order_as_leaders_move(
@@ -321,11 +337,12 @@ def group_member(cluster: KafkaCluster, name: str, group_id: str, protocol: str)
 def check_group(group: Together, acked: list[Acked]) -> int:
     """Nothing lost; a record consumed again only at or after the highest offset committed for its partition before
     (a commit the new owner could not have seen would be two owners at once). Returns the duplicates."""
-    expected = {(a.partition, a.offset): int(a.value) for a in acked}
+    check_acknowledged(group.name, [s for m in group.members for s in m.seen], acked)
     reads = sorted((s.at, s.partition, s.offset, s.index, m.name) for m in group.members for s in m.seen)
     commits = sorted((c.at, p, o) for m in group.members for c in m.commits for p, o in c.offsets.items())
     committed: dict[int, int] = {}
-    seen: set[tuple[int, int]] = set()
+    seen: dict[tuple[int, int], int] = {}
+    read_before: set[int] = set()
     duplicates: list[tuple[int, int, str]] = []
     early: list[str] = []
     next_commit = 0
@@ -334,14 +351,12 @@ def check_group(group: Together, acked: list[Acked]) -> int:
             _, cp, co = commits[next_commit]
             committed[cp] = max(committed.get(cp, 0), co)
             next_commit += 1
-        assert expected.get((p, offset), index) == index, f"{group.name}: other value than acknowledged at {p}/{offset}"
-        if (p, offset) in seen:
+        assert seen.setdefault((p, offset), index) == index, f"{group.name}: {p}/{offset} read with two values"
+        if index in read_before:
             duplicates.append((p, offset, name))
             if offset < committed.get(p, 0):
                 early.append(f"{name} read {p}/{offset} again after {committed[p]} was committed")
-        seen.add((p, offset))
-    missing = sorted(expected.keys() - seen)
-    assert not missing, f"{group.name}: {len(missing)} acknowledged records never consumed, e.g. {missing[:5]}"
+        read_before.add(index)
     assert not early, f"{group.name}: records consumed again before the committed offset: {early[:5]}"
     return len(duplicates)
 

@@ -36,9 +36,15 @@ class Acked:
     """A record the cluster acknowledged: where it went, its value, and when the acknowledgement came (monotonic)."""
 
     partition: int
-    offset: int
+    offset: int | None
+    """None when the producer did not learn it: librdkafka acknowledges without an offset a retried batch the
+    broker says it had already written (DUPLICATE_SEQUENCE_NUMBER, seen after a leader change)."""
     value: bytes
     at: float
+
+    @property
+    def index(self) -> int:
+        return index_of(self.value)
 
 
 class AckedProducer:
@@ -91,7 +97,9 @@ class AckedProducer:
         if error is not None:
             self.failed.append((message.partition(), message.value(), str(error)))
         else:
-            self.acked.append(Acked(message.partition(), message.offset(), message.value(), time.monotonic()))
+            offset = message.offset()
+            known = offset if offset is not None and offset >= 0 else None
+            self.acked.append(Acked(message.partition(), known, message.value(), time.monotonic()))
 
     def _run(self) -> None:
         tick = 0.02
@@ -127,9 +135,6 @@ class AckedProducer:
         self.check()
         return list(self.acked)
 
-    def acked_since(self, index: int) -> int:
-        return sum(1 for a in self.acked if index_of(a.value) >= index)
-
 
 @attrs.frozen
 class Seen:
@@ -149,6 +154,8 @@ class Reader:
         self.seen: list[Seen] = []
         self.newest: dict[int, int] = {}
         """Partition -> the highest value index consumed from it."""
+        self.indices: set[int] = set()
+        """Every value index consumed."""
         self.polls = 0
 
     def note(self, records: Iterable[ConsumerRecord]) -> None:
@@ -158,6 +165,7 @@ class Reader:
         for r in records:
             index = index_of(r.value)
             self.seen.append(Seen(now, r.partition, r.offset, index))
+            self.indices.add(index)
             if index > self.newest.get(r.partition, -1):
                 self.newest[r.partition] = index
 
@@ -172,13 +180,6 @@ class Reader:
         for s in self.seen:
             out[s.partition].append(s.offset)
         return dict(out)
-
-    def reached(self, ends: Mapping[int, int]) -> bool:
-        """Consumed up to each partition's end offset (exclusive)."""
-        last: dict[int, int] = {}
-        for s in self.seen:
-            last[s.partition] = max(last.get(s.partition, -1), s.offset)
-        return all(last.get(p, -1) >= end - 1 for p, end in ends.items() if end > 0)
 
     def check(self) -> None:
         """Raise what the consuming task or thread raised (overridden)."""
