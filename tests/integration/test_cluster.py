@@ -186,9 +186,13 @@ class Scenario:
         await in_thread(wait_in_sync, cluster, [topic, OFFSETS_TOPIC], SYNC_S)
         self.note(f"node {first} restarted and back in every in-sync set")
 
+        # the next node to stop leads partitions it is the preferred leader of, so the election at the end has
+        # something to move back to it (the controlled shutdown may hand the first node's partitions back to it)
         states = await in_thread(partition_states, cluster, topic)
-        second = next(s.leader for _, s in sorted(states.items()) if s.leader != first)
-        led = [p for p, s in states.items() if s.leader == second]
+        preferred = Counter(s.leader for s in states.values() if s.leader == s.replicas[0] and s.leader != first)
+        assert preferred, f"no node but {first} leads a partition it prefers: {states}"
+        second = preferred.most_common(1)[0][0]
+        led = sorted(p for p, s in states.items() if s.leader == second)
         await in_thread(cluster.shut_down, second)
         self.note(f"controlled shutdown of node {second}, leader of partitions {led}")
         await in_thread(wait_leaders_moved, cluster, topic, led, second, MOVE_S)
