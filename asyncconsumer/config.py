@@ -315,6 +315,10 @@ class ConsumerConfig:
         if isinstance(settings, ConsumerConfig):
             return settings.with_changes(**_canonical(kwargs)) if kwargs else settings
         if not isinstance(settings, Mapping):
+            if settings is None:  # AsyncConsumer(bootstrap_servers="h:9092") names it as a keyword
+                return cls.from_kwargs(**kwargs)
+            if "bootstrap_servers" in kwargs:
+                raise ConfigError("bootstrap_servers", "given twice: as the first argument and as a keyword argument")
             return cls.from_kwargs(settings, **kwargs)
         given = _canonical(settings)
         for key in kwargs:

@@ -83,6 +83,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "xfail_on_tansu(reason, raises=None): a strict xfail against Tansu; must pass on Kafka"
     )
+    config.addinivalue_line(
+        "markers", "cluster: runs on a 3-node Apache Kafka cluster (`kafka_cluster`); select with -m cluster"
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before the fixture's own params are applied, so these replace them
@@ -290,6 +293,30 @@ def proxied_kafka(request: pytest.FixtureRequest) -> Iterator[ProxiedKafka]:
     proxied = yield from _run_broker(start_proxied_kafka)
     if request.session.testsfailed:
         sys.stderr.write(f"\nApache Kafka's last log lines (tests failed):\n{proxied.kafka.log_tail()}\n")
+
+
+CLUSTER_SETTINGS: dict[str, str] = {
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
+    "group.consumer.session.timeout.ms": "6000",
+    "auto.leader.rebalance.enable": "false",
+}
+"""For the cluster tests: a killed broker is fenced (and loses its leaderships) 3 s after its last heartbeat instead
+of 9 s; KIP-848 members' sessions are 6 s like the classic members'; leadership moves only when a test moves it."""
+
+
+def start_cluster() -> KafkaCluster:
+    """Three Kafka nodes, each broker and controller (a quorum of 3: one node may be down at a time)."""
+    return KafkaCluster.start(3, settings=CLUSTER_SETTINGS)
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster() -> Iterator[KafkaCluster]:
+    """A 3-node Apache Kafka cluster for one module (``CLUSTER_SETTINGS``). Its tests kill and restart nodes; each
+    must leave every node running when it ends (``tests/integration/test_cluster.py``'s ``cluster`` fixture
+    restarts what a failed test left down) and write the nodes' logs itself when it fails (they are gone after
+    the module)."""
+    yield from _run_broker(start_cluster)
 
 
 @attrs.frozen

@@ -1,7 +1,9 @@
 """ListOffsets: answers ``beginning_offsets``/``end_offsets``/``offsets_for_times`` and resets positions.
 
 Requests go to each partition's leader. Retriable errors refresh metadata and retry after a backoff until the
-caller's deadline; an unknown topic fails at once with an error naming it.
+caller's deadline; an unknown topic fails a caller's lookup at once with an error naming it. A position reset reports
+an assigned topic (or partition) the metadata does not know once it has stayed unknown for
+``UNKNOWN_TOPIC_GRACE_MS``, and keeps retrying.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ from asyncconsumer.records import OffsetAndTimestamp, TopicPartition
 log = get_logger("asyncconsumer.offsets")
 
 OffsetsResult = dict[TopicPartition, OffsetAndTimestamp | None]
+UNKNOWN_TOPIC_GRACE_MS = 3_000
+"""How long an assigned topic stays unknown to the metadata before a reset reports it to the caller: in a cluster,
+a broker learns a new topic a moment after the controller created it and answers UNKNOWN_TOPIC_OR_PARTITION
+meanwhile (seen on a busy 3-node cluster), which is no reason to raise from ``poll`` (Java's consumer never does)."""
 STRATEGY_TIMESTAMP = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP}
 
 
@@ -91,6 +97,8 @@ class OffsetsManager:
         self._reset_attempts: dict[TopicPartition, int] = {}
         self._position_waiters: list[_PositionWaiter] = []
         self._reported_unknown: set[str] = set()
+        self._unknown_since: dict[str, int] = {}
+        """Assigned topic -> when a reset first found it unknown (since it was last known)."""
         self._assignment_version = -1
 
     # --- caller requests -----------------------------------------------------------------------------------
@@ -117,6 +125,7 @@ class OffsetsManager:
         if self._assignment_version != self._subs.assignment_version:
             self._assignment_version = self._subs.assignment_version
             self._reported_unknown.clear()
+            self._unknown_since.clear()
         self._check_position_waiters()
         requests: list[UnsentRequest] = []
         wait = 5_000
@@ -161,10 +170,17 @@ class OffsetsManager:
             if leader is None:
                 unknown = self._unknown_error(tp)
                 if unknown is not None and tp.topic not in self._reported_unknown:
-                    self._reported_unknown.add(tp.topic)
-                    self._emit(ErrorEvent(unknown))
+                    since = self._unknown_since.setdefault(tp.topic, now_ms)
+                    if now_ms - since >= UNKNOWN_TOPIC_GRACE_MS:
+                        self._reported_unknown.add(tp.topic)
+                        self._emit(ErrorEvent(unknown))
+                    else:
+                        wait = min(wait, since + UNKNOWN_TOPIC_GRACE_MS - now_ms)
+                elif unknown is None:
+                    self._unknown_since.pop(tp.topic, None)
                 self._metadata.request_update()
                 continue
+            self._unknown_since.pop(tp.topic, None)
             by_leader_reset[leader][tp] = STRATEGY_TIMESTAMP[strategy]
             epochs[tp] = epoch
         for leader, timestamps in by_leader_reset.items():

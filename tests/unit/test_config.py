@@ -51,6 +51,14 @@ def test_bad_bootstrap_servers_are_rejected(servers: str) -> None:
     assert info.value.key == "bootstrap_servers"
 
 
+def test_bootstrap_servers_as_a_keyword_argument() -> None:
+    assert ConsumerConfig.from_settings(bootstrap_servers="a:1").bootstrap_servers == ("a:1",)
+    assert AsyncConsumer(bootstrap_servers="a:1", group_id="g").config.bootstrap_servers == ("a:1",)
+    with pytest.raises(ConfigError, match="given twice") as info:
+        Consumer("a:1", bootstrap_servers="b:2")
+    assert info.value.key == "bootstrap_servers"
+
+
 def test_missing_bootstrap_servers_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
         Consumer()

@@ -7,7 +7,7 @@ from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.errors import KafkaError, UnknownTopicOrPartitionError
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.metadata import MetadataManager
-from asyncconsumer.managers.offsets import OffsetsManager
+from asyncconsumer.managers.offsets import UNKNOWN_TOPIC_GRACE_MS, OffsetsManager
 from asyncconsumer.protocol.list_offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
@@ -111,3 +111,40 @@ def test_list_offsets_for_a_missing_partition_fails_naming_it() -> None:
     manager.poll(0)
     assert isinstance(errors[0], UnknownTopicOrPartitionError)
     assert "partition 9" in str(errors[0])
+
+
+def test_an_assigned_topic_a_broker_does_not_know_yet_is_reported_only_once_it_stays_unknown() -> None:
+    """A broker that has not caught up with a topic just created answers UNKNOWN_TOPIC_OR_PARTITION: the reset waits
+    and retries; the caller hears of the topic only when it stays unknown for the grace period, and then once."""
+    manager, metadata, subs, errors = offsets_fixture()
+    subs.assign([TopicPartition("new", 0)])
+    assert manager.poll(0).unsent_requests == ()
+    only(metadata.poll(1).unsent_requests).on_response(metadata_response("new", error_code=3), 2)
+    result = manager.poll(3)
+    assert result.unsent_requests == () and errors == []
+    assert result.time_until_next_poll_ms <= UNKNOWN_TOPIC_GRACE_MS
+    manager.poll(3 + UNKNOWN_TOPIC_GRACE_MS - 1)
+    assert errors == []
+    manager.poll(3 + UNKNOWN_TOPIC_GRACE_MS)
+    assert len(errors) == 1 and isinstance(errors[0].error, UnknownTopicOrPartitionError)
+    assert "new" in str(errors[0].error)
+    manager.poll(10 + 2 * UNKNOWN_TOPIC_GRACE_MS)
+    assert len(errors) == 1
+
+
+def test_a_topic_that_appears_within_the_grace_is_reset_without_an_error() -> None:
+    manager, metadata, subs, errors = offsets_fixture()
+    tp = TopicPartition("new", 0)
+    subs.assign([tp])
+    manager.poll(0)
+    only(metadata.poll(1).unsent_requests).on_response(metadata_response("new", error_code=3), 2)
+    manager.poll(3)
+    only(metadata.poll(500).unsent_requests).on_response(metadata_response("new"), 501)
+    request = only(manager.poll(502).unsent_requests)
+    request.on_response(
+        ListOffsetsResponse(topics=(ListOffsetsTopicResponse("new", (ListOffsetsPartitionResponse(0, 0, -1, 3),)),)),
+        503,
+    )
+    assert subs.position(tp) == 3
+    manager.poll(3 + UNKNOWN_TOPIC_GRACE_MS)
+    assert errors == []
