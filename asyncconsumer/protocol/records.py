@@ -163,12 +163,10 @@ class RecordBatchView:
                 if check_crc and not self._legacy_crc_ok():
                     raise BatchError(self.base_offset, "CRC check failed")
                 return iter(_legacy_records(self.buffer, self.magic, max_bytes))
-            batch: Any = DefaultRecordBatch(self.buffer)
-            if check_crc and not self._crc_ok(batch):
+            if check_crc and not self._crc_ok():
                 raise BatchError(self.base_offset, "CRC check failed")
             codec = self.buffer[_V2_CODEC_AT] & _CODEC_MASK
-            if codec:
-                batch = DefaultRecordBatch(self._decompressed(codec, max_bytes))
+            batch: Any = DefaultRecordBatch(self._decompressed(codec, max_bytes) if codec else self.buffer)
             # Records are decoded as taken, so a decoded batch is never held whole in memory. aiokafka's batch is its
             # own iterator and refuses a second ``iter()``; the generator can be resumed across polls.
             return _taken_as_decoded(iter(batch), self.base_offset)
@@ -188,12 +186,12 @@ class RecordBatchView:
         _I32.pack_into(plain, _LENGTH_AT, len(plain) - _LOG_OVERHEAD)
         return plain
 
-    def _crc_ok(self, batch: Any) -> bool:
+    def _crc_ok(self) -> bool:
         """A v2 batch's CRC32C with the hardware implementation when there is one, else aiokafka's check."""
         if _crc32c is not None:
             stored = int(_U32.unpack_from(self.buffer, _V2_CRC_AT)[0])
             return _crc32c(self.buffer[_V2_ATTRIBUTES_AT:]) == stored
-        return bool(batch.validate_crc())
+        return bool(DefaultRecordBatch(self.buffer).validate_crc())
 
     def _legacy_crc_ok(self) -> bool:
         """A magic 0/1 message's CRC32 (over the bytes from its magic byte on)."""
