@@ -42,6 +42,35 @@ def canonical_key(key: str) -> str:
     return key.strip().replace(".", "_").replace("-", "_")
 
 
+DEFAULT_RECEIVE_MESSAGE_MAX_BYTES = 100_000_000
+"""librdkafka's default for receive.message.max.bytes."""
+_RESPONSE_OVERHEAD = 512
+"""What librdkafka allows a fetch response beyond fetch.max.bytes for the protocol's own fields."""
+_MAX_FRAME = 2_147_483_647
+"""A response's size is a signed 32-bit integer on the wire."""
+
+
+def _default_receive_max(config: ConsumerConfig) -> int:
+    return min(max(DEFAULT_RECEIVE_MESSAGE_MAX_BYTES, config.fetch_max_bytes + _RESPONSE_OVERHEAD), _MAX_FRAME)
+
+
+def _check_receive_max(instance: ConsumerConfig, attribute: attrs.Attribute[int], value: int) -> None:
+    _positive(instance, attribute, value)
+    floor = instance.fetch_max_bytes + _RESPONSE_OVERHEAD
+    if floor > _MAX_FRAME:
+        raise ConfigError(
+            "fetch_max_bytes", f"must be at most {_MAX_FRAME - _RESPONSE_OVERHEAD}; got {instance.fetch_max_bytes}"
+        )
+    if value < floor:
+        raise ConfigError(
+            attribute.name,
+            f"must be at least fetch_max_bytes + {_RESPONSE_OVERHEAD} ({floor}), so that a whole fetch response "
+            f"fits; got {value}",
+        )
+    if value > _MAX_FRAME:
+        raise ConfigError(attribute.name, f"must be at most {_MAX_FRAME} (a response's size is 32 bits); got {value}")
+
+
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ConfigError(attribute.name, f"must be a positive integer, got {value!r}")
@@ -219,6 +248,15 @@ class ConsumerConfig:
     asks the broker for at most the room left, and at most half the current limit). Exceeded only by a batch larger
     than the room, which a broker returns whole so the consumer makes progress. The limit starts at half the bound
     and doubles to it only when polls keep running the buffer dry while the background waits for room."""
+    receive_message_max_bytes: int = attrs.field(
+        default=attrs.Factory(_default_receive_max, takes_self=True), validator=_check_receive_max
+    )
+    """receive.message.max.bytes (librdkafka's; Java has no such bound): the largest response frame a broker may
+    send, and the most one compressed record batch may decompress to. A larger frame closes its connection before
+    anything is allocated for it (``ResponseTooLargeError``, raised once by ``poll``; the requests on it are
+    retried on a new connection); a larger batch is a ``RecordBatchTooLargeError`` for its partition. Default
+    100,000,000, or ``fetch_max_bytes`` + 512 when that is larger; set explicitly, it must be at least that (as
+    librdkafka requires)."""
     max_poll_records: int = attrs.field(default=500, validator=_positive)
     """max.poll.records"""
     check_crcs: bool = True
@@ -343,6 +381,7 @@ class ConsumerConfig:
             "fetch_max_bytes",
             "max_partition_fetch_bytes",
             "fetch_buffer_bytes",
+            "receive_message_max_bytes",
             "max_poll_records",
             "request_timeout_ms",
             "default_api_timeout_ms",
@@ -412,6 +451,15 @@ class ConsumerConfig:
             raise ConfigError("ssl_keyfile", "needs ssl_certfile (the certificate the key belongs to)")
 
     def with_changes(self, **changes: Any) -> ConsumerConfig:
+        if (
+            "fetch_max_bytes" in changes
+            and "receive_message_max_bytes" not in changes
+            and self.receive_message_max_bytes == _default_receive_max(self)
+        ):
+            # left at its default, it follows fetch_max_bytes (as librdkafka adjusts it)
+            values = {**self.as_dict(), **changes}
+            del values["receive_message_max_bytes"]
+            return ConsumerConfig(**values)
         return attrs.evolve(self, **changes)
 
     def as_dict(self) -> Mapping[str, Any]:
@@ -432,6 +480,7 @@ class ConsumerSettings(TypedDict, total=False):
     fetch_max_bytes: int
     max_partition_fetch_bytes: int
     fetch_buffer_bytes: int
+    receive_message_max_bytes: int
     max_poll_records: int
     check_crcs: bool
     pause_gc_during_poll: bool

@@ -31,8 +31,10 @@ __all__ = [
     "NotLeaderOrFollowerError",
     "OffsetOutOfRangeError",
     "PollIntervalExceededError",
+    "RecordBatchTooLargeError",
     "RecordDeserializationError",
     "RequestTimedOutError",
+    "ResponseTooLargeError",
     "UnknownTopicOrPartitionError",
     "UnsupportedVersionError",
     "WakeupError",
@@ -94,6 +96,21 @@ class CorruptResponseError(KafkaError):
     retriable = True
 
 
+class ResponseTooLargeError(KafkaConnectionError):
+    """A broker announced a response frame larger than ``receive_message_max_bytes`` (or of a negative size).
+
+    Raised before anything is allocated for the frame: the connection is closed, every request in flight on it fails
+    with this error and is retried on a new connection, as after any connection loss. ``poll`` raises it once per
+    such connection, so a limit set too low for what the broker sends does not stall consumption silently.
+    """
+
+    def __init__(self, peer: str, size: int, limit: int) -> None:
+        what = "a negative size" if size < 0 else f"more than receive_message_max_bytes ({limit})"
+        super().__init__(f"{peer} announced a response of {size} bytes, {what}; the connection was closed")
+        self.size = size
+        self.limit = limit
+
+
 class UnsupportedVersionError(KafkaError):
     """No version of an API is supported by both this client and the broker."""
 
@@ -139,6 +156,28 @@ class CorruptRecordError(KafkaError):
         self.topic = topic
         self.partition = partition
         self.offset = offset
+
+
+class RecordBatchTooLargeError(CorruptRecordError):
+    """A compressed record batch would decompress to more than ``receive_message_max_bytes`` (a compression bomb, or
+    a batch larger than the consumer is configured to hold); it was not decompressed past the limit.
+
+    As with any corrupt batch the position stays on it and every ``poll`` raises this again: ``seek`` to
+    ``next_offset`` to skip the batch, or raise ``receive_message_max_bytes``.
+    """
+
+    def __init__(self, topic: str, partition: int, offset: int, next_offset: int, limit: int, detail: str) -> None:
+        KafkaError.__init__(
+            self,
+            f"the record batch of {topic}-{partition} at offset {offset} would decompress to more than "
+            f"receive_message_max_bytes ({limit}) allows ({detail}); seek to offset {next_offset} to skip the batch, "
+            f"or raise the limit",
+        )
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.next_offset = next_offset
+        self.limit = limit
 
 
 class RecordDeserializationError(KafkaError):

@@ -22,7 +22,7 @@ from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.assignors import PartitionAssignor, assignor_for
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.errors import KafkaError
+from asyncconsumer.errors import KafkaError, ResponseTooLargeError
 from asyncconsumer.events.application import CloseEvent
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import RequestManager
@@ -139,11 +139,20 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         max_in_flight=config.max_in_flight_requests_per_connection,
         reconnect_backoff=ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms),
         security=ConnectionSecurity.from_config(config),
+        max_response_bytes=config.receive_message_max_bytes,
     )
     network = delegate
     network.add_fatal_listener(lambda error: background_events.put(ErrorEvent(error)))
     network.add_disconnect_listener(lambda node, error: metadata.request_update())
     network.add_disconnect_listener(lambda node, error: fetch.read_replicas.disconnected(node))
+
+    def report_oversized(node: int, error: KafkaError) -> None:
+        # Retried like any connection loss, but raised once by poll: a limit below what the broker sends would
+        # otherwise stall consumption with nothing but log lines to say why.
+        if isinstance(error, ResponseTooLargeError):
+            background_events.put(ErrorEvent(error))
+
+    network.add_disconnect_listener(report_oversized)
     if group is not None:
         on_group_disconnect = group.on_disconnect
         network.add_disconnect_listener(lambda node, error: on_group_disconnect(node))

@@ -3,7 +3,8 @@
 Decoding runs in the caller's ``poll`` (never on the background thread), one batch at a time, so a fetch is
 decoded only as far as ``max_records`` asks. Errors found while decoding (bad CRC, a deserializer that raises)
 stop at the record concerned: records before it are returned, the error is raised by the next ``poll``, and the
-position stays on the bad record so ``seek`` can skip it.
+position stays on the bad record so ``seek`` can skip it. A compressed batch that would decompress past
+``receive_message_max_bytes`` is such an error too (``RecordBatchTooLargeError``, a ``CorruptRecordError``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,13 @@ from asyncconsumer._logs import get_logger
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.errors import CorruptRecordError, KafkaError, RecordDeserializationError
-from asyncconsumer.protocol.records import BatchError, RecordBatchView, iter_batches
+from asyncconsumer.errors import (
+    CorruptRecordError,
+    KafkaError,
+    RecordBatchTooLargeError,
+    RecordDeserializationError,
+)
+from asyncconsumer.protocol.records import BatchError, BatchTooLargeError, RecordBatchView, iter_batches
 from asyncconsumer.records import ConsumerRecord, TopicPartition
 
 log = get_logger("asyncconsumer.fetch")
@@ -31,10 +37,11 @@ _ABORT_MARKER = 0
 class _Drain:
     """Progress through one completed fetch."""
 
-    __slots__ = ("aborted", "aborted_producers", "batch", "batches", "fetch", "position", "records")
+    __slots__ = ("aborted", "aborted_producers", "batch", "batches", "fetch", "max_bytes", "position", "records")
 
-    def __init__(self, fetch: CompletedFetch, position: int, read_committed: bool) -> None:
+    def __init__(self, fetch: CompletedFetch, position: int, read_committed: bool, max_bytes: int) -> None:
         self.fetch = fetch
+        self.max_bytes = max_bytes
         self.position = position
         self.batches: Iterator[RecordBatchView] = iter_batches(fetch.records)
         self.batch: RecordBatchView | None = None
@@ -57,7 +64,7 @@ class _Drain:
             while self.aborted and self.aborted[0][0] <= last_offset:
                 self.aborted_producers.add(heapq.heappop(self.aborted)[1])
             if batch.is_control:
-                if batch.control_type() == _ABORT_MARKER:
+                if batch.control_type(self.max_bytes) == _ABORT_MARKER:
                     self.aborted_producers.discard(batch.producer_id)
                 return True
             return batch.producer_id in self.aborted_producers
@@ -71,6 +78,7 @@ class FetchCollector:
         self._subs = subscriptions
         self._buffer = buffer
         self._check_crcs = config.check_crcs
+        self._max_batch_bytes = config.receive_message_max_bytes
         self._read_committed = config.isolation_level == "read_committed"
         self._key_deserializer = config.key_deserializer
         self._value_deserializer = config.value_deserializer
@@ -145,7 +153,7 @@ class FetchCollector:
                 if position is not None:
                     self._subs.seek(tp, position)
                 continue
-            self._current = _Drain(fetch, position, self._read_committed)
+            self._current = _Drain(fetch, position, self._read_committed, self._max_batch_bytes)
             return self._current
 
     def _advance(self, drain: _Drain) -> None:
@@ -181,7 +189,11 @@ class FetchCollector:
                         continue
                     drain.batch = batch
                 try:
-                    drain.records = batch.decode(self._check_crcs)
+                    drain.records = batch.decode(self._check_crcs, self._max_batch_bytes)
+                except BatchTooLargeError as exc:
+                    raise RecordBatchTooLargeError(
+                        topic, partition, max(exc.offset, drain.position), batch.next_offset, exc.limit, exc.reason
+                    ) from exc
                 except BatchError as exc:
                     raise CorruptRecordError(topic, partition, max(exc.offset, drain.position), exc.reason) from exc
             batch = drain.batch

@@ -19,12 +19,14 @@ import attrs
 from anyio.streams.tls import TLSStream
 
 from asyncconsumer._logs import get_logger
+from asyncconsumer.config import DEFAULT_RECEIVE_MESSAGE_MAX_BYTES
 from asyncconsumer.errors import (
     AuthenticationError,
     CorruptResponseError,
     ErrorCode,
     KafkaConnectionError,
     KafkaError,
+    ResponseTooLargeError,
     UnsupportedVersionError,
     for_code,
 )
@@ -43,7 +45,6 @@ from asyncconsumer.protocol.base import (
 log = get_logger("asyncconsumer.network")
 
 _SIZE = struct.Struct(">i")
-MAX_FRAME_BYTES = 1 << 30
 
 
 class ConnectionState(enum.Enum):
@@ -128,6 +129,7 @@ class BrokerConnection:
         complete: Completion,
         on_closed: Callable[[BrokerConnection, KafkaError], None],
         security: ConnectionSecurity | None = None,
+        max_response_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES,
     ) -> None:
         self.node_id = node_id
         self.host = host
@@ -142,6 +144,8 @@ class BrokerConnection:
         self._stream: anyio.abc.ByteStream | None = None
         self._next_correlation_id = 1
         self._send_lock = anyio.Lock()
+        self._max_response_bytes = max_response_bytes
+        """``receive_message_max_bytes``: a frame announcing more fails the connection before it is read."""
         self.close_reason: KafkaError | None = None
 
     def __repr__(self) -> str:
@@ -272,9 +276,22 @@ class BrokerConnection:
 
     async def _read_frame(self, stream: anyio.abc.ByteStream) -> memoryview:
         size = int(_SIZE.unpack(await self._read_exactly(stream, 4))[0])
-        if size < 4 or size > MAX_FRAME_BYTES:
-            raise CorruptResponseError(f"node {self.node_id} sent a frame of {size} bytes")
+        if not 4 <= size <= self._max_response_bytes:  # checked before a byte is allocated for the frame
+            raise self._bad_size(size)
         return await self._read_exactly(stream, size)
+
+    def _bad_size(self, size: int) -> KafkaError:
+        if 0 <= size < 4:
+            return CorruptResponseError(f"node {self.node_id} sent a frame of {size} bytes")
+        log.warning(
+            "connection.response_too_large",
+            node=self.node_id,
+            host=self.host,
+            port=self.port,
+            size=size,
+            limit=self._max_response_bytes,
+        )
+        return ResponseTooLargeError(describe_node(self.node_id, self.host, self.port), size, self._max_response_bytes)
 
     def version_for(self, request_type: type[Request]) -> int:
         """The highest version both sides implement; ``UnsupportedVersionError`` if none."""

@@ -18,6 +18,7 @@ import attrs
 
 from asyncconsumer._clock import Clock
 from asyncconsumer._logs import get_logger
+from asyncconsumer.config import DEFAULT_RECEIVE_MESSAGE_MAX_BYTES
 from asyncconsumer.errors import (
     AuthenticationError,
     KafkaConnectionError,
@@ -69,8 +70,10 @@ class NetworkClientDelegate:
         max_in_flight: int,
         reconnect_backoff: ExponentialBackoff,
         security: ConnectionSecurity | None = None,
+        max_response_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES,
     ) -> None:
         self._clock = clock
+        self._max_response_bytes = max_response_bytes
         self._security = security or ConnectionSecurity()
         self._nodes = nodes
         self._client_id = client_id
@@ -239,7 +242,14 @@ class NetworkClientDelegate:
         if address is None or self._tg is None:
             return None
         conn = BrokerConnection(
-            node, address[0], address[1], self._client_id, self._complete, self._closed, self._security
+            node,
+            address[0],
+            address[1],
+            self._client_id,
+            self._complete,
+            self._closed,
+            self._security,
+            max_response_bytes=self._max_response_bytes,
         )
         self._connections[node] = conn
         self._tg.start_soon(self._connect, conn)

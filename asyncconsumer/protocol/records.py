@@ -4,6 +4,10 @@ This is the only module that uses aiokafka's record reader (its Cython ``_crecor
 magic 0/1 message sets are read here (aiokafka's C reader trusts their inner lengths). Batch headers are read with
 ``struct`` so the background thread never decodes a record; decoding happens in the caller's ``poll``. ``iter_batches``
 and ``RecordBatchView.decode`` report corrupt data of any kind as ``BatchError`` only.
+
+Compressed data is decompressed here, within a limit (``codecs.decompress``), never by aiokafka (which would
+decompress whatever a batch holds): a compressed v2 batch is handed to aiokafka's reader as the uncompressed batch
+it stands for, and a batch that would pass the limit is a ``BatchTooLargeError``.
 """
 
 from __future__ import annotations
@@ -15,14 +19,20 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from asyncconsumer.protocol.aiokafka_parts import DefaultRecordBatch, gzip_decode, lz4_decode, snappy_decode
+from asyncconsumer.config import DEFAULT_RECEIVE_MESSAGE_MAX_BYTES
+from asyncconsumer.protocol.aiokafka_parts import DefaultRecordBatch
+from asyncconsumer.protocol.codecs import GZIP, LZ4, SNAPPY, DecompressionLimitError, decompress
 
 _HEADER = struct.Struct(">qi")  # base offset, batch length (the bytes after this 12-byte prefix)
 _LOG_OVERHEAD = 12
+_LENGTH_AT = 8
 _MAGIC_AT = 16
 _V2_LAST_OFFSET_DELTA_AT = 23
 _V2_LEADER_EPOCH_AT = 12
 _V2_ATTRIBUTES_AT = 21
+_V2_CODEC_AT = 22
+"""The low byte of the attributes: its three lowest bits are the codec."""
+_CODEC_MASK = 0x07
 _V2_PRODUCER_ID_AT = 43
 _V2_HEADER_SIZE = 61
 _LEGACY_MIN_SIZE = _LOG_OVERHEAD + 14
@@ -35,10 +45,8 @@ _I64 = struct.Struct(">q")
 _LEGACY_V0 = struct.Struct(">qiIbb")
 _LEGACY_V1 = struct.Struct(">qiIbbq")
 _LEGACY_CRC_AT = 12
-_LEGACY_CODEC_MASK = 0x07
 _LEGACY_LOG_APPEND_TIME = 0x08
-_LEGACY_LZ4 = 3
-_LEGACY_CODECS: dict[int, Callable[[bytes], bytes]] = {1: gzip_decode, 2: snappy_decode, _LEGACY_LZ4: lz4_decode}
+_LEGACY_CODECS = (GZIP, SNAPPY, LZ4)
 
 
 _CRC_CHUNK = 65_536
@@ -70,6 +78,7 @@ _crc32c = _hardware_crc32c()
 
 __all__ = [
     "BatchError",
+    "BatchTooLargeError",
     "LegacyRecord",
     "RecordBatchView",
     "complete_batches",
@@ -85,6 +94,15 @@ class BatchError(Exception):
         super().__init__(reason)
         self.offset = offset
         self.reason = reason
+
+
+class BatchTooLargeError(BatchError):
+    """A batch would decompress to more than ``limit`` bytes; ``reason`` says what its compressed stream states.
+    Turned into ``RecordBatchTooLargeError`` by callers."""
+
+    def __init__(self, offset: int, limit: int, reason: str) -> None:
+        super().__init__(offset, reason)
+        self.limit = limit
 
 
 def complete_prefix(records: memoryview) -> tuple[int, int | None]:
@@ -144,40 +162,57 @@ class RecordBatchView:
     producer_id: int
     buffer: memoryview
 
-    def decode(self, check_crc: bool) -> Iterator[Any]:
+    def decode(self, check_crc: bool, max_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES) -> Iterator[Any]:
         """The batch's records (aiokafka record objects, ``LegacyRecord`` for magic 0/1: offset, timestamp, key,
-        value, headers...), decoded as they are taken; raises only ``BatchError``, here or while iterating."""
+        value, headers...), decoded as they are taken; raises only ``BatchError``, here or while iterating.
+
+        A compressed batch is decompressed here, at once, and only if it fits in ``max_bytes``
+        (``receive_message_max_bytes``): ``BatchTooLargeError`` otherwise.
+        """
         try:
             if self.magic < 2:
                 if check_crc and not self._legacy_crc_ok():
                     raise BatchError(self.base_offset, "CRC check failed")
-                return iter(_legacy_records(self.buffer, self.magic))
-            batch: Any = DefaultRecordBatch(self.buffer)
-            if check_crc and not self._crc_ok(batch):
+                return iter(_legacy_records(self.buffer, self.magic, max_bytes))
+            if check_crc and not self._crc_ok():
                 raise BatchError(self.base_offset, "CRC check failed")
+            codec = self.buffer[_V2_CODEC_AT] & _CODEC_MASK
+            batch: Any = DefaultRecordBatch(self._decompressed(codec, max_bytes) if codec else self.buffer)
             # Records are decoded as taken, so a decoded batch is never held whole in memory. aiokafka's batch is its
             # own iterator and refuses a second ``iter()``; the generator can be resumed across polls.
             return _taken_as_decoded(iter(batch), self.base_offset)
         except BatchError:
             raise
-        except Exception as exc:  # aiokafka's reader and the codecs under it (gzip, zlib, cramjam) raise many types
+        except DecompressionLimitError as exc:
+            raise BatchTooLargeError(self.base_offset, exc.limit, exc.detail) from exc
+        except Exception as exc:  # aiokafka's reader and the codecs under it (zlib, cramjam) raise many types
             raise BatchError(self.base_offset, f"{type(exc).__name__}: {exc}") from exc
 
-    def _crc_ok(self, batch: Any) -> bool:
+    def _decompressed(self, codec: int, max_bytes: int) -> memoryview:
+        """The uncompressed v2 batch this compressed one stands for: its header (codec bits cleared, length set)
+        and its records, decompressed within ``max_bytes``. Its CRC is left stale: it was checked on the original."""
+        plain = decompress(codec, self.buffer[_V2_HEADER_SIZE:], max_bytes, head=_V2_HEADER_SIZE)
+        plain[:_V2_HEADER_SIZE] = self.buffer[:_V2_HEADER_SIZE]
+        plain[_V2_CODEC_AT] &= ~_CODEC_MASK & 0xFF
+        _I32.pack_into(plain, _LENGTH_AT, len(plain) - _LOG_OVERHEAD)
+        return plain
+
+    def _crc_ok(self) -> bool:
         """A v2 batch's CRC32C with the hardware implementation when there is one, else aiokafka's check."""
         if _crc32c is not None:
             stored = int(_U32.unpack_from(self.buffer, _V2_CRC_AT)[0])
             return _crc32c(self.buffer[_V2_ATTRIBUTES_AT:]) == stored
-        return bool(batch.validate_crc())
+        return bool(DefaultRecordBatch(self.buffer).validate_crc())
 
     def _legacy_crc_ok(self) -> bool:
         """A magic 0/1 message's CRC32 (over the bytes from its magic byte on)."""
         return bool(zlib.crc32(self.buffer[_MAGIC_AT:]) == _U32.unpack_from(self.buffer, _LEGACY_CRC_AT)[0])
 
-    def control_type(self) -> int | None:
-        """For a control batch: 0 for an ABORT marker, 1 for COMMIT; ``None`` if unreadable."""
+    def control_type(self, max_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES) -> int | None:
+        """For a control batch: 0 for an ABORT marker, 1 for COMMIT; ``None`` if unreadable (or compressed past
+        ``max_bytes``: brokers write markers uncompressed)."""
         try:
-            for record in DefaultRecordBatch(self.buffer):
+            for record in self.decode(False, max_bytes):
                 key = record.key
                 if key is not None and len(key) >= 4:
                     return int(_I16.unpack_from(key, 2)[0])
@@ -247,28 +282,28 @@ def _read_legacy(buf: memoryview, pos: int, magic: int) -> _LegacyMessage:
     return _LegacyMessage(offset, attributes, fields[5] if magic == 1 else None, key, value, end)
 
 
-def _legacy_records(buffer: memoryview, magic: int) -> list[LegacyRecord]:
-    """The records of one magic 0/1 message: itself, or the messages its compressed value holds.
+def _legacy_records(buffer: memoryview, magic: int, max_bytes: int) -> list[LegacyRecord]:
+    """The records of one magic 0/1 message: itself, or the messages its compressed value holds (decompressed
+    within ``max_bytes``, else ``DecompressionLimitError``).
 
     Read here rather than by aiokafka: its C reader follows the sizes inside a decompressed value without bounds
     checks, so a CRC-valid message with a negative inner length crashes the interpreter or loops forever.
     Raises ``ValueError`` (or a codec's own error) for a malformed message.
     """
     wrapper = _read_legacy(buffer, 0, magic)
-    codec = wrapper.attributes & _LEGACY_CODEC_MASK
+    codec = wrapper.attributes & _CODEC_MASK
     if not codec:
         return [_legacy_record(*wrapper[:5])]
-    decompress = _LEGACY_CODECS.get(codec)
-    if decompress is None or (magic == 0 and codec == _LEGACY_LZ4):  # zstd needs magic 2; LZ4 magic 1
+    if codec not in _LEGACY_CODECS or (magic == 0 and codec == LZ4):  # zstd needs magic 2; LZ4 magic 1
         raise ValueError(f"compression codec {codec} is not valid for magic {magic}")
     if wrapper.value is None:
         raise ValueError("compressed message without a value")
-    inner = memoryview(decompress(wrapper.value))
+    inner = decompress(codec, memoryview(wrapper.value), max_bytes)
     messages: list[_LegacyMessage] = []
     pos = 0
     while pos < len(inner):
         message = _read_legacy(inner, pos, magic)
-        if message.attributes & _LEGACY_CODEC_MASK:
+        if message.attributes & _CODEC_MASK:
             raise ValueError("compressed message inside a compressed message")
         messages.append(message)
         pos = message.end

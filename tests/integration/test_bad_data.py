@@ -1,5 +1,6 @@
 """Bad data against the real broker: records larger than every fetch limit, a deserializer that raises, garbage and
-truncated fetch responses, and error codes this client has no class for.
+truncated fetch responses, error codes this client has no class for, and input past receive_message_max_bytes (a
+response frame announcing 2 GiB, a compression bomb).
 
 Every test counts records: none lost, none delivered twice. (Flipped CRCs, dropped connections and responses cut
 mid-frame are in test_faults.py.)
@@ -8,16 +9,19 @@ mid-frame are in test_faults.py.)
 from __future__ import annotations
 
 import random
+import re
+import struct
 import time
 
 import attrs
 import pytest
 
 from asyncconsumer import AsyncConsumer, ConsumerRecord, KafkaError, RecordDeserializationError, TopicPartition
-from asyncconsumer.errors import UnknownBrokerError
+from asyncconsumer.errors import RecordBatchTooLargeError, ResponseTooLargeError, UnknownBrokerError
 from asyncconsumer.protocol.fetch import FetchPartition, FetchPartitionData, FetchResponse
 from asyncconsumer.protocol.records import iter_batches
 from tests.conftest import ProxiedBroker
+from tests.support.batches import ZSTD, batch_around, compressed_zeros
 from tests.support.consume import by_partition, consume_exactly
 from tests.support.faultproxy import API_FETCH
 from tests.support.fetch_rewrite import FetchExchange, FetchTap, with_partitions
@@ -291,3 +295,97 @@ async def test_an_unexpected_partition_error_code_is_raised_once_per_failed_fetc
         assert str(code) in str(error) and f"{failing} at offset 20" in str(error), str(error)
     assert len(errors) == state["failed"], f"{len(errors)} errors raised for {state['failed']} failed fetches"
     assert by_partition(got) == offsets([*first[0], *first[1], *second[0], *second[1]])
+
+
+# --- (e) bounded input: receive_message_max_bytes ---------------------------------------------------------------
+
+
+async def test_a_response_announcing_2_gib_drops_the_connection_is_raised_once_and_loses_nothing(
+    proxied_broker: ProxiedBroker,
+) -> None:
+    """A fetch response whose size prefix claims 2 GiB (a misbehaving broker; no real one sends that on demand):
+    the connection is dropped before anything is allocated for it, ``poll`` raises ``ResponseTooLargeError`` naming
+    the broker once, a new connection is made, and every record comes exactly once."""
+    name = proxied_broker.create_topic(2)
+    produced = proxied_broker.produce.values(name, 600, 2, value_size=100)
+    proxy = proxied_broker.proxy
+    spoiled = {"count": 0}
+
+    def announce_2_gib(api_key: int, payload: bytes) -> bytes | None:
+        if api_key != API_FETCH or spoiled["count"] or len(payload) < 1_000:  # the first answer with records
+            return None
+        spoiled["count"] += 1
+        return struct.pack(">i", 2**31 - 1) + payload  # raw: the size prefix is ours
+
+    errors: list[KafkaError] = []
+    async with AsyncConsumer(
+        proxied_broker.bootstrap_servers,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=8_192,
+        reconnect_backoff_ms=10,
+        retry_backoff_ms=10,
+    ) as consumer:
+        await consumer.assign([TopicPartition(name, 0), TopicPartition(name, 1)])
+        await consumer.position(TopicPartition(name, 0))  # connected; what comes next with records is a fetch
+        accepted = proxy.connections_accepted
+        proxy.set_response_mutator(announce_2_gib, raw=True)
+        got = await consume_exactly(consumer, 600, errors=errors)
+        reconnects = proxy.connections_accepted - accepted
+        assert consumer._core.parts.thread.alive
+    print(f"{len(got)} of 600 records, {len(errors)} error(s), {reconnects} reconnection(s): {errors}")
+    assert spoiled["count"] == 1
+    assert len(errors) == 1, errors
+    error = errors[0]
+    assert isinstance(error, ResponseTooLargeError) and error.retriable
+    assert (error.size, error.limit) == (2**31 - 1, 100_000_000)
+    assert re.search(rf"broker \d+ at 127\.0\.0\.1:{proxy.port} announced a response of 2147483647 bytes", str(error))
+    assert reconnects >= 1
+    assert by_partition(got) == offsets([r for records in produced.values() for r in records])
+
+
+async def test_a_compression_bomb_from_the_broker_is_raised_naming_the_partition_until_a_seek(
+    proxied_broker: ProxiedBroker,
+) -> None:
+    """The first batch of partition 0 replaced, once, by a CRC-valid zstd batch of 1 GiB of zeros (32 KB on the
+    wire) with the same offsets: at the default limit ``poll`` raises ``RecordBatchTooLargeError`` naming the
+    partition and the batch's offsets, again on every poll (nothing is skipped silently), without decompressing
+    it; a seek to its offset fetches the batch again, and every record comes exactly once."""
+    name = proxied_broker.create_topic(2)
+    produced = proxied_broker.produce.values(name, 200, 2, value_size=100)
+    bombed = TopicPartition(name, 0)
+    planted: dict[str, int] = {}
+
+    def plant(exchange: FetchExchange) -> FetchResponse | None:
+        def swap(topic: str, part: FetchPartitionData) -> FetchPartitionData:
+            if planted or part.partition_index != 0 or not part.records:
+                return part
+            first = next(iter_batches(memoryview(part.records)))
+            planted.update(base=first.base_offset, next=first.next_offset)
+            records = first.next_offset - first.base_offset
+            bomb = batch_around(first.base_offset, ZSTD, compressed_zeros(ZSTD, 1024), records)
+            return attrs.evolve(part, records=bomb + bytes(part.records[len(first.buffer) :]))
+
+        return None if planted else with_partitions(exchange.response, swap)
+
+    tap = FetchTap(proxied_broker.proxy, plant)
+    got: list[ConsumerRecord] = []
+    errors: list[RecordBatchTooLargeError] = []
+    async with AsyncConsumer(proxied_broker.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+        await consumer.assign([bombed, TopicPartition(name, 1)])
+        deadline = time.monotonic() + 8
+        while len(errors) < 3:
+            assert time.monotonic() < deadline, f"{len(got)} records and {len(errors)} errors within 8 s"
+            try:
+                got.extend((await consumer.poll(timeout_ms=200)).records())
+            except RecordBatchTooLargeError as exc:
+                errors.append(exc)
+                assert await consumer.position(bombed) == planted["base"]
+        await consumer.seek(bombed, errors[0].offset)
+        got.extend(await consume_exactly(consumer, 200 - len(got)))
+    tap.remove()
+    print(f"{len(got)} of 200 records; the bomb at {bombed}@{planted}: {errors[0]}")
+    for error in errors:
+        assert (error.topic, error.partition, error.offset) == (name, 0, planted["base"])
+        assert error.next_offset == planted["next"]
+        assert "receive_message_max_bytes (100000000)" in str(error) and "zstd" in str(error)
+    assert by_partition(got) == offsets([r for records in produced.values() for r in records])

@@ -1,18 +1,24 @@
 """Hand-built record batches for tests (aiokafka's builders; tests may import aiokafka directly): v2 batches, a
-transaction marker, and a corrupt legacy (magic 1) gzip wrapper."""
+transaction marker, a corrupt legacy (magic 1) gzip wrapper, and compression bombs."""
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 from collections.abc import Sequence
 
+import cramjam
 from aiokafka.codec import gzip_encode
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
+from aiokafka.record.util import calc_crc32c
 
 GZIP = 1
 """The gzip codec in a message's attributes."""
+SNAPPY = 2
+LZ4 = 3
+ZSTD = 4
 
 
 def build_batch(
@@ -59,8 +65,6 @@ def build_control_batch(offset: int, producer_id: int, commit: bool) -> bytes:
     # attributes: set the control bit (0x20) and recompute the CRC over the bytes after it.
     attributes = int.from_bytes(data[21:23], "big") | 0x20
     data[21:23] = attributes.to_bytes(2, "big")
-    from aiokafka.record.util import calc_crc32c
-
     data[17:21] = calc_crc32c(bytes(data[21:])).to_bytes(4, "big")
     return bytes(data)
 
@@ -80,3 +84,52 @@ def legacy_wrapper_with_inner_length(length: int) -> bytes:
     # The wrapper: offset (of its last message), length, crc, magic 1, attributes gzip, timestamp, null key, value.
     body = struct.pack(">bbqi", 1, GZIP, 1_700_000_000_000, -1) + struct.pack(">i", len(value)) + value
     return struct.pack(">qiI", 1, len(body) + 4, zlib.crc32(body)) + body
+
+
+# --- compression bombs --------------------------------------------------------------------------------------------
+
+_MIB = 1 << 20
+_V2_HEADER = struct.Struct(">qiiBIhiqqqhii")  # offset, length, leader epoch, magic, crc, attributes, ... , count
+
+
+@functools.cache
+def compressed_zeros(codec: int, mib: int) -> bytes:
+    """``mib`` MiB of zeros compressed with ``codec`` (1 gzip, 2 snappy-java, 3 lz4, 4 zstd), made a MiB at a time
+    (or, for gzip and snappy, one independent compressed MiB repeated), so a GiB costs the test little."""
+    zeros = bytes(_MIB)
+    if codec == GZIP:
+        deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+        block = deflate.compress(zeros) + deflate.flush(zlib.Z_FULL_FLUSH)  # refers to nothing before it
+        crc = 0
+        for _ in range(mib):
+            crc = zlib.crc32(zeros, crc)
+        trailer = struct.pack("<II", crc, (mib * _MIB) & 0xFFFFFFFF)
+        return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + block * mib + deflate.flush() + trailer
+    if codec == SNAPPY:
+        block = bytes(cramjam.snappy.compress_raw(bytes(32 << 10)))
+        framed = struct.pack(">i", len(block)) + block
+        return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + framed * (mib * 32)
+    compressor: cramjam.lz4.Compressor | cramjam.zstd.Compressor
+    if codec == LZ4:
+        compressor = cramjam.lz4.Compressor(level=1, content_checksum=True, block_linked=False)
+    else:
+        compressor = cramjam.zstd.Compressor(level=1)
+    for _ in range(mib):
+        compressor.compress(zeros)
+    return bytes(compressor.finish())
+
+
+def batch_around(base_offset: int, codec: int, payload: bytes, records: int = 1) -> bytes:
+    """A v2 batch of ``records`` records whose (compressed) records section is ``payload`` as given, CRC right."""
+    stamp = 1_700_000_000_000
+    length = _V2_HEADER.size - 12 + len(payload)
+    header = _V2_HEADER.pack(base_offset, length, 0, 2, 0, codec, records - 1, stamp, stamp, -1, -1, -1, records)
+    body = header + payload
+    crc = calc_crc32c(body[21:])
+    return body[:17] + crc.to_bytes(4, "big") + body[21:]
+
+
+def legacy_wrapper_around(offset: int, codec: int, value: bytes) -> bytes:
+    """A CRC-valid magic 1 message (a compressed wrapper) whose value is ``value`` as given."""
+    body = struct.pack(">bbqi", 1, codec, 1_700_000_000_000, -1) + struct.pack(">i", len(value)) + value
+    return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body

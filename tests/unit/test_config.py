@@ -35,6 +35,15 @@ def test_java_style_string_numbers_are_accepted() -> None:
         ({"isolation_level": "serializable"}, "isolation_level", "read_committed"),
         ({"fetch_max_wiat_ms": 5}, "fetch_max_wiat_ms", "did you mean fetch_max_wait_ms"),
         ({"value_deserializer": "utf-8"}, "value_deserializer", "callable"),
+        ({"receive_message_max_bytes": 0}, "receive_message_max_bytes", "positive"),
+        ({"receive.message.max.bytes": 2**31}, "receive_message_max_bytes", "at most 2147483647"),
+        ({"receive_message_max_bytes": 1_000_000}, "receive_message_max_bytes", "fetch_max_bytes + 512 (52429312)"),
+        (
+            {"fetch_max_bytes": 1_000, "receive_message_max_bytes": 1_511},
+            "receive_message_max_bytes",
+            "at least fetch_max_bytes + 512 (1512), so that a whole fetch response fits; got 1511",
+        ),
+        ({"fetch_max_bytes": 2**31 - 1}, "fetch_max_bytes", "at most 2147483135"),
     ],
 )
 def test_bad_config_names_the_key_and_what_is_allowed(kwargs: dict[str, object], key: str, text: str) -> None:
@@ -42,6 +51,23 @@ def test_bad_config_names_the_key_and_what_is_allowed(kwargs: dict[str, object],
         ConsumerConfig.from_kwargs("h:1", **kwargs)
     assert info.value.key == key
     assert text in str(info.value)
+
+
+def test_receive_message_max_bytes_defaults_to_librdkafkas_and_follows_fetch_max_bytes_until_set() -> None:
+    """As librdkafka: 100,000,000 by default, raised to fetch_max_bytes + 512 when that is larger, unless set
+    explicitly (then it must be at least that)."""
+    assert ConsumerConfig.from_kwargs("h:1").receive_message_max_bytes == 100_000_000
+    assert ConsumerConfig.from_kwargs("h:1", fetch_max_bytes=1_000).receive_message_max_bytes == 100_000_000
+    big = ConsumerConfig.from_kwargs("h:1", fetch_max_bytes=150_000_000)
+    assert big.receive_message_max_bytes == 150_000_512
+    assert ConsumerConfig.from_kwargs("h:1").with_changes(fetch_max_bytes=150_000_000) == big
+    java = ConsumerConfig.from_kwargs("h:1", **{"receive.message.max.bytes": "600000000"})
+    assert java.receive_message_max_bytes == 600_000_000
+    small = ConsumerConfig.from_kwargs("h:1", fetch_max_bytes=1_000, receive_message_max_bytes=1_512)
+    assert small.receive_message_max_bytes == 1_512
+    with pytest.raises(ConfigError) as info:  # set explicitly, it does not follow
+        small.with_changes(fetch_max_bytes=2_000)
+    assert info.value.key == "receive_message_max_bytes"
 
 
 @pytest.mark.parametrize("servers", ["", "nohost", "h:notaport", "h:0"])

@@ -1,4 +1,5 @@
-"""The caller's side of the record path: decoding, positions, corruption, deserializers, transactions."""
+"""The caller's side of the record path: decoding, positions, corruption, deserializers, transactions, and the
+bound on a batch's decompressed size."""
 
 from __future__ import annotations
 
@@ -9,11 +10,26 @@ from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.errors import CorruptRecordError, OffsetOutOfRangeError, RecordDeserializationError
+from asyncconsumer.errors import (
+    CorruptRecordError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    RecordDeserializationError,
+)
 from asyncconsumer.protocol import records as records_module
 from asyncconsumer.protocol.fetch import AbortedTransaction
 from asyncconsumer.records import TopicPartition
-from tests.support.batches import build_batch, build_control_batch
+from tests.support.batches import (
+    GZIP,
+    LZ4,
+    SNAPPY,
+    ZSTD,
+    batch_around,
+    build_batch,
+    build_control_batch,
+    compressed_zeros,
+    legacy_wrapper_around,
+)
 from tests.support.fetch_buffer import add
 
 TP = TopicPartition("t", 0)
@@ -261,3 +277,54 @@ def test_a_failed_fetch_is_passed_over_without_raising_and_frees_its_partition()
     assert subs.position(TP) == 2
     assert len(buffer) == 0 and buffer.buffered_bytes == 0
     assert collector.collect(10) == {}
+
+
+# --- compressed batches within receive_message_max_bytes ---------------------------------------------------------
+
+SMALL_LIMIT = {"fetch_max_bytes": 1_000, "receive_message_max_bytes": 16 << 20}
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_a_compression_bomb_raises_naming_the_partition_and_batch_and_nothing_is_skipped(codec: int) -> None:
+    """1 GiB of zeros (256 MiB for snappy) after five good records, at a 16 MiB limit: the good records come first,
+    then every poll raises at the bomb, the position stays on it, and a seek past it goes on from there."""
+    bomb = batch_around(5, codec, compressed_zeros(codec, 256 if codec == SNAPPY else 1024), records=10)
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b", b"c", b"d", b"e"]) + bomb, **SMALL_LIMIT)
+    assert [r.value for r in collector.collect(100)[TP]] == [b"a", b"b", b"c", b"d", b"e"]
+    for _ in range(2):
+        with pytest.raises(RecordBatchTooLargeError) as info:
+            collector.collect(100)
+        error = info.value
+        assert isinstance(error, CorruptRecordError)
+        assert (error.topic, error.partition, error.offset, error.next_offset) == ("t", 0, 5, 15)
+        assert error.limit == 16 << 20
+        assert str(error).startswith(
+            "the record batch of t-0 at offset 5 would decompress to more than receive_message_max_bytes (16777216)"
+        )
+        assert "seek to offset 15 to skip the batch" in str(error)
+        assert subs.position(TP) == 5
+    subs.seek(TP, error.next_offset)
+    add(buffer, subs, build_batch(15, [b"p"]), 15)
+    assert [r.value for r in collector.collect(10)[TP]] == [b"p"]
+
+
+def test_a_legacy_wrapper_whose_value_is_a_bomb_raises_the_same() -> None:
+    wrapper = legacy_wrapper_around(3, GZIP, compressed_zeros(GZIP, 1024))
+    collector, subs, _ = setup(wrapper, position=3, **SMALL_LIMIT)
+    with pytest.raises(RecordBatchTooLargeError) as info:
+        collector.collect(10)
+    assert (info.value.offset, info.value.next_offset) == (3, 4)
+    assert "gzip data inflated past 16777216 bytes" in str(info.value)
+    assert subs.position(TP) == 3
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_a_compressed_batch_decodes_up_to_the_limit_and_no_further(codec: int) -> None:
+    values = [b"%05d" % i * 20 for i in range(2_000)]  # 200 KB of record values, some 230 KB of records
+    batch = build_batch(0, values, compression=codec)
+    collector, _, _ = setup(batch, fetch_max_bytes=1_000, receive_message_max_bytes=300_000)
+    assert [r.value for r in collector.collect(5_000)[TP]] == values
+    collector, subs, _ = setup(batch, fetch_max_bytes=1_000, receive_message_max_bytes=100_000)
+    with pytest.raises(RecordBatchTooLargeError, match=r"receive_message_max_bytes \(100000\)"):
+        collector.collect(5_000)
+    assert subs.position(TP) == 0

@@ -1,21 +1,36 @@
 """How connection failures are named: the peer (bootstrap server, broker, group coordinator) and what went wrong
-in plain words, never a bare ``OSError`` or an internal class name."""
+in plain words, never a bare ``OSError`` or an internal class name; and the bound on a response frame."""
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import socket
 import ssl
+import struct
+import tracemalloc
 
 import anyio
 import anyio.abc
+import anyio.streams.buffered
 import pytest
 
-from asyncconsumer.errors import KafkaConnectionError
+from asyncconsumer.errors import KafkaConnectionError, KafkaError, ResponseTooLargeError
+from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.coordinator import coordinator_node_id
-from asyncconsumer.network.connection import BrokerConnection, describe_failure, describe_node, map_exceptions
+from asyncconsumer.network import connection as connection_module
+from asyncconsumer.network.connection import (
+    BrokerConnection,
+    ConnectionState,
+    describe_failure,
+    describe_node,
+    map_exceptions,
+)
 from asyncconsumer.network.security import ConnectionSecurity
+from asyncconsumer.protocol.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
+from asyncconsumer.protocol.base import decode_request_frame, encode_response
+from asyncconsumer.protocol.metadata import MetadataRequest
 
 
 def test_peers_are_named_by_role() -> None:
@@ -88,3 +103,137 @@ async def test_a_tls_handshake_cut_short_by_the_setup_timeout_closes_its_socket(
         assert raised.value.__cause__ is not None
         tg.cancel_scope.cancel()
     await listener.aclose()
+
+
+# --- the bound on a response frame (receive_message_max_bytes) -----------------------------------------------
+
+
+class _OversizeServer:
+    """Answers ApiVersions, then, once ``requests`` more requests are in, announces a frame of ``size`` bytes,
+    sends 68 bytes of it and waits (half a second at most) for the client to hang up."""
+
+    def __init__(self, size: int, requests: int) -> None:
+        self.size = size
+        self.requests = requests
+        self.received = 0
+        self.client_hung_up = False
+        self.done = anyio.Event()
+
+    async def serve(self, stream: anyio.abc.SocketStream) -> None:
+        try:
+            async with stream:
+                await self._answer(stream)
+        finally:
+            self.done.set()
+
+    async def _answer(self, stream: anyio.abc.SocketStream) -> None:
+        buffered = anyio.streams.buffered.BufferedByteReceiveStream(stream)
+        while True:
+            size = struct.unpack(">i", await buffered.receive_exactly(4))[0]
+            api_key, version, correlation_id, _, _ = decode_request_frame(
+                await buffered.receive_exactly(size), {18: ApiVersionsRequest, 3: MetadataRequest}
+            )
+            if api_key == 18:
+                answer = ApiVersionsResponse(0, (ApiVersionRange(18, 0, 3), ApiVersionRange(3, 0, 12)))
+                await stream.send(encode_response(answer, ApiVersionsRequest, version, correlation_id))
+                continue
+            self.received += 1
+            if self.received == self.requests:
+                await stream.send(struct.pack(">i", self.size) + struct.pack(">i", correlation_id) + bytes(64))
+                with anyio.move_on_after(0.5):
+                    try:
+                        await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        self.client_hung_up = True
+                return
+
+
+async def _oversized(size: int, limit: int, requests: int) -> tuple[list[object], list[KafkaError], _OversizeServer]:
+    """Sends ``requests`` Metadata requests on one connection with ``limit`` and lets the server answer with a
+    frame of ``size`` bytes; returns what each request completed with, why the connection closed, and the server."""
+    server = _OversizeServer(size, requests)
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    results: list[object] = []
+    closed: list[KafkaError] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, server.serve)
+        connection = BrokerConnection(
+            1,
+            "127.0.0.1",
+            port,
+            "test",
+            lambda unsent, result: results.append(result),
+            lambda conn, reason: closed.append(reason),
+            max_response_bytes=limit,
+        )
+        await connection.connect(5)
+        for _ in range(requests):
+            await connection.send(UnsentRequest(MetadataRequest(topics=()), 1, lambda r, now: None), 12, 10**12)
+        with anyio.fail_after(5):
+            await connection.read_loop()
+            await server.done.wait()
+        assert connection.state is ConnectionState.CLOSED
+        tg.cancel_scope.cancel()
+    await listener.aclose()
+    return results, closed, server
+
+
+@pytest.mark.anyio
+async def test_a_frame_claiming_2_gib_fails_the_connection_and_every_request_on_it_before_any_allocation() -> None:
+    limit = 100_000_000
+    tracemalloc.start()
+    try:
+        results, closed, server = await _oversized(2**31 - 1, limit, requests=3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, f"{peak} bytes allocated at peak"  # reading the 2 GiB frame would be 2 GiB
+    assert server.received == 3 and len(results) == 3
+    assert server.client_hung_up, "the connection was left open"
+    assert all(result is closed[0] for result in results), results  # the same error completes every request
+    assert len(closed) == 1
+    error = closed[0]
+    assert isinstance(error, ResponseTooLargeError)
+    assert isinstance(error, KafkaConnectionError) and error.retriable  # retried on a new connection
+    assert (error.size, error.limit) == (2**31 - 1, limit)
+    text = str(error)
+    assert re.search(r"broker 1 at 127\.0\.0\.1:\d+ announced a response of 2147483647 bytes", text), text
+    assert "receive_message_max_bytes (100000000)" in text
+
+
+@pytest.mark.anyio
+async def test_a_negative_frame_size_fails_the_connection_too() -> None:
+    results, closed, server = await _oversized(-7, 1_000_000, requests=1)
+    assert isinstance(closed[0], ResponseTooLargeError) and results == closed
+    assert server.client_hung_up
+    assert "announced a response of -7 bytes, a negative size" in str(closed[0])
+
+
+@pytest.mark.anyio
+async def test_a_frame_just_over_the_limit_is_refused_and_one_at_the_limit_is_read() -> None:
+    _, closed, _ = await _oversized(1_001, 1_000, requests=1)
+    assert isinstance(closed[0], ResponseTooLargeError) and closed[0].size == 1_001
+    _, closed, server = await _oversized(1_000, 1_000, requests=1)
+    assert not server.client_hung_up  # the client waited for the rest of the frame until the server hung up
+    assert not isinstance(closed[0], ResponseTooLargeError), closed[0]
+
+
+def test_the_refusal_is_logged_once_with_a_stable_event_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[tuple[str, dict[str, object]]] = []
+
+    class Recorder:
+        def warning(self, event: str, **fields: object) -> None:
+            events.append((event, fields))
+
+        def info(self, event: str, **fields: object) -> None:
+            events.append((event, fields))
+
+        def debug(self, event: str, **fields: object) -> None:
+            pass
+
+    monkeypatch.setattr(connection_module, "log", Recorder())
+    anyio.run(_oversized, 2**31 - 1, 1_000, 2)
+    refused = [fields for event, fields in events if event == "connection.response_too_large"]
+    assert len(refused) == 1
+    assert refused[0]["size"] == 2**31 - 1 and refused[0]["limit"] == 1_000 and refused[0]["node"] == 1

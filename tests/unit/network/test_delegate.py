@@ -17,7 +17,12 @@ import anyio
 import pytest
 
 from asyncconsumer._clock import SystemClock
-from asyncconsumer.errors import KafkaConnectionError, RequestTimedOutError, UnsupportedVersionError
+from asyncconsumer.errors import (
+    KafkaConnectionError,
+    RequestTimedOutError,
+    ResponseTooLargeError,
+    UnsupportedVersionError,
+)
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.delegate import NetworkClientDelegate
@@ -28,7 +33,8 @@ from asyncconsumer.protocol.metadata import MetadataBroker, MetadataRequest, Met
 
 TYPES: dict[int, type[Request]] = {18: ApiVersionsRequest, 3: MetadataRequest, 2: ListOffsetsRequest}
 Handler = Callable[[int, int, Request], Any]
-"""(api_key, version, request) -> response, None to stay silent, or "close" to drop the connection."""
+"""(api_key, version, request) -> response, None to stay silent, "close" to drop the connection, or bytes to send
+as they are (any framing)."""
 
 
 class ScriptedBroker:
@@ -76,6 +82,9 @@ class ScriptedBroker:
                 if response == "close":
                     sock.close()
                     return
+                if isinstance(response, bytes):
+                    sock.sendall(response)
+                    continue
                 sock.sendall(encode_response(response, TYPES[api_key], version, correlation_id))
         except OSError:
             return
@@ -176,3 +185,43 @@ def test_nothing_listening_fails_after_the_request_timeout_naming_the_address() 
     result = anyio.run(exchange, broker_stub, MetadataRequest(topics=()), 500)
     assert isinstance(result, KafkaConnectionError)
     assert f"127.0.0.1:{port}" in str(result)
+
+
+def test_a_response_over_the_limit_drops_the_connection_and_the_next_request_gets_a_new_one(scripted: Any) -> None:
+    """The first Metadata answer announces 2 GiB: that request fails with the typed, retriable error; the retry
+    goes out on a new connection (after the reconnect backoff) and is answered."""
+    answers: list[Any] = [struct.pack(">i", 2**31 - 1) + bytes(16), metadata_answer()]
+    broker = scripted(lambda key, version, request: answers.pop(0))
+
+    async def run() -> list[object]:
+        clock = SystemClock()
+        delegate = NetworkClientDelegate(
+            clock,
+            Nodes(broker.port),
+            client_id="t",
+            request_timeout_ms=2_000,
+            connection_setup_timeout_ms=2_000,
+            max_in_flight=5,
+            reconnect_backoff=ExponentialBackoff(50, 200),
+            max_response_bytes=1_000_000,
+        )
+        results: list[object] = []
+        async with anyio.create_task_group() as tg:
+            delegate.attach(tg)
+            for attempt in (1, 2):
+                delegate.add_all(
+                    [UnsentRequest(MetadataRequest(topics=()), None, lambda r, now: results.append(r))],
+                    clock.now_ms(),
+                )
+                with anyio.fail_after(10):
+                    while len(results) < attempt:
+                        await delegate.poll(100, clock.now_ms())
+            await delegate.close()
+            tg.cancel_scope.cancel()
+        return results
+
+    first, second = anyio.run(run)
+    assert isinstance(first, ResponseTooLargeError) and first.retriable
+    assert f"bootstrap server 127.0.0.1:{broker.port} announced a response of 2147483647 bytes" in str(first)
+    assert isinstance(second, MetadataResponse)
+    assert broker.connections == 2
