@@ -92,8 +92,10 @@ async def test_a_restarted_static_member_gets_its_partitions_back_in_the_same_ge
         "member closed (its old session's end), the other member's heartbeat is answered REBALANCE_IN_PROGRESS, it "
         "revokes its partitions and the group moves to generation 1. aiokafka 0.14 sees the same (and worse: its "
         "restarted static member is then rejoined as a new member again and again). Kafka answers the known "
-        "group.instance.id with the cached assignment and no rebalance."
+        "group.instance.id with the cached assignment and no rebalance. Not strict: on a loaded machine Tansu "
+        "sometimes does not rebalance within the window (seen at load 8-13 on 2 cores)."
     ),
+    strict=False,
 )
 async def test_a_restarted_static_member_does_not_disturb_the_other_members(broker: Broker) -> None:
     name = unique_topic_name("static-pair")
