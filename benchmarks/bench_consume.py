@@ -3,6 +3,7 @@
     python benchmarks/bench_consume.py                        # every workload, every client, 5 interleaved reps
     python benchmarks/bench_consume.py --workload small,lz4 --clients asyncconsumer,aiokafka --reps 3
     python benchmarks/bench_consume.py --broker kafka            # the same against a one-node Apache Kafka
+    python benchmarks/bench_consume.py --broker kafka --clients asyncconsumer,java,java-async   # Java's consumer
     python benchmarks/bench_consume.py --report benchmarks/results/consume-XXXXXXX.json   # tables, .md, .png again
 
 The parent starts a broker (``--broker tansu``, the default: an embedded Tansu; ``--broker kafka``: a one-node
@@ -13,6 +14,7 @@ manual assignment of all partitions, touches every value (sums ``len(value)``), 
 The parent checks each child consumed exactly what was produced, prints per-client medians and ratios to
 asyncconsumer as markdown tables, and writes every run to ``benchmarks/results/consume-<code>.json`` (Kafka:
 ``consume-<code>-kafka.json``) with the tables (``.md``) and a bar chart (``.png``, needs matplotlib) beside it.
+On ``--broker kafka`` Java's KafkaConsumer runs too (``java``, ``java-async``: see ``javapeer.py``).
 See benchmarks/README.md.
 """
 
@@ -26,10 +28,12 @@ import json
 import os
 import random
 import resource
+import shutil
 import signal
 import socket
 import statistics
 import struct
+import subprocess
 import sys
 import time
 import uuid
@@ -39,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import javapeer
 from benchcommon import (
     BROKERS,
     RESULT_MARKER,
@@ -46,6 +51,7 @@ from benchcommon import (
     child_argv,
     code_version,
     default_results_path,
+    kafka_broker_module,
     machine,
     peak_rss_bytes,
     report_failures,
@@ -66,6 +72,8 @@ ALL_CLIENTS = (
     "confluent",
     "confluent-tuned",
     "kafka-python",
+    "java",
+    "java-async",
     "raw",
 )
 OPTIONAL_CLIENTS = {"kafka-python": "kafka"}
@@ -73,8 +81,15 @@ OPTIONAL_CLIENTS = {"kafka-python": "kafka"}
 BASELINE = "asyncconsumer"
 
 
-def default_clients() -> tuple[str, ...]:
-    return tuple(c for c in ALL_CLIENTS if c not in OPTIONAL_CLIENTS or importlib.util.find_spec(OPTIONAL_CLIENTS[c]))
+def default_clients(broker: str = "tansu", java_ok: bool | None = None) -> tuple[str, ...]:
+    """Every client that can run here: kafka-python when it is installed, Java's consumer on ``--broker kafka``
+    when a JDK 17+ is there (``java_ok``; None: ask ``javapeer.unavailable_reason()``)."""
+    clients = [c for c in ALL_CLIENTS if c not in OPTIONAL_CLIENTS or importlib.util.find_spec(OPTIONAL_CLIENTS[c])]
+    if broker not in javapeer.JAVA_BROKERS or not (
+        java_ok if java_ok is not None else javapeer.unavailable_reason() is None
+    ):
+        clients = [c for c in clients if c not in javapeer.JAVA_CLIENTS]
+    return tuple(clients)
 
 
 @dataclass(frozen=True)
@@ -498,7 +513,32 @@ def run_child(client: str, bootstrap: str, topic: str, partitions: int, expect: 
     return result
 
 
+def exec_java_child(args: argparse.Namespace) -> None:
+    """Replaces this process with the Java harness's JVM (compiled already by the parent; else here, once), so
+    the child's result line, CPU and ``VmHWM`` are the JVM's own (``exec`` starts a fresh memory image)."""
+    kafka_broker = kafka_broker_module()
+    libs = kafka_broker.fetch_jars()
+    classes = javapeer.build(libs, kafka_broker.cache_root())
+    argv = javapeer.command(
+        args.child,
+        classes,
+        javapeer.runtime_jars(libs),
+        bootstrap=args.bootstrap,
+        topic=args.topic,
+        partitions=args.partitions,
+        expect=args.expect,
+        clk_tck=_CLOCK_TICKS,
+        stall_s=STALL_S,
+        java=shutil.which("java") or "java",
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(argv[0], argv)
+
+
 def child_main(args: argparse.Namespace) -> int:
+    if args.child in javapeer.JAVA_CLIENTS:
+        exec_java_child(args)  # does not return
     try:
         result = run_child(args.child, args.bootstrap, args.topic, args.partitions, args.expect)
     except Stalled as exc:
@@ -927,6 +967,12 @@ def header(report: Result) -> str:
         f"{when}{info['cpus']} CPUs ({info['cpu_model']}), {info['platform']}, Python {info['python']}; {versions}; "
         f"broker {info.get('broker', 'external')}.",
     ]
+    if "java_clients" in info:
+        variants = ", ".join(f"`{c}` {what}" for c, what in info["java_clients"].items())
+        lines.append(
+            f"Java's KafkaConsumer: kafka-clients {info.get('kafka_clients', '?')} on {info['java']}, "
+            f"JVM flags `{' '.join(info['jvm_flags'])}`, a fresh JVM per rep; {variants}."
+        )
     if report.get("command") is not None:
         lines.append(f"Command: `bench_consume.py {' '.join(report['command'])}`.")
     return "\n".join(lines)
@@ -966,6 +1012,8 @@ _CLIENT_COLOURS = {
     "confluent": "#2b8f4e",
     "confluent-tuned": "#86cf9b",
     "kafka-python": "#8e63b8",
+    "java": "#b03a2e",
+    "java-async": "#e6877e",
     "raw": "#8a8a8a",
 }
 _PANELS: tuple[tuple[str, float, str, str], ...] = (  # metric, scale, panel title, label format
@@ -1074,11 +1122,31 @@ def write_outputs(report: Result, json_path: Path) -> None:
 # ==========================================================================================================
 
 
+def prepare_java() -> Result:
+    """Compiles the Java harness (once: cached) before any run, and says what the Java clients run with."""
+    kafka_broker = kafka_broker_module()
+    libs = kafka_broker.fetch_jars()
+    classes = javapeer.build(libs, kafka_broker.cache_root())
+    jars = javapeer.runtime_jars(libs)
+    text = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr
+    info = javapeer.describe(text)
+    info["kafka_clients"] = jars[0].stem.removeprefix("kafka-clients-")
+    print(f"# Java's consumer: kafka-clients {info['kafka_clients']}, {info['java']}, {' '.join(javapeer.JVM_FLAGS)}")
+    print(f"#   harness classes: {classes}")
+    return info
+
+
 def parent_main(args: argparse.Namespace) -> int:
     import structlog
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))  # warnings and up only
-    clients = [c.strip() for c in args.clients.split(",") if c.strip()] if args.clients else list(default_clients())
+    java_reason = javapeer.unavailable_reason() if args.broker in javapeer.JAVA_BROKERS else None
+    if args.clients:
+        clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    else:
+        clients = list(default_clients(args.broker, java_ok=java_reason is None))
+        if java_reason is not None:
+            print(f"note: Java's consumer left out: {java_reason}")
     unknown = sorted(set(clients) - set(ALL_CLIENTS))
     if unknown:
         print(f"unknown client(s) {unknown}; choose from {', '.join(ALL_CLIENTS)}", file=sys.stderr)
@@ -1087,6 +1155,20 @@ def parent_main(args: argparse.Namespace) -> int:
     if missing:
         print(f"client(s) {missing} not installed (pip install kafka-python, or the bench extra)", file=sys.stderr)
         return 2
+    java_note = javapeer.java_client_note(clients, args.broker)
+    if java_note is not None:
+        print(f"note: {java_note}")
+        clients = [c for c in clients if c not in javapeer.JAVA_CLIENTS]
+        if not clients:
+            print("no client left to run", file=sys.stderr)
+            return 2
+    java_info: Result | None = None
+    if any(c in javapeer.JAVA_CLIENTS for c in clients):
+        try:
+            java_info = prepare_java()
+        except RuntimeError as exc:  # JavaUnavailable, KafkaUnavailable
+            print(f"Java's consumer cannot run: {exc}", file=sys.stderr)
+            return 2
     try:
         names = parse_workloads(args.workload)
     except ValueError as exc:
@@ -1108,6 +1190,8 @@ def parent_main(args: argparse.Namespace) -> int:
         info["kafka_crc32c"] = "crc32c package" if importlib.util.find_spec("crc32c") else "pure Python"
         if info["kafka_crc32c"] == "pure Python":
             print("note: kafka-python will check CRCs in pure Python (pip install crc32c, in the bench extra)")
+    if java_info is not None:
+        info.update(java_info)
     info["broker_kind"] = args.broker
     if broker is not None:
         info["broker"] = broker.description
@@ -1267,7 +1351,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured raw passes per workload before the reps")
     parser.add_argument(
         "--clients",
-        help=f"comma-separated: {', '.join(ALL_CLIENTS)} (default: all; kafka-python only if it is installed)",
+        help=f"comma-separated: {', '.join(ALL_CLIENTS)} (default: all; kafka-python only if it is installed; "
+        "java and java-async, Java's KafkaConsumer, only on --broker kafka with a JDK 17+)",
     )
     parser.add_argument(
         "--workload", default="all", help=f"comma-separated: {', '.join(WORKLOADS)}; or all (default), both"

@@ -1,0 +1,142 @@
+"""benchmarks/javapeer.py (Java's consumer as a bench_consume.py peer): version parsing, which clients run on
+which broker, the jars picked, the cache key and the command line. Nothing here starts a JVM."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def javapeer() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCHMARKS))  # the scripts import their siblings by plain name
+    try:
+        import javapeer
+
+        yield javapeer
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.fixture(scope="module")
+def bench_consume(javapeer: ModuleType) -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_consume
+
+        yield bench_consume
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.mark.parametrize(
+    ("text", "major"),
+    [
+        ('openjdk version "17.0.15" 2025-04-15\nOpenJDK Runtime Environment', 17),
+        ('java version "1.8.0_402"', 8),
+        ('openjdk version "21-ea" 2023-09-19', 21),
+        ("bash: java: command not found", None),
+    ],
+)
+def test_java_version_reads_the_major_version(javapeer: ModuleType, text: str, major: int | None) -> None:
+    assert javapeer.java_version(text) == major
+
+
+def test_java_clients_are_left_out_on_tansu_with_a_note_naming_them(javapeer: ModuleType) -> None:
+    note = javapeer.java_client_note(["asyncconsumer", "java", "java-async"], "tansu")
+    assert note is not None
+    assert "java, java-async" in note
+    assert "--broker kafka" in note
+    assert javapeer.java_client_note(["asyncconsumer", "java"], "kafka") is None
+    assert javapeer.java_client_note(["asyncconsumer", "aiokafka"], "tansu") is None
+
+
+def test_default_clients_offer_java_on_kafka_only_when_a_jdk_is_there(bench_consume: ModuleType) -> None:
+    java = {"java", "java-async"}
+    assert java <= set(bench_consume.default_clients("kafka", java_ok=True))
+    assert not java & set(bench_consume.default_clients("kafka", java_ok=False))
+    assert not java & set(bench_consume.default_clients("tansu", java_ok=True))
+    assert "asyncconsumer" in bench_consume.default_clients("tansu", java_ok=True)
+
+
+def _jars(tmp_path: Path, *names: str) -> Path:
+    for name in names:
+        (tmp_path / name).write_bytes(b"")
+    return tmp_path
+
+
+def test_runtime_jars_pick_one_jar_per_name_in_order(javapeer: ModuleType, tmp_path: Path) -> None:
+    libs = _jars(tmp_path, "kafka_2.13-4.4.0.jar", "kafka-clients-4.4.0.jar", "slf4j-api-1.7.36.jar", "x.txt")
+    jars = javapeer.runtime_jars(libs, ("slf4j-api", "kafka-clients"))
+    assert [j.name for j in jars] == ["slf4j-api-1.7.36.jar", "kafka-clients-4.4.0.jar"]
+
+
+def test_runtime_jars_name_what_is_missing_or_ambiguous(javapeer: ModuleType, tmp_path: Path) -> None:
+    libs = _jars(tmp_path, "kafka-clients-4.4.0.jar", "kafka-clients-4.3.0.jar", "kafka-clients-extra-1.0.jar")
+    with pytest.raises(javapeer.JavaUnavailable, match=r"kafka-clients, zstd-jni"):
+        javapeer.runtime_jars(libs, ("kafka-clients", "zstd-jni"))
+
+
+def test_harness_digest_changes_with_the_sources_and_the_jars(javapeer: ModuleType) -> None:
+    sources = {"A.java": b"class A {}", "log4j2.properties": b"x"}
+    jars = [Path("/libs/kafka-clients-4.4.0.jar")]
+    digest = javapeer.harness_digest(sources, jars)
+    assert digest == javapeer.harness_digest(dict(reversed(list(sources.items()))), jars)
+    assert digest != javapeer.harness_digest({**sources, "A.java": b"class A { }"}, jars)
+    assert digest != javapeer.harness_digest(sources, [Path("/libs/kafka-clients-4.5.0.jar")])
+
+
+@pytest.mark.parametrize(("client", "protocol"), [("java", "classic"), ("java-async", "consumer")])
+def test_command_runs_the_client_s_group_protocol_with_the_bench_settings(
+    javapeer: ModuleType, client: str, protocol: str
+) -> None:
+    jars = [Path("/libs/kafka-clients-4.4.0.jar"), Path("/libs/slf4j-api-1.7.36.jar")]
+    argv = javapeer.command(
+        client,
+        Path("/cache/classes"),
+        jars,
+        bootstrap="127.0.0.1:9092",
+        topic="bench-small-1",
+        partitions=4,
+        expect=1_000_000,
+        clk_tck=100,
+        stall_s=30.0,
+        java="/usr/bin/java",
+    )
+    assert argv[0] == "/usr/bin/java"
+    assert argv[1 : 1 + len(javapeer.JVM_FLAGS)] == list(javapeer.JVM_FLAGS)
+    assert argv[argv.index("-cp") + 1] == "/cache/classes:/libs/kafka-clients-4.4.0.jar:/libs/slf4j-api-1.7.36.jar"
+    options = argv[argv.index(javapeer.MAIN_CLASS) + 1 :]
+    pairs = dict(zip(options[::2], options[1::2], strict=True))
+    assert pairs == {
+        "--client": client,
+        "--group-protocol": protocol,
+        "--bootstrap": "127.0.0.1:9092",
+        "--topic": "bench-small-1",
+        "--partitions": "4",
+        "--expect": "1000000",
+        "--clk-tck": "100",
+        "--stall-s": "30",
+        "--max-poll-records": str(javapeer.MAX_POLL_RECORDS),
+    }
+
+
+def test_max_poll_records_is_what_the_python_children_ask_for(javapeer: ModuleType, bench_consume: ModuleType) -> None:
+    assert javapeer.MAX_POLL_RECORDS == bench_consume.POLL_MAX_RECORDS
+
+
+def test_a_report_s_header_names_the_jvm_the_java_clients_ran_on(
+    javapeer: ModuleType, bench_consume: ModuleType
+) -> None:
+    info = {"cpus": 2, "cpu_model": "cpu", "platform": "linux", "python": "3.11", "kafka_clients": "4.4.0"}
+    info |= javapeer.describe('openjdk version "17.0.15" 2025-04-15\nOpenJDK Runtime Environment')
+    text = bench_consume.header({"machine": info, "command": None})
+    assert 'kafka-clients 4.4.0 on openjdk version "17.0.15" 2025-04-15' in text
+    assert "`-Xmx512m`" in text
+    assert "`java-async` group.protocol=consumer" in text
