@@ -14,10 +14,13 @@ from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from asyncconsumer import AsyncConsumer, ConsumerRecord, TopicPartition
+from asyncconsumer.protocol import records as records_module
+from asyncconsumer.protocol.codecs import decompress
 from asyncconsumer.protocol.records import iter_batches
 from asyncconsumer.records import TimestampType
-from tests.conftest import Broker, ProxiedBroker, TopicFactory
+from tests.conftest import Broker, ProxiedBroker, TopicFactory, unique_topic_name
 from tests.support.fetch_rewrite import FetchTap
+from tests.support.kafka_broker import KafkaCluster
 from tests.support.produce import ProducedRecord, ProduceHelper, Record, value_for
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
@@ -63,6 +66,32 @@ async def test_records_compressed_with_each_codec_come_back_byte_identical(
     got = await consume_all(broker.bootstrap_servers, name, 2, len(flat))
     assert len(got) == len(flat)
     assert as_produced(got) == expected(flat)
+
+
+@pytest.mark.kafka_only("Kafka recompresses a topic's batches with its own Java codecs; Tansu stores them as sent")
+@pytest.mark.parametrize("codec", CODECS)
+async def test_batches_compressed_by_kafkas_java_codecs_decode_within_the_limit(
+    broker: Broker, produce: ProduceHelper, codec: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A topic with ``compression.type`` set, produced uncompressed: Kafka recompresses every batch with the codecs
+    a Java producer uses (zstd-jni streams without a content size, Kafka's own lz4 block stream, snappy-java's
+    framing, java.util.zip). Our bounded decompression measures those streams from their block headers: every
+    batch must decompress through it, byte for byte, at the default limit."""
+    assert isinstance(broker, KafkaCluster)
+    name = unique_topic_name(f"java-{codec}")
+    broker.create_topic(name, 2, config={"compression.type": codec})
+    seen: list[int] = []
+
+    def counted(kind: int, data: memoryview, limit: int, head: int = 0) -> memoryview:
+        seen.append(kind)
+        return decompress(kind, data, limit, head)
+
+    monkeypatch.setattr(records_module, "decompress", counted)  # poll decodes on this thread
+    produced = produce.values(name, 600, 2, value_size=200, max_batch_size=8192)
+    flat = [r for records in produced.values() for r in records]
+    got = await consume_all(broker.bootstrap_servers, name, 2, len(flat))
+    assert as_produced(got) == expected(flat)
+    assert seen and set(seen) == {CODECS.index(codec) + 1}, f"batches decompressed with codecs {set(seen)}"
 
 
 async def test_a_partition_mixing_every_codec_and_none_reads_in_order(
