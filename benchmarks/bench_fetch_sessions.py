@@ -46,6 +46,7 @@ from benchcommon import (
     child_argv,
     code_version,
     default_results_path,
+    kafka_broker_module,
     machine,
     report_failures,
     start_broker,
@@ -280,6 +281,48 @@ def run_child(
     return result
 
 
+def broker_probe(broker: Any, topic: str, partitions: int, fetches: int, rounds: int = 3) -> dict[str, list[float]]:
+    """The broker's CPU per fetch of every (idle, caught-up) partition answered at once (``max_wait_ms`` 0, so no
+    fetch waits in the broker's purgatory): ``fetches`` sessionless full fetches, then as many incremental ones in
+    one session, ``rounds`` times; milliseconds of broker CPU per fetch, per round."""
+    kafka_broker_module()  # puts the repository root on sys.path for tests.support
+    from asyncconsumer.protocol.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+    from tests.support.raw_client import RawClient
+
+    client = RawClient(broker.bootstrap_servers, "broker-probe")
+    ends: dict[int, int] = {}
+    out: dict[str, list[float]] = {"full": [], "sessions": []}
+    try:
+        probe = client.call(
+            FetchRequest(0, 1, 1, (FetchTopic(topic, tuple(FetchPartition(p, 0, 1) for p in range(partitions))),)), 12
+        )
+        assert isinstance(probe, FetchResponse)
+        ends = {p.partition_index: p.high_watermark for t in probe.responses for p in t.partitions}
+        at_end = (FetchTopic(topic, tuple(FetchPartition(p, ends[p], 1 << 20) for p in range(partitions))),)
+        for _ in range(rounds):
+            before = _process_cpu_s(broker.pid)
+            for _ in range(fetches):
+                client.call(FetchRequest(0, 1, 50 << 20, at_end), 12)
+            after = _process_cpu_s(broker.pid)
+            if before is not None and after is not None:
+                out["full"].append((after - before) * 1000 / fetches)
+            opened = client.call(FetchRequest(0, 1, 50 << 20, at_end, session_epoch=0), 12)
+            assert isinstance(opened, FetchResponse) and opened.session_id, "no fetch session given"
+            before = _process_cpu_s(broker.pid)
+            for epoch in range(1, fetches + 1):
+                answer = client.call(
+                    FetchRequest(0, 1, 50 << 20, (), session_id=opened.session_id, session_epoch=epoch), 12
+                )
+                assert isinstance(answer, FetchResponse) and not answer.error_code, answer
+            after = _process_cpu_s(broker.pid)
+            if before is not None and after is not None:
+                out["sessions"].append((after - before) * 1000 / fetches)
+            client.call(FetchRequest(0, 1, 1, (), session_id=opened.session_id, session_epoch=-1), 12)  # close it
+    finally:
+        client.close()
+    return out
+
+
 def _per(value: float | None, base: float) -> float | None:
     return None if value is None or base <= 0 else value / base
 
@@ -378,6 +421,9 @@ def parent_main(args: argparse.Namespace) -> int:
                     f"B each, client {trickle['cpu']:.2f} CPU-s; {result['trickled']} trickled",
                     flush=True,
                 )
+        probe = {}
+        if args.probe_fetches and args.broker == "kafka":  # Tansu gives no sessions
+            probe = broker_probe(broker, topic, args.partitions, args.probe_fetches)
     finally:
         broker.stop()
     summary = summarise(runs)
@@ -386,7 +432,7 @@ def parent_main(args: argparse.Namespace) -> int:
         f"trickle {args.rate}/s for {args.seconds} s, idle {args.seconds} s; {description}; medians of {args.reps} "
         f"reps; commit {code_version()}; {datetime.now(UTC):%Y-%m-%d}"
     )
-    text = header + "\n" + table(summary)
+    text = header + "\n" + table(summary) + probe_table(probe)
     print("\n" + text)
     path = Path(args.json) if args.json else default_results_path("fetch-sessions", code_version(), broker=args.broker)
     payload = {
@@ -394,6 +440,7 @@ def parent_main(args: argparse.Namespace) -> int:
         "args": {k: v for k, v in vars(args).items() if k not in ("json", "report")},
         "runs": runs,
         "summary": summary,
+        "broker_probe_ms_per_fetch": probe,
     }
     path.write_text(json.dumps(payload, indent=1))
     path.with_suffix(".md").write_text(text + "\n")
@@ -401,9 +448,21 @@ def parent_main(args: argparse.Namespace) -> int:
     return report_failures(failures)
 
 
+def probe_table(probe: dict[str, list[float]]) -> str:
+    if not probe.get("full") or not probe.get("sessions"):
+        return ""
+    full, sessions = statistics.median(probe["full"]), statistics.median(probe["sessions"])
+    return (
+        "\n\n**broker CPU per fetch answered at once** (raw fetches of every caught-up partition, max_wait_ms 0; "
+        f"median of {len(probe['full'])} rounds)\n\n"
+        "| mode | broker CPU-ms/fetch |\n|---|---:|\n"
+        f"| sessions | {sessions:.2f} |\n| full | {full:.2f} |\n| full / sessions | {full / sessions:.2f}x |"
+    )
+
+
 def report_main(path: str) -> int:
     payload = json.loads(Path(path).read_text())
-    print(table(summarise(payload["runs"])))
+    print(table(summarise(payload["runs"])) + probe_table(payload.get("broker_probe_ms_per_fetch", {})))
     return 0
 
 
@@ -416,6 +475,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=100.0, help="trickle records/s")
     parser.add_argument("--seconds", type=float, default=15.0, help="length of the trickle and idle phases")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--probe-fetches", type=int, default=300, help="raw fetches per mode and round for the broker probe (0: none)"
+    )
     parser.add_argument("--timeout", type=float, default=CHILD_TIMEOUT_S, help="seconds for a child's catch-up")
     parser.add_argument("--keep-going", action="store_true")
     parser.add_argument("--json", help="where to write the results (default benchmarks/results/...)")
