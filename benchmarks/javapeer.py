@@ -166,8 +166,8 @@ def command(
 ) -> list[str]:
     """The command line of one measured Java child for ``client`` (a key of ``JAVA_CLIENTS``).
 
-    ``group.protocol=consumer`` gets a fresh ``group.id`` (unused with ``assign()``, as confluent's is, and
-    nothing is committed: ``enable.auto.commit=false``); ``classic`` gets none, as aiokafka's ``group_id=None``.
+    Neither protocol gets a ``group.id`` (as aiokafka's ``group_id=None``): both delegates serve ``assign()``
+    without one in Kafka 4.4, and nothing is committed (``enable.auto.commit=false``).
     """
     protocol = JAVA_CLIENTS[client]
     argv = [

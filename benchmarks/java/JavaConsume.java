@@ -19,6 +19,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * <p>Run by benchmarks/javapeer.py (compiled once into a cache, never committed):
  * {@code java -Xmx512m -cp CLASSES:JARS JavaConsume --client java --group-protocol classic --bootstrap H:P
  * --topic T --partitions N --expect RECORDS --clk-tck 100 --max-poll-records 10000 --stall-s 30}.
+ * {@code --passes K} (default 1) reads the topic K times in one JVM and reports the last pass: a warm JIT, for
+ * comparison by hand (bench_consume.py always runs one pass in a fresh JVM).
  *
  * <p>It assigns every partition, seeks to the beginning, and polls (1 s timeout) until it has the expected count,
  * summing every value's length and checking that each partition's offsets continue without gap or repeat. Wall
@@ -40,6 +42,10 @@ public final class JavaConsume {
         long expect = Long.parseLong(args.get("expect"));
         long clkTck = Long.parseLong(args.getOrDefault("clk-tck", "100"));
         long stallNanos = Long.parseLong(args.getOrDefault("stall-s", "30")) * 1_000_000_000L;
+        int passes = Integer.parseInt(args.getOrDefault("passes", "1"));
+        if (passes < 1) {
+            throw new IllegalArgumentException("--passes must be 1 or more, got " + passes);
+        }
 
         Properties config = new Properties();
         config.put("bootstrap.servers", args.get("bootstrap"));
@@ -58,49 +64,14 @@ public final class JavaConsume {
         for (int p = 0; p < partitions; p++) {
             tps.add(new TopicPartition(topic, p));
         }
+        StringBuilder out = new StringBuilder(RESULT_MARKER).append('{');
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(config)) {
             consumer.assign(tps);
-            consumer.seekToBeginning(tps);
-            Map<Integer, Long> nextOffset = new HashMap<>();
-            long count = 0;
-            long valueBytes = 0;
-            long firstBatch = 0;
-            long first = -1;
-            long[] cpu0 = cpuTicks();
-            long t0 = System.nanoTime();
-            long lastProgress = t0;
-            while (count < expect) {
-                ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofSeconds(1));
-                if (batch.isEmpty()) {
-                    if (System.nanoTime() - lastProgress > stallNanos) {
-                        System.out.println(RESULT_MARKER + "{\"client\": " + quote(client) + ", \"error\": "
-                                + quote("no record for " + stallNanos / 1_000_000_000L + " s after " + count
-                                        + " records; positions " + nextOffset)
-                                + ", \"records\": " + count + "}");
-                        System.out.flush();
-                        System.exit(2);
-                    }
-                    continue;
-                }
-                long before = count;
-                for (TopicPartition tp : batch.partitions()) {
-                    List<ConsumerRecord<byte[], byte[]>> records = batch.records(tp);
-                    for (ConsumerRecord<byte[], byte[]> record : records) {
-                        valueBytes += record.value().length;
-                    }
-                    checkContiguous(nextOffset, tp.partition(), records.get(0).offset(),
-                            records.get(records.size() - 1).offset(), records.size());
-                    count += records.size();
-                }
-                long now = System.nanoTime();
-                if (first < 0) {
-                    first = now;
-                    firstBatch = count - before;
-                }
-                lastProgress = now;
+            Pass last = null;
+            for (int pass = 1; pass <= passes; pass++) {
+                consumer.seekToBeginning(tps);
+                last = consume(consumer, client, expect, stallNanos);
             }
-            long end = System.nanoTime();
-            long[] cpu1 = cpuTicks();
             StringBuilder positions = new StringBuilder("{");
             for (TopicPartition tp : tps) {
                 if (positions.length() > 1) {
@@ -110,30 +81,85 @@ public final class JavaConsume {
             }
             positions.append('}');
             String delegate = delegateClass(consumer);
-            consumer.close(Duration.ofSeconds(5));  // try-with-resources closes it again: a no-op
 
-            double user = (cpu1[0] - cpu0[0]) / (double) clkTck;
-            double system = (cpu1[1] - cpu0[1]) / (double) clkTck;
-            StringBuilder out = new StringBuilder(RESULT_MARKER).append('{');
+            double user = (last.cpu1[0] - last.cpu0[0]) / (double) clkTck;
+            double system = (last.cpu1[1] - last.cpu0[1]) / (double) clkTck;
             out.append("\"client\": ").append(quote(client));
-            out.append(", \"records\": ").append(count);
-            out.append(", \"value_bytes\": ").append(valueBytes);
-            out.append(", \"wall_s\": ").append((end - t0) / 1e9);
+            out.append(", \"records\": ").append(last.count);
+            out.append(", \"value_bytes\": ").append(last.valueBytes);
+            out.append(", \"wall_s\": ").append((last.end - last.t0) / 1e9);
             out.append(", \"cpu_s\": ").append(user + system);
             out.append(", \"cpu_user_s\": ").append(user);
             out.append(", \"cpu_sys_s\": ").append(system);
-            out.append(", \"first_record_s\": ").append(first < 0 ? "null" : Double.toString((first - t0) / 1e9));
-            out.append(", \"first_batch_records\": ").append(firstBatch);
+            out.append(", \"first_record_s\": ")
+                    .append(last.first < 0 ? "null" : Double.toString((last.first - last.t0) / 1e9));
+            out.append(", \"first_batch_records\": ").append(last.firstBatch);
             out.append(", \"positions\": ").append(positions);
-            out.append(", \"peak_rss_mb\": ").append(peakRssKib() / 1024.0);
-            out.append(", \"peak_rss_source\": \"VmHWM\"");
             out.append(", \"consumer_class\": ").append(quote(delegate));
+            out.append(", \"passes\": ").append(passes);
             out.append(", \"group_protocol\": ").append(quote(args.get("group-protocol")));
             out.append(", \"java_version\": ").append(quote(System.getProperty("java.version")));
-            out.append('}');
-            System.out.println(out);
-            System.out.flush();
         }
+        // VmHWM once the consumer is closed, as the Python children read theirs after close()
+        out.append(", \"peak_rss_mb\": ").append(peakRssKib() / 1024.0);
+        out.append(", \"peak_rss_source\": \"VmHWM\"");
+        out.append('}');
+        System.out.println(out);
+        System.out.flush();
+    }
+
+    /** One pass over the topic from the positions the caller set: what it counted and when. */
+    private static final class Pass {
+        long count;
+        long valueBytes;
+        long firstBatch;
+        long first = -1;
+        long t0;
+        long end;
+        long[] cpu0;
+        long[] cpu1;
+    }
+
+    private static Pass consume(KafkaConsumer<byte[], byte[]> consumer, String client, long expect, long stallNanos)
+            throws Exception {
+        Pass pass = new Pass();
+        Map<Integer, Long> nextOffset = new HashMap<>();
+        pass.cpu0 = cpuTicks();
+        pass.t0 = System.nanoTime();
+        long lastProgress = pass.t0;
+        while (pass.count < expect) {
+            ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofSeconds(1));
+            if (batch.isEmpty()) {
+                if (System.nanoTime() - lastProgress > stallNanos) {
+                    System.out.println(RESULT_MARKER + "{\"client\": " + quote(client) + ", \"error\": "
+                            + quote("no record for " + stallNanos / 1_000_000_000L + " s after " + pass.count
+                                    + " records; positions " + nextOffset)
+                            + ", \"records\": " + pass.count + "}");
+                    System.out.flush();
+                    System.exit(2);
+                }
+                continue;
+            }
+            long before = pass.count;
+            for (TopicPartition tp : batch.partitions()) {
+                List<ConsumerRecord<byte[], byte[]>> records = batch.records(tp);
+                for (ConsumerRecord<byte[], byte[]> record : records) {
+                    pass.valueBytes += record.value().length;
+                }
+                checkContiguous(nextOffset, tp.partition(), records.get(0).offset(),
+                        records.get(records.size() - 1).offset(), records.size());
+                pass.count += records.size();
+            }
+            long now = System.nanoTime();
+            if (pass.first < 0) {
+                pass.first = now;
+                pass.firstBatch = pass.count - before;
+            }
+            lastProgress = now;
+        }
+        pass.end = System.nanoTime();
+        pass.cpu1 = cpuTicks();
+        return pass;
     }
 
     private static Map<String, String> parseArgs(String[] argv) {
