@@ -77,6 +77,16 @@ class _Recorder:
     def of(self, kind: str, since: int = 0) -> list[frozenset[TopicPartition]]:
         return [parts for k, parts in self.events[since:] if k == kind]
 
+    def held(self) -> frozenset[TopicPartition]:
+        """The partitions the callbacks so far leave owned (assigned, minus revoked or lost)."""
+        owned: set[TopicPartition] = set()
+        for kind, parts in self.events:
+            if kind == "assigned":
+                owned |= parts
+            else:
+                owned -= parts
+        return frozenset(owned)
+
     def nonempty(self, since: int = 0) -> list[tuple[str, list[int]]]:
         """The callbacks since ``since`` that carried partitions (an empty revocation at the first join is
         allowed: Kafka's classic consumer makes one), readable in an assertion message."""
