@@ -9,8 +9,9 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
-from typing import Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
+from asyncconsumer._runtime import arrow_table
 from asyncconsumer._runtime.core import ConsumerCore, to_partition
 from asyncconsumer.config import ConsumerConfig, ConsumerSettings, Settings
 from asyncconsumer.errors import KafkaError
@@ -25,6 +26,9 @@ from asyncconsumer.records import (
     PartitionInfo,
     TopicPartition,
 )
+
+if TYPE_CHECKING:
+    import pyarrow
 
 T = TypeVar("T")
 
@@ -160,6 +164,26 @@ class AsyncConsumer:
             records, seen, wait_s = core.poll_step(max_records, deadline)
             if records or wait_s <= 0:
                 return records
+            await core.parts.signal.wait_async(seen, wait_s)
+
+    async def poll_arrow(
+        self, timeout_ms: float = 0, max_records: int | None = None, include_headers: bool = False
+    ) -> pyarrow.Table:
+        """``poll`` as one ``pyarrow.Table``, decoded with no Python object per record (see ``Consumer.poll_arrow``).
+
+        Columns: ``topic`` (dictionary-encoded), ``partition``, ``offset``, ``timestamp`` (ms, UTC),
+        ``timestamp_type``, ``key`` and ``value`` (binary, nulls kept), and with ``include_headers`` ``headers`` (a list
+        of ``{key, value}``). Positions move past the rows returned, as with ``poll``; deserializers do not apply.
+        Needs pyarrow (the ``arrow`` extra): ``ImportError`` naming it otherwise, before anything is consumed.
+        """
+        arrow_table.require_pyarrow()
+        core = self._core
+        deadline = core.begin_poll(timeout_ms, max_records)
+        while True:
+            await self._run_callbacks()
+            table, seen, wait_s = core.poll_arrow_step(max_records, include_headers, deadline)
+            if table.num_rows or wait_s <= 0:
+                return table
             await core.parts.signal.wait_async(seen, wait_s)
 
     async def _run_callbacks(self) -> None:

@@ -13,8 +13,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from types import TracebackType
-from typing import Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
+from asyncconsumer._runtime import arrow_table
 from asyncconsumer._runtime.core import ConsumerCore, to_partition
 from asyncconsumer.config import ConsumerConfig, ConsumerSettings, Settings
 from asyncconsumer.errors import KafkaError, KafkaTimeoutError
@@ -29,6 +30,9 @@ from asyncconsumer.records import (
     PartitionInfo,
     TopicPartition,
 )
+
+if TYPE_CHECKING:
+    import pyarrow
 
 T = TypeVar("T")
 
@@ -166,6 +170,29 @@ class Consumer:
             records, seen, wait_s = core.poll_step(max_records, deadline)
             if records or wait_s <= 0:
                 return records
+            core.parts.signal.wait(seen, wait_s)
+
+    def poll_arrow(
+        self, timeout_ms: float = 0, max_records: int | None = None, include_headers: bool = False
+    ) -> pyarrow.Table:
+        """``poll`` as one ``pyarrow.Table``, decoded with no Python object per record.
+
+        Columns: ``topic`` (dictionary-encoded), ``partition``, ``offset``, ``timestamp`` (ms, UTC),
+        ``timestamp_type``, ``key`` and ``value`` (binary, nulls kept), and with ``include_headers`` ``headers`` (a list
+        of ``{key, value}``). Same semantics as ``poll``: positions move past the rows returned, so ``commit()``
+        commits exactly them; seeks, pauses, rebalances, ``read_committed`` and errors behave alike (a corrupt record
+        raises at its offset after the rows before it were returned). Deserializers do not apply: keys and values stay
+        bytes. Needs pyarrow (the ``arrow`` extra): ``ImportError`` naming it otherwise, before anything is consumed.
+        """
+        arrow_table.require_pyarrow()
+        core = self._core
+        deadline = core.begin_poll(timeout_ms, max_records)
+        while True:
+            core.check_wakeup()
+            self._run_callbacks()
+            table, seen, wait_s = core.poll_arrow_step(max_records, include_headers, deadline)
+            if table.num_rows or wait_s <= 0:
+                return table
             core.parts.signal.wait(seen, wait_s)
 
     def _run_callbacks(self) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from asyncconsumer._clock import Clock, SystemClock
 from asyncconsumer._logs import get_logger
+from asyncconsumer._runtime import arrow_table
 from asyncconsumer._runtime.builder import build
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import (
@@ -423,6 +424,20 @@ class ConsumerCore:
 
         Rebalance callbacks must have been run by the facade first (``take_background_events``).
         """
+        records = ConsumerRecords(self.parts.collector.collect(self._poll_limit(max_records)))
+        self._sample()
+        return records
+
+    def poll_arrow_step(
+        self, max_records: int | None, include_headers: bool, deadline_ms: int
+    ) -> tuple[Any, int, float]:
+        """``poll_step`` for ``poll_arrow``: a ``pyarrow.Table`` (maybe of no rows) instead of records."""
+        seen = self.parts.signal.seq
+        chunks, topics = self.parts.collector.collect_columns(self._poll_limit(max_records), include_headers)
+        self._sample()
+        return arrow_table.to_table(chunks, topics, include_headers), seen, (deadline_ms - self.clock.now_ms()) / 1000
+
+    def _poll_limit(self, max_records: int | None) -> int:
         self._check_open()
         missing = self.subscriptions.without_position_and_no_reset()
         if missing:
@@ -430,10 +445,11 @@ class ConsumerCore:
         limit = self.config.max_poll_records if max_records is None else max_records
         if limit <= 0:
             raise ValueError(f"max_records must be positive, got {limit}")
-        records = ConsumerRecords(self.parts.collector.collect(limit))
+        return limit
+
+    def _sample(self) -> None:
         collector = self.parts.collector
         self.meter.sample(self.clock.now_ms(), collector.records_returned, collector.bytes_returned)
-        return records
 
     # --- observability ---------------------------------------------------------------------------------------
     def metrics(self) -> ConsumerMetrics:

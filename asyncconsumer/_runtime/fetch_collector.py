@@ -1,7 +1,9 @@
 """Caller side of the record path: takes completed fetches from the buffer, decodes them, advances positions.
 
 Decoding runs in the caller's ``poll`` (never on the background thread), one batch at a time, so a fetch is
-decoded only as far as ``max_records`` asks. Errors found while decoding (bad CRC, a deserializer that raises)
+decoded only as far as ``max_records`` asks, by ``v2decode`` into ``ConsumerRecord``s (``poll``) or into Arrow column
+buffers (``poll_arrow``): the two differ only in their ``_Target``, so positions, filtering and errors are one code.
+Errors found while decoding (bad CRC, a deserializer that raises)
 stop at the record concerned: records before it are returned, the error is raised by the next ``poll``, and the
 position stays on the bad record so ``seek`` can skip it. A compressed batch that would decompress past
 ``receive_message_max_bytes`` is such an error too (``RecordBatchTooLargeError``, a ``CorruptRecordError``).
@@ -12,7 +14,7 @@ from __future__ import annotations
 import gc
 import heapq
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from asyncconsumer._logs import get_logger
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
@@ -25,6 +27,7 @@ from asyncconsumer.errors import (
     RecordDeserializationError,
 )
 from asyncconsumer.protocol.records import BatchError, BatchTooLargeError, RecordBatchView, iter_batches
+from asyncconsumer.protocol.v2decode import ColumnSink, DecodeError, fill_records
 from asyncconsumer.records import ConsumerRecord, TopicPartition
 
 log = get_logger("asyncconsumer.fetch")
@@ -37,7 +40,18 @@ _ABORT_MARKER = 0
 class _Drain:
     """Progress through one completed fetch."""
 
-    __slots__ = ("aborted", "aborted_producers", "batch", "batches", "fetch", "max_bytes", "position", "records")
+    __slots__ = (
+        "aborted",
+        "aborted_producers",
+        "batch",
+        "batches",
+        "data",
+        "fetch",
+        "left",
+        "max_bytes",
+        "pos",
+        "position",
+    )
 
     def __init__(self, fetch: CompletedFetch, position: int, read_committed: bool, max_bytes: int) -> None:
         self.fetch = fetch
@@ -45,7 +59,11 @@ class _Drain:
         self.position = position
         self.batches: Iterator[RecordBatchView] = iter_batches(fetch.records)
         self.batch: RecordBatchView | None = None
-        self.records: Iterator[Any] | None = None
+        self.data: memoryview | list[Any] | None = None
+        """The batch being taken: uncompressed v2 bytes (read from byte ``pos``, ``left`` records to go), or a
+        magic 0/1 message's records (from index ``pos``); ``None`` between batches."""
+        self.pos = -1
+        self.left = 0
         self.aborted: list[tuple[int, int]] | None = None
         self.aborted_producers: set[int] = set()
         if read_committed and fetch.aborted_transactions:
@@ -71,8 +89,208 @@ class _Drain:
         return batch.is_control
 
 
+class _Target(Protocol):
+    """Where taken records go: a list of ``ConsumerRecord`` per partition, or Arrow column buffers."""
+
+    def begin(self, tp: TopicPartition) -> None:
+        """The records that follow are ``tp``'s."""
+
+    def count(self) -> int:
+        """Records taken since ``begin`` went into a place that still holds them (for the count after an error)."""
+
+    def fill(self, drain: _Drain, limit: int) -> int:
+        """Takes up to ``limit`` records of ``drain.data`` from ``drain.pos``, moving ``drain``'s cursor and position;
+        returns how many. Raises ``DecodeError`` (records before it taken, the cursor and position not moved) or,
+        for deserialized records, ``_Stopped`` with a ``RecordDeserializationError`` (position on the bad record)."""
+        ...
+
+
+class _Records:
+    """``poll``'s target: ``ConsumerRecord`` tuples, built in C by ``fill_records`` when it is compiled."""
+
+    def __init__(self, key_deserializer: Any, value_deserializer: Any) -> None:
+        self.out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        self._records: list[ConsumerRecord] = []
+        self._topic = ""
+        self._partition = 0
+        self._kd = key_deserializer
+        self._vd = value_deserializer
+
+    def begin(self, tp: TopicPartition) -> None:
+        records = self.out.get(tp)
+        if records is None:
+            records = self.out[tp] = []
+        self._records = records
+        self._topic, self._partition = tp
+
+    def count(self) -> int:
+        return len(self._records)
+
+    def fill(self, drain: _Drain, limit: int) -> int:
+        data = drain.data
+        assert data is not None and drain.batch is not None
+        epoch = drain.batch.leader_epoch
+        if self._kd is not None or self._vd is not None:
+            return self._fill_deserialized(drain, limit, epoch)
+        out = self._records
+        before = len(out)
+        if isinstance(data, list):
+            drain.pos, drain.position = _take_legacy(
+                data, drain.pos, drain.position, limit, out, self._topic, self._partition
+            )
+        else:
+            drain.pos, drain.left, drain.position = fill_records(
+                data,
+                drain.pos,
+                drain.left,
+                drain.position,
+                limit,
+                out,
+                ConsumerRecord,
+                self._topic,
+                self._partition,
+                epoch,
+            )
+        return len(out) - before
+
+    def _fill_deserialized(self, drain: _Drain, limit: int, epoch: int | None) -> int:
+        """Raw records first, then the deserializers; one that raises leaves the position on its record and the
+        batch to be decoded again from its start (records before the position are skipped)."""
+        raw: list[ConsumerRecord] = []
+        data = drain.data
+        if isinstance(data, list):
+            pos, position = _take_legacy(data, drain.pos, drain.position, limit, raw, self._topic, self._partition)
+            left = drain.left
+        else:
+            assert data is not None
+            pos, left, position = fill_records(
+                data,
+                drain.pos,
+                drain.left,
+                drain.position,
+                limit,
+                raw,
+                ConsumerRecord,
+                self._topic,
+                self._partition,
+                epoch,
+            )
+        index = drain.pos
+        drain.pos, drain.left, drain.position = pos, left, position
+        kd, vd, out = self._kd, self._vd, self._records
+        for i, rec in enumerate(raw):
+            try:
+                key = kd(rec.key) if kd is not None else rec.key
+            except Exception as exc:
+                self._stop_at(drain, rec, index)
+                error = RecordDeserializationError(rec.topic, rec.partition, rec.offset, "key", exc)
+                raise _Stopped(error, i) from exc
+            try:
+                value = vd(rec.value) if vd is not None else rec.value
+            except Exception as exc:
+                self._stop_at(drain, rec, index)
+                error = RecordDeserializationError(rec.topic, rec.partition, rec.offset, "value", exc)
+                raise _Stopped(error, i) from exc
+            out.append(rec._replace(key=key, value=value))
+        return len(raw)
+
+    @staticmethod
+    def _stop_at(drain: _Drain, rec: ConsumerRecord, index: int) -> None:
+        """The position back on ``rec``; a v2 batch is decoded again from its start (records before the position
+        are skipped), a magic 0/1 message's records are taken again from ``index``."""
+        drain.position = rec.offset
+        if isinstance(drain.data, list):
+            drain.pos = index
+        else:
+            drain.pos, drain.left = -1, 0
+
+
+def _take_legacy(
+    records: list[Any],
+    index: int,
+    position: int,
+    limit: int,
+    out: list[ConsumerRecord],
+    topic: str,
+    partition: int,
+) -> tuple[int, int]:
+    """A magic 0/1 message's records from ``index``: the new index and position."""
+    taken = 0
+    index = max(index, 0)
+    while index < len(records) and taken < limit:
+        rec = records[index]
+        index += 1
+        if rec.offset < position:
+            continue
+        key, value = rec.key, rec.value
+        out.append(
+            _new_record(
+                ConsumerRecord,
+                (
+                    topic,
+                    partition,
+                    rec.offset,
+                    rec.timestamp,
+                    rec.timestamp_type,
+                    key,
+                    value,
+                    _NO_HEADERS,
+                    None,
+                    -1 if key is None else len(key),
+                    -1 if value is None else len(value),
+                ),
+            )
+        )
+        position = rec.offset + 1
+        taken += 1
+    return index, position
+
+
+class _Columns:
+    """``poll_arrow``'s target: rows in a ``ColumnSink``, chunked before a column's data reaches 2 GiB."""
+
+    CHUNK_BYTES = 1 << 30
+
+    def __init__(self, include_headers: bool) -> None:
+        self.sink = ColumnSink(include_headers)
+        self.chunks: list[dict[str, Any]] = []
+        self.topics: dict[str, int] = {}
+        self._topic = 0
+        self._partition = 0
+
+    def begin(self, tp: TopicPartition) -> None:
+        self._topic = self.topics.setdefault(tp.topic, len(self.topics))
+        self._partition = tp.partition
+        if self.sink.data_bytes >= self.CHUNK_BYTES:
+            self.chunks.append(self.sink.finish())
+
+    def count(self) -> int:
+        return self.sink.rows
+
+    def fill(self, drain: _Drain, limit: int) -> int:
+        data = drain.data
+        assert data is not None
+        sink = self.sink
+        before = sink.rows
+        if isinstance(data, list):
+            taken: list[ConsumerRecord] = []
+            drain.pos, drain.position = _take_legacy(data, drain.pos, drain.position, limit, taken, "", 0)
+            for rec in taken:
+                timestamp, timestamp_type = (-1, -1) if rec.timestamp is None else (rec.timestamp, rec.timestamp_type)
+                sink.append(self._topic, self._partition, rec.offset, timestamp, timestamp_type, rec.key, rec.value, ())
+        else:
+            drain.pos, drain.left, drain.position = sink.fill(
+                data, drain.pos, drain.left, drain.position, limit, self._topic, self._partition
+            )
+        return sink.rows - before
+
+    def finish(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The chunks' buffers and the topic names their topic numbers stand for."""
+        return [*self.chunks, self.sink.finish()], list(self.topics)
+
+
 class FetchCollector:
-    """Turns buffered fetches into ``ConsumerRecord``s for ``poll``."""
+    """Turns buffered fetches into ``ConsumerRecord``s for ``poll``, or Arrow column buffers for ``poll_arrow``."""
 
     def __init__(self, config: ConsumerConfig, subscriptions: SubscriptionState, buffer: FetchBuffer) -> None:
         self._subs = subscriptions
@@ -89,18 +307,27 @@ class FetchCollector:
 
     def collect(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Up to ``max_records`` records, with the cyclic GC paused meanwhile (see ``pause_gc_during_poll``)."""
+        target = _Records(self._key_deserializer, self._value_deserializer)
         if not self._pause_gc or not gc.isenabled():
-            return self._collect(max_records)
-        gc.disable()
-        try:
-            return self._collect(max_records)
-        finally:
-            gc.enable()
+            self._collect(max_records, target)
+        else:
+            gc.disable()
+            try:
+                self._collect(max_records, target)
+            finally:
+                gc.enable()
+        return {tp: recs for tp, recs in target.out.items() if recs}
 
-    def _collect(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
-        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+    def collect_columns(self, max_records: int, include_headers: bool) -> tuple[list[dict[str, Any]], list[str]]:
+        """Up to ``max_records`` records as ``ColumnSink`` buffers (no deserializers), and the topics they name."""
+        target = _Columns(include_headers)
+        self._collect(max_records, target)
+        return target.finish()
+
+    def _collect(self, max_records: int, target: _Target) -> None:
         remaining = max_records
         ran_dry = False
+        taken_any = False
         while remaining > 0:
             drain = self._current
             if drain is not None and (
@@ -113,25 +340,22 @@ class FetchCollector:
             if drain is None:
                 ran_dry = True
                 break
-            tp = drain.fetch.tp
-            records = out.get(tp)
-            if records is None:
-                records = out[tp] = []
-            before = len(records)
+            target.begin(drain.fetch.tp)
             try:
-                finished = self._take(drain, records, remaining)
-            except KafkaError:
+                finished, taken = self._take(drain, target, remaining)
+            except _Stopped as stop:
+                remaining -= stop.taken
                 self._advance(drain)
-                if any(out.values()):
+                if taken_any or stop.taken:
                     break  # return what we have; the next poll meets the same record and raises
-                raise
-            remaining -= len(records) - before
+                raise stop.error from stop.__cause__
+            remaining -= taken
+            taken_any = taken_any or taken > 0
             self._advance(drain)
             if finished:
                 self._finish(drain)
         self.records_returned += max_records - remaining
         self._buffer.poll_done(max_records - remaining, ran_dry)
-        return {tp: recs for tp, recs in out.items() if recs}
 
     def _next_drain(self) -> _Drain | None:
         while True:
@@ -166,22 +390,24 @@ class FetchCollector:
             self._buffer.release(drain.fetch)
             self.bytes_returned += drain.fetch.size
 
-    def _take(self, drain: _Drain, out: list[ConsumerRecord], limit: int) -> bool:
-        """Appends up to ``limit`` records to ``out``; True when the fetch is used up."""
+    def _take(self, drain: _Drain, target: _Target, limit: int) -> tuple[bool, int]:
+        """Gives ``target`` up to ``limit`` records: (whether the fetch is used up, how many). An error stops it as
+        ``_Stopped``, carrying what was taken before the bad record."""
         fetch = drain.fetch
         topic, partition = fetch.tp
-        wanted = len(out) + limit
-        while len(out) < wanted:
-            if drain.records is None:
+        taken = 0
+        while taken < limit:
+            if drain.data is None:
                 batch = drain.batch
                 if batch is None:
                     try:
                         batch = next(drain.batches, None)
                     except BatchError as exc:
-                        raise CorruptRecordError(topic, partition, max(exc.offset, drain.position), exc.reason) from exc
+                        error = CorruptRecordError(topic, partition, max(exc.offset, drain.position), exc.reason)
+                        raise _Stopped(error, taken) from exc
                     if batch is None:
                         drain.position = max(drain.position, fetch.next_fetch_offset)
-                        return True
+                        return True, taken
                     if batch.next_offset <= drain.position:
                         continue
                     if drain.skip_batch(batch):
@@ -189,127 +415,52 @@ class FetchCollector:
                         continue
                     drain.batch = batch
                 try:
-                    drain.records = batch.decode(self._check_crcs, self._max_batch_bytes)
+                    if batch.magic >= 2:
+                        drain.data = batch.plain(self._check_crcs, self._max_batch_bytes)
+                    else:
+                        drain.data = list(batch.decode(self._check_crcs, self._max_batch_bytes))
                 except BatchTooLargeError as exc:
-                    raise RecordBatchTooLargeError(
+                    error = RecordBatchTooLargeError(
                         topic, partition, max(exc.offset, drain.position), batch.next_offset, exc.limit, exc.reason
-                    ) from exc
+                    )
+                    raise _Stopped(error, taken) from exc
                 except BatchError as exc:
-                    raise CorruptRecordError(topic, partition, max(exc.offset, drain.position), exc.reason) from exc
+                    error = CorruptRecordError(topic, partition, max(exc.offset, drain.position), exc.reason)
+                    raise _Stopped(error, taken) from exc
+                drain.pos, drain.left = -1, 0
             batch = drain.batch
             assert batch is not None
-            taken = len(out)
+            before = target.count()
             try:
-                if self._key_deserializer is None and self._value_deserializer is None:
-                    drain.position = _fill_raw(
-                        drain.records, out, wanted, topic, partition, batch.leader_epoch, drain.position
-                    )
-                else:
-                    self._fill_deserialized(drain, out, wanted, topic, partition, batch.leader_epoch)
-            except RecordDeserializationError:
-                drain.records = None  # decode the batch again next time, so the bad record is met again
-                raise
-            except (BatchError, ValueError, IndexError) as exc:
-                drain.records = None
-                if len(out) > taken:  # what was taken before the bad record is returned: the position passes it
-                    drain.position = max(drain.position, out[-1].offset + 1)
-                reason = exc.reason if isinstance(exc, BatchError) else f"{type(exc).__name__}: {exc}"
-                raise CorruptRecordError(topic, partition, drain.position, reason) from exc
-            if len(out) < wanted:
-                # The fill stopped before the limit only because the batch ended.
+                taken += target.fill(drain, limit - taken)
+            except DecodeError as exc:
+                taken += target.count() - before
+                # The records before the bad one were taken: the position passes them, and stays on the bad one.
+                drain.data = None
+                drain.position = max(drain.position, exc.offset)
+                raise _Stopped(CorruptRecordError(topic, partition, drain.position, exc.reason), taken) from exc
+            except _Stopped as stop:  # a deserializer raised, after ``stop.taken`` records
+                raise _Stopped(stop.error, taken + stop.taken) from stop.__cause__
+            if self._batch_done(drain):
                 drain.position = max(drain.position, batch.next_offset)
-                drain.records = None
+                drain.data = None
                 drain.batch = None
-        return False
+        return False, taken
 
-    def _fill_deserialized(
-        self,
-        drain: _Drain,
-        out: list[ConsumerRecord],
-        wanted: int,
-        topic: str,
-        partition: int,
-        leader_epoch: int | None,
-    ) -> None:
-        """Like ``_fill_raw`` with deserializers; the position moves record by record so an error keeps it exact."""
-        kd = self._key_deserializer
-        vd = self._value_deserializer
-        assert drain.records is not None
-        for rec in drain.records:
-            offset = rec.offset
-            if offset < drain.position:
-                continue
-            raw_key = rec.key
-            raw_value = rec.value
-            try:
-                key = kd(raw_key) if kd is not None else raw_key
-            except Exception as exc:
-                raise RecordDeserializationError(topic, partition, offset, "key", exc) from exc
-            try:
-                value = vd(raw_value) if vd is not None else raw_value
-            except Exception as exc:
-                raise RecordDeserializationError(topic, partition, offset, "value", exc) from exc
-            out.append(
-                _new_record(
-                    ConsumerRecord,
-                    (
-                        topic,
-                        partition,
-                        offset,
-                        rec.timestamp,
-                        rec.timestamp_type,
-                        key,
-                        value,
-                        tuple(rec.headers),
-                        leader_epoch,
-                        -1 if raw_key is None else len(raw_key),
-                        -1 if raw_value is None else len(raw_value),
-                    ),
-                )
-            )
-            drain.position = offset + 1
-            if len(out) >= wanted:
-                break
+    @staticmethod
+    def _batch_done(drain: _Drain) -> bool:
+        data = drain.data
+        if data is None:
+            return True
+        if isinstance(data, list):
+            return drain.pos >= len(data)
+        return drain.pos >= 0 and drain.left == 0
 
 
-def _fill_raw(
-    records: Iterator[Any],
-    out: list[ConsumerRecord],
-    wanted: int,
-    topic: str,
-    partition: int,
-    leader_epoch: int | None,
-    position: int,
-) -> int:
-    """The hot loop: one tuple per record, nothing else. Returns the new position."""
-    append = out.append
-    record_type = ConsumerRecord
-    for rec in records:
-        offset = rec.offset
-        if offset < position:
-            continue
-        key = rec.key
-        value = rec.value
-        headers = rec.headers
-        append(
-            _new_record(
-                record_type,
-                (
-                    topic,
-                    partition,
-                    offset,
-                    rec.timestamp,
-                    rec.timestamp_type,
-                    key,
-                    value,
-                    tuple(headers) if headers else _NO_HEADERS,
-                    leader_epoch,
-                    -1 if key is None else len(key),
-                    -1 if value is None else len(value),
-                ),
-            )
-        )
-        position = offset + 1
-        if len(out) >= wanted:
-            break
-    return position
+class _Stopped(Exception):
+    """An error met while taking records, with how many were taken before it."""
+
+    def __init__(self, error: KafkaError, taken: int) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.taken = taken

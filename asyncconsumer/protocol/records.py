@@ -188,6 +188,21 @@ class RecordBatchView:
         except Exception as exc:  # aiokafka's reader and the codecs under it (zlib, cramjam) raise many types
             raise BatchError(self.base_offset, f"{type(exc).__name__}: {exc}") from exc
 
+    def plain(self, check_crc: bool, max_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES) -> memoryview:
+        """A v2 batch, CRC-checked if asked, as the uncompressed batch it stands for (itself when uncompressed):
+        what ``v2decode`` reads. Raises only ``BatchError`` (``BatchTooLargeError`` past ``max_bytes``)."""
+        try:
+            if check_crc and not self._crc_ok():
+                raise BatchError(self.base_offset, "CRC check failed")
+            codec = self.buffer[_V2_CODEC_AT] & _CODEC_MASK
+            return self._decompressed(codec, max_bytes) if codec else self.buffer
+        except BatchError:
+            raise
+        except DecompressionLimitError as exc:
+            raise BatchTooLargeError(self.base_offset, exc.limit, exc.detail) from exc
+        except Exception as exc:  # the codecs (zlib, cramjam) raise many types
+            raise BatchError(self.base_offset, f"{type(exc).__name__}: {exc}") from exc
+
     def _decompressed(self, codec: int, max_bytes: int) -> memoryview:
         """The uncompressed v2 batch this compressed one stands for: its header (codec bits cleared, length set)
         and its records, decompressed within ``max_bytes``. Its CRC is left stale: it was checked on the original."""
