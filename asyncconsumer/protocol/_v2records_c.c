@@ -803,8 +803,10 @@ buf_reserve(Buf *b, Py_ssize_t extra)
 static inline void
 buf_put(Buf *b, const void *data, Py_ssize_t n)
 {
-    memcpy(b->p + b->len, data, (size_t)n);
-    b->len += n;
+    if (n > 0) { /* an empty buffer has no storage yet: no memcpy to NULL */
+        memcpy(b->p + b->len, data, (size_t)n);
+        b->len += n;
+    }
 }
 
 static inline void
