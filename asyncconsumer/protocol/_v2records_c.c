@@ -188,6 +188,7 @@ typedef struct {
     int32_t value_len; /* -1: null */
     int32_t header_count;
     int64_t headers_at;
+    int64_t end; /* the byte after the record */
     int64_t header_key_bytes;
     int64_t header_value_bytes;
 } Record;
@@ -335,6 +336,7 @@ next_record(Cursor *c, Record *r)
 #undef VARINT
     r->offset = as_i64((uint64_t)c->base_offset + (uint64_t)offset_delta);
     r->timestamp = c->log_append ? c->max_timestamp : as_i64((uint64_t)c->base_timestamp + (uint64_t)timestamp_delta);
+    r->end = end;
     c->pos = end;
     c->left -= 1;
     c->expected = as_i64((uint64_t)r->offset + 1u);
@@ -582,6 +584,37 @@ blob(const unsigned char *buf, int64_t at, int32_t len)
     return PyBytes_FromStringAndSize((const char *)buf + at, len);
 }
 
+/* The next header of a checked record: where its key and value are (value length -1: null). The record was checked,
+ * but the walk is bounded again: Python code may have run since (a finalizer during an allocation, or another
+ * thread writing into a bytearray batch without the GIL), so a changed batch raises instead of reading past it. */
+static int
+next_header(const unsigned char *buf, int64_t *pos, int64_t end, int64_t *key_at, int32_t *key_len,
+            int64_t *value_at, int32_t *value_len)
+{
+    uint64_t raw = 0;
+    int64_t p = *pos;
+    int32_t n;
+    if (read_raw(buf, &p, end, 5, &raw) != VARINT_OK || (n = zigzag32(raw)) < 0 || n > end - p) {
+        goto changed;
+    }
+    *key_at = p;
+    *key_len = n;
+    p += n;
+    if (read_raw(buf, &p, end, 5, &raw) != VARINT_OK || (n = zigzag32(raw)) < -1 || n > end - p) {
+        goto changed;
+    }
+    *value_at = p;
+    *value_len = n;
+    if (n > 0) {
+        p += n;
+    }
+    *pos = p;
+    return 0;
+changed:
+    PyErr_SetString(PyExc_RuntimeError, "the batch changed while its records were decoded");
+    return -1;
+}
+
 /* The headers of a checked record: ((str, bytes | None), ...). */
 static PyObject *
 headers_tuple(const unsigned char *buf, const Record *r)
@@ -593,19 +626,15 @@ headers_tuple(const unsigned char *buf, const Record *r)
     if (headers == NULL) {
         return NULL;
     }
-    int64_t p = r->headers_at;
-    uint64_t raw = 0;
+    int64_t p = r->headers_at, key_at, value_at;
+    int32_t key_len, value_len;
     for (int32_t i = 0; i < r->header_count; i++) {
-        read_raw(buf, &p, INT64_MAX, 5, &raw); /* checked by next_record */
-        int32_t n = zigzag32(raw);
-        PyObject *key = PyUnicode_DecodeUTF8((const char *)buf + p, n, NULL);
-        p += n;
-        read_raw(buf, &p, INT64_MAX, 5, &raw);
-        n = zigzag32(raw);
-        PyObject *value = blob(buf, p, n);
-        if (n > 0) {
-            p += n;
+        if (next_header(buf, &p, r->end, &key_at, &key_len, &value_at, &value_len) < 0) {
+            Py_DECREF(headers);
+            return NULL;
         }
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)buf + key_at, key_len, NULL);
+        PyObject *value = blob(buf, value_at, value_len);
         if (key == NULL || value == NULL) {
             Py_XDECREF(key);
             Py_XDECREF(value);
@@ -1028,14 +1057,15 @@ Sink_fill(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     if (call_start(&k, a[0], a[1], a[2], a[3], a[4]) < 0) {
         return NULL;
     }
+    /* Checked before any record (the reference's arrays refuse them at its first row): no Python code runs between
+     * a record's check and its copy. */
+    if (int_in(a[5], INT32_MIN, INT32_MAX, &topic) < 0 || int_in(a[6], INT32_MIN, INT32_MAX, &partition) < 0) {
+        PyBuffer_Release(&k.view);
+        return NULL;
+    }
     const unsigned char *buf = k.c.buf;
     const int8_t timestamp_type = k.c.log_append ? 1 : 0;
     while ((rc = call_next(&k, &r)) > 0) {
-        if (k.taken == 0) { /* where the reference's arrays would first refuse them */
-            if (int_in(a[5], INT32_MIN, INT32_MAX, &topic) < 0 || int_in(a[6], INT32_MIN, INT32_MAX, &partition) < 0) {
-                goto fail;
-            }
-        }
         if (sink_reserve_row(s, r.key_len, r.value_len, r.header_count, r.header_key_bytes, r.header_value_bytes) <
             0) {
             goto fail;
@@ -1043,19 +1073,17 @@ Sink_fill(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
         binary_put(&s->key, s->rows, r.key_len < 0 ? NULL : buf + r.key_at, r.key_len);
         binary_put(&s->value, s->rows, r.value_len < 0 ? NULL : buf + r.value_at, r.value_len);
         if (s->include_headers && r.header_count > 0) {
-            int64_t p = r.headers_at;
-            uint64_t raw = 0;
+            int64_t p = r.headers_at, key_at, value_at;
+            int32_t key_len, value_len;
             for (int32_t i = 0; i < r.header_count; i++) {
-                read_raw(buf, &p, INT64_MAX, 5, &raw); /* checked by next_record */
-                int32_t n = zigzag32(raw);
-                binary_put(&s->header_key, s->headers, buf + p, n);
-                p += n;
-                read_raw(buf, &p, INT64_MAX, 5, &raw);
-                n = zigzag32(raw);
-                binary_put(&s->header_value, s->headers, n < 0 ? NULL : buf + p, n);
-                if (n > 0) {
-                    p += n;
+                /* Reserved for the whole row already (these only re-check it, as the walk does the bounds). */
+                if (next_header(buf, &p, r.end, &key_at, &key_len, &value_at, &value_len) < 0 ||
+                    binary_reserve(&s->header_key, 1, key_len) < 0 ||
+                    binary_reserve(&s->header_value, 1, value_len > 0 ? value_len : 0) < 0) {
+                    goto fail;
                 }
+                binary_put(&s->header_key, s->headers, buf + key_at, key_len);
+                binary_put(&s->header_value, s->headers, value_len < 0 ? NULL : buf + value_at, value_len);
                 s->headers++;
             }
         }
@@ -1100,7 +1128,7 @@ Sink_append(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     long long topic, partition, offset, timestamp, timestamp_type;
     Py_buffer key, value;
     int has_key = -1, has_value = -1;
-    PyObject *headers = NULL, *result = NULL;
+    PyObject *headers = NULL, *pairs = NULL, *result = NULL;
     Py_buffer *header_values = NULL;
     const char **header_keys = NULL;
     Py_ssize_t *header_key_lens = NULL;
@@ -1143,13 +1171,26 @@ Sink_append(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     }
     int64_t header_key_bytes = 0, header_value_bytes = 0;
     PyObject **items = PySequence_Fast_ITEMS(headers);
+    pairs = PyList_New(0); /* keeps each pair (and the key whose UTF-8 is borrowed) alive until the row is written */
+    if (pairs == NULL) {
+        goto done;
+    }
     for (; held < count; held++) {
-        PyObject *pair = items[held];
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_SetString(PyExc_TypeError, "a header must be a (str, bytes | None) pair");
+        PyObject *pair = PySequence_Fast(items[held], "a header must be a (str, bytes | None) pair");
+        if (pair == NULL) {
             goto done;
         }
-        PyObject *hkey = PyTuple_GET_ITEM(pair, 0);
+        int kept = PyList_Append(pairs, pair);
+        Py_DECREF(pair);
+        if (kept < 0) {
+            goto done;
+        }
+        if (PySequence_Fast_GET_SIZE(pair) != 2) {
+            PyErr_Format(PyExc_ValueError, "a header must be a (str, bytes | None) pair, not %zd values",
+                         PySequence_Fast_GET_SIZE(pair));
+            goto done;
+        }
+        PyObject *hkey = PySequence_Fast_GET_ITEM(pair, 0);
         if (!PyUnicode_Check(hkey)) {
             PyErr_Format(PyExc_TypeError, "a header key must be a str, not %.100s", Py_TYPE(hkey)->tp_name);
             goto done;
@@ -1158,7 +1199,7 @@ Sink_append(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
         if (header_keys[held] == NULL) {
             goto done;
         }
-        if ((header_has_value[held] = optional_buffer(PyTuple_GET_ITEM(pair, 1), &header_values[held])) < 0) {
+        if ((header_has_value[held] = optional_buffer(PySequence_Fast_GET_ITEM(pair, 1), &header_values[held])) < 0) {
             goto done;
         }
         header_key_bytes += header_key_lens[held];
@@ -1193,6 +1234,7 @@ done:
     PyMem_Free(header_keys);
     PyMem_Free(header_key_lens);
     PyMem_Free(header_has_value);
+    Py_XDECREF(pairs);
     Py_XDECREF(headers);
     if (has_key > 0) {
         PyBuffer_Release(&key);
