@@ -22,6 +22,7 @@ import attrs
 from asyncconsumer.config import DEFAULT_RECEIVE_MESSAGE_MAX_BYTES
 from asyncconsumer.protocol.aiokafka_parts import DefaultRecordBatch
 from asyncconsumer.protocol.codecs import GZIP, LZ4, SNAPPY, DecompressionLimitError, decompress
+from asyncconsumer.protocol.v2decode import DecodeError, fill_records
 
 _HEADER = struct.Struct(">qi")  # base offset, batch length (the bytes after this 12-byte prefix)
 _LOG_OVERHEAD = 12
@@ -226,14 +227,36 @@ class RecordBatchView:
     def control_type(self, max_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES) -> int | None:
         """For a control batch: 0 for an ABORT marker, 1 for COMMIT; ``None`` if unreadable (or compressed past
         ``max_bytes``: brokers write markers uncompressed)."""
-        try:
-            for record in self.decode(False, max_bytes):
-                key = record.key
-                if key is not None and len(key) >= 4:
-                    return int(_I16.unpack_from(key, 2)[0])
-        except Exception:  # corrupt: aiokafka's reader and the codecs under it raise many types
+        if self.magic < 2:
             return None
+        records: list[Any] = []
+        try:
+            fill_records(self.plain(False, max_bytes), -1, 0, _MIN_OFFSET, 1, records, _Marker, "", 0, None)
+        except (BatchError, DecodeError):
+            return None
+        key = records[0].key if records else None
+        if key is not None and len(key) >= 4:
+            return int(_I16.unpack_from(key, 2)[0])
         return None
+
+
+class _Marker(NamedTuple):
+    """A control record as ``fill_records`` builds it (only the key is read)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    leader_epoch: int | None
+    serialized_key_size: int
+    serialized_value_size: int
+
+
+_MIN_OFFSET = -(1 << 63)
 
 
 class LegacyRecord(NamedTuple):
