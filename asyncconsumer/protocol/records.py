@@ -1,13 +1,13 @@
-"""Record sets: walking batch headers (background side) and decoding batches (caller side).
+"""Record sets: walking batch headers (background side) and preparing batches for decoding (caller side).
 
-This is the only module that uses aiokafka's record reader (its Cython ``_crecords`` when built), for v2 batches;
-magic 0/1 message sets are read here (aiokafka's C reader trusts their inner lengths). Batch headers are read with
-``struct`` so the background thread never decodes a record; decoding happens in the caller's ``poll``. ``iter_batches``
-and ``RecordBatchView.decode`` report corrupt data of any kind as ``BatchError`` only.
+Batch headers are read with ``struct`` so the background thread never decodes a record. On the caller's side
+``RecordBatchView.plain`` checks a v2 batch's CRC and decompresses it, and ``v2decode`` reads its records; magic 0/1
+message sets are read here (aiokafka's C reader trusts their inner lengths). ``decode`` reads a v2 batch with
+aiokafka's Cython reader, kept as an independent second reading for the fuzz tests. Corrupt data of any kind is
+reported as ``BatchError`` only.
 
-Compressed data is decompressed here, within a limit (``codecs.decompress``), never by aiokafka (which would
-decompress whatever a batch holds): a compressed v2 batch is handed to aiokafka's reader as the uncompressed batch
-it stands for, and a batch that would pass the limit is a ``BatchTooLargeError``.
+Compressed data is decompressed here, within a limit (``codecs.decompress``), into the uncompressed batch it stands
+for; a batch that would pass the limit is a ``BatchTooLargeError``.
 """
 
 from __future__ import annotations
