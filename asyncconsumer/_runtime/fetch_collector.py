@@ -27,12 +27,11 @@ from asyncconsumer.errors import (
     RecordDeserializationError,
 )
 from asyncconsumer.protocol.records import BatchError, BatchTooLargeError, RecordBatchView, iter_batches
-from asyncconsumer.protocol.v2decode import ColumnSink, DecodeError, fill_records
+from asyncconsumer.protocol.v2decode import ColumnSink, DecodeError, fill_records, raw_record
 from asyncconsumer.records import ConsumerRecord, TopicPartition
 
 log = get_logger("asyncconsumer.fetch")
 
-_new_record = tuple.__new__
 _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 _ABORT_MARKER = 0
 
@@ -179,17 +178,14 @@ class _Records:
         drain.pos, drain.left, drain.position = pos, left, position
         kd, vd, out = self._kd, self._vd, self._records
         for i, rec in enumerate(raw):
+            part = "key"
             try:
                 key = kd(rec.key) if kd is not None else rec.key
-            except Exception as exc:
-                self._stop_at(drain, rec, index)
-                error = RecordDeserializationError(rec.topic, rec.partition, rec.offset, "key", exc)
-                raise _Stopped(error, i) from exc
-            try:
+                part = "value"
                 value = vd(rec.value) if vd is not None else rec.value
             except Exception as exc:
                 self._stop_at(drain, rec, index)
-                error = RecordDeserializationError(rec.topic, rec.partition, rec.offset, "value", exc)
+                error = RecordDeserializationError(rec.topic, rec.partition, rec.offset, part, exc)
                 raise _Stopped(error, i) from exc
             out.append(rec._replace(key=key, value=value))
         return len(raw)
@@ -222,25 +218,12 @@ def _take_legacy(
         index += 1
         if rec.offset < position:
             continue
-        key, value = rec.key, rec.value
         out.append(
-            _new_record(
-                ConsumerRecord,
-                (
-                    topic,
-                    partition,
-                    rec.offset,
-                    rec.timestamp,
-                    rec.timestamp_type,
-                    key,
-                    value,
-                    _NO_HEADERS,
-                    None,
-                    -1 if key is None else len(key),
-                    -1 if value is None else len(value),
-                ),
+            raw_record(
+                ConsumerRecord, topic, partition, rec.offset, rec.timestamp, rec.timestamp_type, rec.key, rec.value,
+                _NO_HEADERS, None,
             )
-        )
+        )  # fmt: skip
         position = rec.offset + 1
         taken += 1
     return index, position

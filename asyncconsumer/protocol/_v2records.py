@@ -20,7 +20,7 @@ import struct
 from array import array
 from typing import Any
 
-__all__ = ["RECORDS_AT", "ColumnSink", "DecodeError", "fill_records"]
+__all__ = ["RECORDS_AT", "ColumnSink", "DecodeError", "fill_records", "raw_record"]
 
 _BASE = struct.Struct(">q")
 _ATTRIBUTES = struct.Struct(">h")
@@ -195,6 +195,24 @@ class _Batch:
         return _Record(offset, timestamp, key, value, headers)
 
 
+def raw_record(
+    record_type: type,
+    topic: str,
+    partition: int,
+    offset: int,
+    timestamp: int | None,
+    timestamp_type: int | None,
+    key: bytes | None,
+    value: bytes | None,
+    headers: tuple[tuple[str, bytes | None], ...],
+    leader_epoch: int | None,
+) -> Any:
+    """A ``ConsumerRecord``-shaped tuple of ``record_type`` with raw key and value and their sizes."""
+    size = (-1 if key is None else len(key), -1 if value is None else len(value))
+    fields = (topic, partition, offset, timestamp, timestamp_type, key, value, headers, leader_epoch, *size)
+    return tuple.__new__(record_type, fields)
+
+
 def fill_records(
     batch: Any,
     pos: int,
@@ -212,31 +230,17 @@ def fill_records(
     cursor = _Batch(batch, pos, left)
     timestamp_type = 1 if cursor.log_append else 0
     taken = 0
-    new = tuple.__new__
     while cursor.left > 0 and taken < limit:
         rec = cursor.next()
         if rec.offset < position:
             continue
-        key, value = rec.key, rec.value
         headers = tuple((k.decode("utf-8"), v) for k, v in rec.headers) if rec.headers else _NO_HEADERS
         out.append(
-            new(
-                record_type,
-                (
-                    topic,
-                    partition,
-                    rec.offset,
-                    rec.timestamp,
-                    timestamp_type,
-                    key,
-                    value,
-                    headers,
-                    leader_epoch,
-                    -1 if key is None else len(key),
-                    -1 if value is None else len(value),
-                ),
+            raw_record(
+                record_type, topic, partition, rec.offset, rec.timestamp, timestamp_type, rec.key, rec.value, headers,
+                leader_epoch,
             )
-        )
+        )  # fmt: skip
         position = rec.offset + 1
         taken += 1
     return cursor.pos, cursor.left, position

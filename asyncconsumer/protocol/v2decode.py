@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import cast
 
 from asyncconsumer.protocol import _v2records
-from asyncconsumer.protocol._v2records import RECORDS_AT, DecodeError
+from asyncconsumer.protocol._v2records import RECORDS_AT, DecodeError, raw_record
 
 ColumnSink = _v2records.ColumnSink
 fill_records = _v2records.fill_records
@@ -20,4 +20,4 @@ else:
     fill_records = _v2records_c.fill_records
     IMPLEMENTATION = "c"
 
-__all__ = ["IMPLEMENTATION", "RECORDS_AT", "ColumnSink", "DecodeError", "fill_records"]
+__all__ = ["IMPLEMENTATION", "RECORDS_AT", "ColumnSink", "DecodeError", "fill_records", "raw_record"]
