@@ -1,14 +1,17 @@
 """Executor side: read exactly ``[start, end)`` of one partition with a manually assigned consumer.
 
 Runs in Spark's Python workers: the client is created here, from plain options, and closed when the range is
-read. Records leave as Arrow record batches (the fast path) or as tuples.
+read. Rows leave as Arrow record batches made from ``poll_arrow``'s columns by Arrow casts (the fast path, no Python
+object per row), or as tuples made from ``poll``'s records (``useArrow=false``).
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from functools import cache
 from typing import Any
 
 from asyncconsumer.errors import KafkaTimeoutError
@@ -28,6 +31,7 @@ def schema(include_headers: bool) -> str:
     return f"{SCHEMA}, {HEADERS}" if include_headers else SCHEMA
 
 
+@cache
 def arrow_schema(include_headers: bool) -> Any:
     import pyarrow as pa
 
@@ -45,8 +49,17 @@ def arrow_schema(include_headers: bool) -> Any:
     return pa.schema(fields)
 
 
-def records(options: SourceOptions, r: OffsetRange) -> Iterator[list[ConsumerRecord]]:
-    """The records of ``r`` in order, in chunks; ``KafkaTimeoutError`` if the broker stops giving any."""
+_POLL_MS = 500
+"""One poll's wait: short, so that the no-progress timeout is checked often."""
+_COALESCE_BYTES = 1 << 30
+"""Polls are joined into one batch only while their bytes stay under this (Arrow's binary columns hold < 2 GiB)."""
+_POLL_ARROW_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestamp_type")
+"""``poll_arrow``'s columns in the order of Spark's schema (``headers`` last, when asked)."""
+
+
+def _polling(options: SourceOptions, r: OffsetRange) -> Iterator[Consumer]:
+    """A consumer assigned ``r``'s partition at ``r.start``, yielded for one poll at a time until its position
+    reaches ``r.end``; ``KafkaTimeoutError`` when the position stays put for ``pollTimeoutMs``."""
     config = {"max.poll.records": "100000", "fetch.max.wait.ms": "100", **options.consumer}  # the user's win
     tp = TopicPartition(r.topic, r.partition)
     with Consumer(**config) as consumer:
@@ -55,11 +68,7 @@ def records(options: SourceOptions, r: OffsetRange) -> Iterator[list[ConsumerRec
         position = r.start
         last_progress = time.monotonic()
         while position < r.end:
-            batch = consumer.poll(timeout_ms=500).get(tp, [])
-            if batch and batch[-1].offset >= r.end:
-                batch = [rec for rec in batch if rec.offset < r.end]
-            if batch:
-                yield batch
+            yield consumer
             now_position = consumer.position(tp)
             if now_position > position:
                 position, last_progress = now_position, time.monotonic()
@@ -69,44 +78,78 @@ def records(options: SourceOptions, r: OffsetRange) -> Iterator[list[ConsumerRec
                 )
 
 
-def read_arrow(options: SourceOptions, r: OffsetRange) -> Iterator[Any]:
-    """``records`` as Arrow record batches of up to ``arrowBatchRows`` rows."""
+def records(options: SourceOptions, r: OffsetRange) -> Iterator[list[ConsumerRecord]]:
+    """The records of ``r`` in order, in chunks; ``KafkaTimeoutError`` if the broker stops giving any."""
+    tp = TopicPartition(r.topic, r.partition)
+    for consumer in _polling(options, r):
+        batch = consumer.poll(timeout_ms=_POLL_MS).get(tp, [])
+        if batch and batch[-1].offset >= r.end:
+            batch = [rec for rec in batch if rec.offset < r.end]
+        if batch:
+            yield batch
+
+
+def tables(options: SourceOptions, r: OffsetRange) -> Iterator[Any]:
+    """The rows of ``r`` in order, as ``poll_arrow``'s tables (rows at ``r.end`` and past it included: see ``below``);
+    ``KafkaTimeoutError`` if the broker stops giving any."""
+    for consumer in _polling(options, r):
+        table = consumer.poll_arrow(timeout_ms=_POLL_MS, include_headers=options.include_headers)
+        if table.num_rows:
+            yield table
+
+
+def below(table: Any, end: int) -> Any:
+    """The rows of a ``poll_arrow`` table of one partition with offsets below ``end``: a prefix, offsets ascending,
+    so a slice found by bisection (no pass over the rows)."""
+    offsets = table.column("offset")
+    if not len(offsets) or offsets[-1].as_py() < end:
+        return table
+    return table.slice(0, bisect.bisect_left(offsets, end, key=lambda offset: offset.as_py()))
+
+
+def to_spark(table: Any, include_headers: bool) -> Any:
+    """A ``poll_arrow`` table as Spark's Kafka schema (``arrow_schema``): columns reordered and renamed, the topic
+    decoded from its dictionary, timestamps to microseconds, ``timestampType`` widened; keys and values untouched."""
+    target = arrow_schema(include_headers)
+    names = [*_POLL_ARROW_COLUMNS, "headers"] if include_headers else list(_POLL_ARROW_COLUMNS)
+    return table.select(names).rename_columns(target.names).cast(target)
+
+
+def arrow_batches(tables: Iterable[Any], end: int, include_headers: bool, batch_rows: int) -> Iterator[Any]:
+    """``poll_arrow`` tables of one partition as Spark record batches of the offsets below ``end``, each of at most
+    ``batch_rows`` rows: small polls are joined (their columns copied once), a large one is sliced (no copy)."""
     import pyarrow as pa
 
-    target = arrow_schema(options.include_headers)
-    columns: dict[str, list[Any]] = {name: [] for name in target.names}
+    pending: list[Any] = []  # Spark-schema tables, together under _COALESCE_BYTES unless one alone is larger
+    rows = size = 0
+    for table in tables:
+        part = to_spark(below(table, end), include_headers)
+        if not part.num_rows:
+            continue
+        if pending and size + part.nbytes > _COALESCE_BYTES:
+            yield from _batches(pa.concat_tables(pending))
+            pending, rows, size = [], 0, 0
+        pending.append(part)
+        rows, size = rows + part.num_rows, size + part.nbytes
+        while rows >= batch_rows:
+            joined = pa.concat_tables(pending)
+            yield from _batches(joined.slice(0, batch_rows))
+            rest = joined.slice(batch_rows)
+            pending, rows, size = ([rest], rest.num_rows, rest.nbytes) if rest.num_rows else ([], 0, 0)
+    if pending:
+        yield from _batches(pa.concat_tables(pending))
 
-    def flush() -> Any:
-        count = len(columns["offset"])
-        batch = pa.RecordBatch.from_arrays(
-            [
-                pa.array(columns["key"], pa.binary()),
-                pa.array(columns["value"], pa.binary()),
-                pa.array([r.topic] * count, pa.string()),
-                pa.array([r.partition] * count, pa.int32()),
-                pa.array(columns["offset"], pa.int64()),
-                pa.array(columns["timestamp"], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-                pa.array(columns["timestampType"], pa.int32()),
-                *([pa.array(columns["headers"], target.field("headers").type)] if options.include_headers else []),
-            ],
-            schema=target,
-        )
-        for values in columns.values():
-            values.clear()
-        return batch
 
-    for chunk in records(options, r):
-        columns["key"] += [rec.key for rec in chunk]
-        columns["value"] += [rec.value for rec in chunk]
-        columns["offset"] += [rec.offset for rec in chunk]
-        columns["timestamp"] += [rec.timestamp * 1000 for rec in chunk]
-        columns["timestampType"] += [rec.timestamp_type for rec in chunk]
-        if options.include_headers:
-            columns["headers"] += [[{"key": k, "value": v} for k, v in rec.headers] for rec in chunk]
-        if len(columns["offset"]) >= options.arrow_batch_rows:
-            yield flush()
-    if columns["offset"]:
-        yield flush()
+def _batches(table: Any) -> list[Any]:
+    """``table``'s rows as record batches: one, unless its columns hold more than ``_COALESCE_BYTES`` together."""
+    if table.nbytes <= _COALESCE_BYTES:
+        table = table.combine_chunks()
+    return [batch for batch in table.to_batches() if batch.num_rows]
+
+
+def read_arrow(options: SourceOptions, r: OffsetRange) -> Iterator[Any]:
+    """``r`` as Arrow record batches of up to ``arrowBatchRows`` rows, built from ``poll_arrow``'s columns."""
+    return arrow_batches(tables(options, r), r.end, options.include_headers, options.arrow_batch_rows)
 
 
 def read_tuples(options: SourceOptions, r: OffsetRange) -> Iterator[tuple[Any, ...]]:

@@ -23,14 +23,15 @@ from asyncconsumer.protocol.fetch import FetchRequest, FetchResponse
 from asyncconsumer.protocol.wire import Reader
 from asyncconsumer.tools.embedded_broker import free_port
 from tests.conftest import ProxiedBroker
-from tests.support.consume import by_partition, consume_until
+from tests.support.consume import by_partition, consume_until, records_of
 from tests.support.faultproxy import API_FETCH, parse_request_header, response_correlation_id
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 
 
+@pytest.mark.parametrize("columnar", [False, True], ids=["poll", "poll_arrow"])
 async def test_a_flipped_byte_in_record_data_is_a_corrupt_record_error_naming_the_offset(
-    proxied_broker: ProxiedBroker,
+    proxied_broker: ProxiedBroker, columnar: bool
 ) -> None:
     name = proxied_broker.create_topic(1)
     proxied_broker.produce.values(name, 20, 1, value_size=40)
@@ -56,7 +57,10 @@ async def test_a_flipped_byte_in_record_data_is_a_corrupt_record_error_naming_th
         got: list[ConsumerRecord] = []
         with pytest.raises(CorruptRecordError) as info:
             for _ in range(100):
-                got.extend((await consumer.poll(timeout_ms=200)).records())
+                if columnar:
+                    got.extend(records_of(await consumer.poll_arrow(timeout_ms=200)))
+                else:
+                    got.extend((await consumer.poll(timeout_ms=200)).records())
         assert flipped["count"] >= 1
         assert (info.value.topic, info.value.partition, info.value.offset) == (name, 0, corrupt_offset)
         assert [r.offset for r in got] == list(range(corrupt_offset))  # everything before it, once

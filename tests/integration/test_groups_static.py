@@ -115,8 +115,10 @@ async def test_a_restarted_static_member_does_not_disturb_the_other_members(brok
         pollers += [p_static, p_other]
         await wait_for_async(
             # the listener too: the assignment is visible before the next poll runs its callback
-            lambda: stable_pair(static, other, partitions, p_static, p_other)
-            and other_listener.held() == other.assignment(),
+            lambda: (
+                stable_pair(static, other, partitions, p_static, p_other)
+                and other_listener.held() == other.assignment()
+            ),
             timeout=2 * JOIN_TIMEOUT_S,
             message=lambda: f"static owns {describe(static.assignment())}, other {describe(other.assignment())}",
         )

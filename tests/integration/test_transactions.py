@@ -393,6 +393,11 @@ async def test_read_committed_returns_committed_and_plain_records_only_and_never
         got = await consume_exactly(consumer, len(committed))
         positions = {tp.partition: await consumer.position(tp) for tp in tps}
 
+    async with AsyncConsumer(bootstrap, auto_offset_reset="earliest", isolation_level="read_committed") as columnar:
+        await columnar.assign(tps)
+        got_arrow = await consume_exactly(columnar, len(committed), arrow=True)
+        arrow_positions = {tp.partition: await columnar.position(tp) for tp in tps}
+
     markers = {p: index.markers(name, p) for p in range(partitions)}
     returned_offsets = {(r.partition, r.offset) for r in got + got_all}
     marker_offsets = {(p, o) for p, offsets in markers.items() for o in offsets}
@@ -416,6 +421,9 @@ async def test_read_committed_returns_committed_and_plain_records_only_and_never
         written_offsets = {w.offset for w in everything if w.partition == p}
         assert written_offsets | markers[p] == set(range(highwater[p] or 0)), f"partition {p}: offsets have gaps"
     assert positions == highwater, f"read_committed positions {positions}, high watermarks {highwater}"
+    # poll_arrow filters alike: the same rows, the same positions past the trailing markers.
+    assert offsets_and_values(got_arrow) == offsets_and_values(got)
+    assert arrow_positions == positions
     assert uncommitted_positions == highwater
     if txn_broker.lists_aborted_transactions:
         assert not index.disagreements(), f"the broker's lists against the model: {index.disagreements()}"

@@ -133,3 +133,16 @@ def legacy_wrapper_around(offset: int, codec: int, value: bytes) -> bytes:
     """A CRC-valid magic 1 message (a compressed wrapper) whose value is ``value`` as given."""
     body = struct.pack(">bbqi", 1, codec, 1_700_000_000_000, -1) + struct.pack(">i", len(value)) + value
     return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
+
+
+def legacy_message_set(values: Sequence[bytes | None]) -> bytes:
+    """Magic 1 messages with relative offsets 0, 1, ..., gzip-compressed: the value of a wrapper
+    (``legacy_wrapper_around(base + len(values) - 1, GZIP, ...)``)."""
+    inner = bytearray()
+    for i, value in enumerate(values):
+        builder = LegacyRecordBatchBuilder(1, 0, 1 << 20)
+        builder.append(0, 1_700_000_000_000 + i, b"k%d" % i, value)
+        message = bytearray(builder.build())
+        message[0:8] = i.to_bytes(8, "big")
+        inner += message
+    return bytes(gzip_encode(bytes(inner)))

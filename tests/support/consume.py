@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from asyncconsumer import AsyncConsumer, Consumer, ConsumerRecord, KafkaError
 
@@ -40,12 +41,43 @@ def consume_blocking(consumer: Consumer, count: int, timeout_s: float = 20.0) ->
     return got
 
 
+def records_of(table: Any) -> list[ConsumerRecord]:
+    """A ``poll_arrow`` table's rows as ``ConsumerRecord``s (no leader epoch), to compare with ``poll``'s."""
+    out: list[ConsumerRecord] = []
+    stamps = table.column("timestamp").cast("int64").to_pylist()
+    for row, stamp in zip(table.to_pylist(), stamps, strict=True):
+        headers = tuple((h["key"], h["value"]) for h in row.get("headers", ()))
+        key, value = row["key"], row["value"]
+        out.append(
+            ConsumerRecord(
+                row["topic"],
+                row["partition"],
+                row["offset"],
+                stamp,
+                row["timestamp_type"],
+                key,
+                value,
+                headers,
+                None,
+                -1 if key is None else len(key),
+                -1 if value is None else len(value),
+            )
+        )
+    return out
+
+
 async def consume_exactly(
-    consumer: AsyncConsumer, count: int, timeout_s: float = 8, *, errors: list[KafkaError] | None = None
+    consumer: AsyncConsumer,
+    count: int,
+    timeout_s: float = 8,
+    *,
+    errors: list[KafkaError] | None = None,
+    arrow: bool = False,
 ) -> list[ConsumerRecord]:
     """``count`` records, then polls until three in a row bring nothing more (a duplicate would show up here).
 
-    With ``errors``, what ``poll`` raises meanwhile is collected there instead of failing the call.
+    With ``errors``, what ``poll`` raises meanwhile is collected there instead of failing the call. With ``arrow``,
+    ``poll_arrow`` is polled instead, its rows made records.
     """
     got: list[ConsumerRecord] = []
     deadline = time.monotonic() + timeout_s
@@ -53,7 +85,10 @@ async def consume_exactly(
     while len(got) < count or quiet < 3:
         assert time.monotonic() < deadline, f"only {len(got)} of {count} records within {timeout_s} s"
         try:
-            records = list((await consumer.poll(timeout_ms=100)).records())
+            if arrow:
+                records = records_of(await consumer.poll_arrow(timeout_ms=100, include_headers=True))
+            else:
+                records = list((await consumer.poll(timeout_ms=100)).records())
         except KafkaError as exc:
             if errors is None:
                 raise

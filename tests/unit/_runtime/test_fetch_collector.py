@@ -3,8 +3,12 @@ bound on a batch's decompressed size."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from asyncconsumer._runtime import arrow_table
 from asyncconsumer._runtime.fetch_collector import FetchCollector
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
@@ -28,6 +32,7 @@ from tests.support.batches import (
     build_batch,
     build_control_batch,
     compressed_zeros,
+    legacy_message_set,
     legacy_wrapper_around,
 )
 from tests.support.fetch_buffer import add
@@ -328,3 +333,107 @@ def test_a_compressed_batch_decodes_up_to_the_limit_and_no_further(codec: int) -
     with pytest.raises(RecordBatchTooLargeError, match=r"receive_message_max_bytes \(100000\)"):
         collector.collect(5_000)
     assert subs.position(TP) == 0
+
+
+# --- poll_arrow's columns against poll's records -----------------------------------------------------------------
+
+Outcome = tuple[str, object]
+
+
+def _rows_of(table: pa.Table) -> list[tuple[object, ...]]:
+    """Rows as tuples, timestamps as integers (a corrupt one may lie outside ``datetime``'s range)."""
+    stamps = table.column("timestamp").cast(pa.int64())
+    table = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", stamps)
+    columns = ["topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers"]
+    return [tuple(row[c] for c in columns) for row in table.to_pylist()]
+
+
+def _outcomes(data: bytes, position: int, limits: list[int], columns: bool, **config: object) -> list[Outcome]:
+    """Polls one fetch of ``data`` with each limit in turn, as records or as columns: what each poll gave (rows,
+    or the error's type and offset) and the position after it, in one comparable form."""
+    aborted = config.pop("aborted", None)
+    subs = SubscriptionState("earliest")
+    subs.assign([TP])
+    subs.seek(TP, position)
+    buffer = FetchBuffer(1 << 24, CallerSignal())
+    add(buffer, subs, data, position, aborted=aborted)  # type: ignore[arg-type]
+    collector = FetchCollector(ConsumerConfig.from_kwargs("h:1", **config), subs, buffer)
+    got: list[Outcome] = []
+    for limit in limits:
+        try:
+            if columns:
+                chunks, topics = collector.collect_columns(limit, include_headers=True)
+                rows: object = _rows_of(arrow_table.to_table(chunks, topics, True))
+            else:
+                rows = [
+                    (
+                        r.topic,
+                        r.partition,
+                        r.offset,
+                        r.timestamp,
+                        r.timestamp_type,
+                        r.key,
+                        r.value,
+                        [{"key": k, "value": v} for k, v in r.headers],
+                    )
+                    for r in collector.collect(limit).get(TP, [])
+                ]
+            got.append(("rows", rows))
+        except CorruptRecordError as exc:
+            got.append((type(exc).__name__, exc.offset))
+        got.append(("position", subs.position(TP)))
+    return got
+
+
+@st.composite
+def _fetches(draw: st.DrawFn) -> tuple[bytes, dict[str, object]]:
+    """A fetch of several batches (plain, compressed, transactional with markers), maybe one record corrupted."""
+    data = b""
+    offset = 0
+    pid = 7
+    aborted: list[AbortedTransaction] = []
+    for _ in range(draw(st.integers(1, 4))):
+        n = draw(st.integers(1, 6))
+        values = draw(st.lists(st.none() | st.binary(max_size=12), min_size=n, max_size=n))
+        keys = draw(st.lists(st.none() | st.binary(max_size=4), min_size=n, max_size=n))
+        headers = draw(st.lists(st.tuples(st.text(max_size=3), st.none() | st.binary(max_size=3)), max_size=2))
+        kind = draw(st.sampled_from(["plain", "compressed", "aborted", "committed"]))
+        if kind in ("plain", "compressed"):
+            codec = draw(st.sampled_from([GZIP, SNAPPY, LZ4, ZSTD])) if kind == "compressed" else 0
+            data += build_batch(offset, values, keys=keys, headers=headers, compression=codec)
+            offset += n
+        else:
+            data += build_batch(offset, values, keys=keys, headers=headers, transactional=True, producer_id=pid)
+            if kind == "aborted":
+                aborted.append(AbortedTransaction(pid, offset))
+            offset += n
+            data += build_control_batch(offset, pid, commit=kind == "committed")
+            offset += 1
+            pid += 1
+    config: dict[str, object] = {"isolation_level": draw(st.sampled_from(["read_committed", "read_uncommitted"]))}
+    config["aborted"] = tuple(aborted)
+    if draw(st.booleans()):
+        corrupt = bytearray(data)
+        at = draw(st.integers(61, len(corrupt) - 1))
+        corrupt[at] = draw(st.integers(0, 255))
+        data = bytes(corrupt)
+        config["check_crcs"] = draw(st.booleans())
+    return data, config
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_fetches(), st.lists(st.integers(1, 7), min_size=1, max_size=6), st.integers(0, 3))
+def test_poll_arrow_gives_the_rows_positions_and_errors_poll_gives(
+    fetch: tuple[bytes, dict[str, object]], limits: list[int], position: int
+) -> None:
+    data, config = fetch
+    records = _outcomes(data, position, limits, columns=False, **dict(config))
+    columns = _outcomes(data, position, limits, columns=True, **dict(config))
+    assert columns == records
+
+
+def test_poll_arrow_columns_of_a_legacy_message_set() -> None:
+    wrapper = legacy_wrapper_around(2, GZIP, legacy_message_set([b"a", None, b"c"]))
+    records = _outcomes(wrapper, 0, [10], columns=False)
+    assert _outcomes(wrapper, 0, [10], columns=True) == records
+    assert [row[2] for row in records[0][1]] == [0, 1, 2]  # type: ignore[union-attr]

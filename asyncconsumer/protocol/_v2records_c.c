@@ -1,0 +1,1431 @@
+/* The records of an uncompressed v2 batch, decoded in C: the compiled twin of _v2records.py.
+ *
+ * _v2records.py is the specification: the same entry points (fill_records, ColumnSink), the same records, buffers,
+ * DecodeError (the very class, imported from it) with the same offset and reason, and the same integer wrapping
+ * (offsets and timestamps wrap as 64-bit integers, varints as 32-bit ones). The Hypothesis tests in
+ * tests/unit/protocol/test_v2records.py feed both the same batches.
+ *
+ * A record is first checked whole (every field within its stated size, Java's DefaultRecord.readFrom checks), and
+ * only then turned into objects or column bytes: a record is taken whole or not at all. Positions are 64-bit
+ * indices compared with the buffer's length before any byte is read; no pointer is formed past the buffer.
+ *
+ * Plain C99 and the CPython C API (3.11+).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#define RECORDS_AT 61
+#define BASE_OFFSET_AT 0
+#define ATTRIBUTES_AT 21
+#define STAMPS_AT 27
+#define COUNT_AT 57
+#define LOG_APPEND_TIME 0x08
+#define DATA_MAX 0x7FFFFFFF /* a column's data stays addressable by 32-bit offsets */
+
+static PyObject *DecodeError;    /* asyncconsumer.protocol._v2records.DecodeError */
+static PyObject *empty_tuple;    /* the headers of a record without any */
+static PyObject *str_append;     /* "append", for an `out` that is not a list */
+
+/* ---- reading ------------------------------------------------------------------------------------------------ */
+
+static inline uint64_t
+be_u64(const unsigned char *p)
+{
+    return ((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40) | ((uint64_t)p[3] << 32) |
+           ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16) | ((uint64_t)p[6] << 8) | (uint64_t)p[7];
+}
+
+static inline uint32_t
+be_u32(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+/* Two's complement reinterpretations (the wrapping the reference does with masks). */
+static inline int64_t
+as_i64(uint64_t v)
+{
+    int64_t out;
+    memcpy(&out, &v, sizeof out);
+    return out;
+}
+
+static inline int32_t
+as_i32(uint32_t v)
+{
+    int32_t out;
+    memcpy(&out, &v, sizeof out);
+    return out;
+}
+
+enum { VARINT_OK = 0, VARINT_TRUNCATED = 1, VARINT_TOO_LONG = 2 };
+
+/* The raw bits of a varint of at most max_bytes bytes at *pos, never reading at or past end; bits past 64 are
+ * dropped (the reference masks them). */
+static inline int
+read_raw(const unsigned char *buf, int64_t *pos, int64_t end, int max_bytes, uint64_t *raw_out)
+{
+    int64_t p = *pos;
+    if (p < end && buf[p] < 0x80) { /* the common one-byte varint */
+        *raw_out = buf[p];
+        *pos = p + 1;
+        return VARINT_OK;
+    }
+    uint64_t raw = 0;
+    int shift = 0;
+    for (int i = 0; i < max_bytes; i++) {
+        if (p >= end) {
+            return VARINT_TRUNCATED;
+        }
+        unsigned int b = buf[p++];
+        raw |= (uint64_t)(b & 0x7F) << shift;
+        shift += 7;
+        if (!(b & 0x80)) {
+            *raw_out = raw;
+            *pos = p;
+            return VARINT_OK;
+        }
+    }
+    return VARINT_TOO_LONG;
+}
+
+static inline int32_t
+zigzag32(uint64_t raw)
+{
+    uint32_t r = (uint32_t)raw;
+    return as_i32((r >> 1) ^ (0u - (r & 1u)));
+}
+
+static inline int64_t
+zigzag64(uint64_t raw)
+{
+    return as_i64((raw >> 1) ^ (0u - (raw & 1u)));
+}
+
+/* Whether data[0:n] is well-formed UTF-8 (Unicode's table 3-7: no overlong forms, no surrogates, nothing past
+ * U+10FFFF), exactly what Python's strict decoder accepts. */
+static int
+utf8_valid(const unsigned char *s, int64_t n)
+{
+    int64_t i = 0;
+    while (i < n) {
+        unsigned int c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int64_t need;
+        unsigned int lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 1;
+        }
+        else if (c == 0xE0) {
+            need = 2;
+            lo = 0xA0;
+        }
+        else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
+            need = 2;
+        }
+        else if (c == 0xED) {
+            need = 2;
+            hi = 0x9F;
+        }
+        else if (c == 0xF0) {
+            need = 3;
+            lo = 0x90;
+        }
+        else if (c >= 0xF1 && c <= 0xF3) {
+            need = 3;
+        }
+        else if (c == 0xF4) {
+            need = 3;
+            hi = 0x8F;
+        }
+        else {
+            return 0;
+        }
+        if (need > n - i - 1) {
+            return 0;
+        }
+        unsigned int c1 = s[i + 1];
+        if (c1 < lo || c1 > hi) {
+            return 0;
+        }
+        for (int64_t k = 2; k <= need; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) {
+                return 0;
+            }
+        }
+        i += need + 1;
+    }
+    return 1;
+}
+
+/* A batch's header fields and a cursor over its records. */
+typedef struct {
+    const unsigned char *buf;
+    int64_t len;
+    int64_t base_offset;
+    int64_t base_timestamp;
+    int64_t max_timestamp;
+    int log_append;
+    int64_t pos;
+    int64_t left;
+    int64_t expected; /* the offset after the last record read (the first one's, at the start) */
+} Cursor;
+
+/* One checked record: where its fields are. */
+typedef struct {
+    int64_t offset;
+    int64_t timestamp;
+    int64_t key_at;
+    int64_t value_at;
+    int32_t key_len;   /* -1: null */
+    int32_t value_len; /* -1: null */
+    int32_t header_count;
+    int64_t headers_at;
+    int64_t end; /* the byte after the record */
+    int64_t header_key_bytes;
+    int64_t header_value_bytes;
+} Record;
+
+/* Raises DecodeError(offset, reason); steals reason. Always returns -1. */
+static int
+decode_error(int64_t offset, PyObject *reason)
+{
+    if (reason == NULL) {
+        return -1;
+    }
+    PyObject *exc = PyObject_CallFunction(DecodeError, "LO", (long long)offset, reason);
+    Py_DECREF(reason);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return -1;
+}
+
+/* The record at c->pos, checked; on success pos, left and expected move past it. -1 with DecodeError set when
+ * the record is malformed (the cursor does not move). */
+static int
+next_record(Cursor *c, Record *r)
+{
+    const unsigned char *buf = c->buf;
+    const int64_t at = c->pos, len = c->len;
+    int64_t p = at, end = len, start;
+    uint64_t raw = 0;
+    int rc, max_bytes = 5;
+    int32_t size, n, count;
+    const char *what;
+
+#define VARINT(bytes, dst, conv)                                                                                      \
+    do {                                                                                                              \
+        max_bytes = (bytes);                                                                                          \
+        rc = read_raw(buf, &p, end, max_bytes, &raw);                                                                 \
+        if (rc != VARINT_OK) {                                                                                        \
+            goto bad_varint;                                                                                          \
+        }                                                                                                             \
+        (dst) = conv(raw);                                                                                            \
+    } while (0)
+
+    VARINT(5, size, zigzag32);
+    if (size < 0) {
+        return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: size %d is negative",
+                                                              (long long)at, (int)size));
+    }
+    start = p;
+    if (size > len - start) {
+        goto truncated;
+    }
+    end = start + size;
+    p += 1; /* attributes: unused */
+    if (p > end) {
+        goto truncated;
+    }
+    int64_t timestamp_delta, offset_delta;
+    VARINT(10, timestamp_delta, zigzag64);
+    VARINT(5, offset_delta, zigzag32);
+
+    what = "key";
+    VARINT(5, n, zigzag32);
+    if (n < 0) {
+        if (n != -1) {
+            goto bad_length;
+        }
+        r->key_len = -1;
+        r->key_at = p;
+    }
+    else {
+        if (n > end - p) {
+            goto truncated;
+        }
+        r->key_len = n;
+        r->key_at = p;
+        p += n;
+    }
+    what = "value";
+    VARINT(5, n, zigzag32);
+    if (n < 0) {
+        if (n != -1) {
+            goto bad_length;
+        }
+        r->value_len = -1;
+        r->value_at = p;
+    }
+    else {
+        if (n > end - p) {
+            goto truncated;
+        }
+        r->value_len = n;
+        r->value_at = p;
+        p += n;
+    }
+    VARINT(5, count, zigzag32);
+    if (count < 0) {
+        return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: header count %d is invalid",
+                                                              (long long)at, (int)count));
+    }
+    r->header_count = count;
+    r->headers_at = p;
+    r->header_key_bytes = 0;
+    r->header_value_bytes = 0;
+    /* Each header takes at least two bytes, so a stated count past the record's size ends in "truncated" soon. */
+    for (int32_t i = 0; i < count; i++) {
+        what = "header key";
+        VARINT(5, n, zigzag32);
+        if (n < 0) {
+            goto bad_length;
+        }
+        if (n > end - p) {
+            goto truncated;
+        }
+        if (!utf8_valid(buf + p, n)) {
+            return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: header key is not valid UTF-8",
+                                                                  (long long)at));
+        }
+        p += n;
+        r->header_key_bytes += n;
+        what = "header value";
+        VARINT(5, n, zigzag32);
+        if (n < 0) {
+            if (n != -1) {
+                goto bad_length;
+            }
+        }
+        else {
+            if (n > end - p) {
+                goto truncated;
+            }
+            p += n;
+            r->header_value_bytes += n;
+        }
+    }
+    if (p != end) {
+        return decode_error(c->expected,
+                            PyUnicode_FromFormat("record at byte %lld: size %d but its fields take %lld bytes",
+                                                 (long long)at, (int)size, (long long)(p - start)));
+    }
+    if (c->left == 1 && end != len) {
+        return decode_error(c->expected, PyUnicode_FromFormat("%lld bytes after the batch's last record",
+                                                              (long long)(len - end)));
+    }
+#undef VARINT
+    r->offset = as_i64((uint64_t)c->base_offset + (uint64_t)offset_delta);
+    r->timestamp = c->log_append ? c->max_timestamp : as_i64((uint64_t)c->base_timestamp + (uint64_t)timestamp_delta);
+    r->end = end;
+    c->pos = end;
+    c->left -= 1;
+    c->expected = as_i64((uint64_t)r->offset + 1u);
+    return 0;
+
+bad_varint:
+    if (rc == VARINT_TOO_LONG) {
+        return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: varint longer than %d bytes",
+                                                              (long long)at, max_bytes));
+    }
+truncated:
+    return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: truncated", (long long)at));
+bad_length:
+    return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: %s length %d is invalid",
+                                                          (long long)at, what, (int)n));
+}
+
+/* ---- one call: the batch, the cursor and the arguments to resume from ------------------------------------------ */
+
+typedef struct {
+    Py_buffer view;
+    Cursor c;
+    PyObject *pos_obj;
+    PyObject *left_obj;
+    PyObject *position_obj;
+    int pos_big;       /* pos past any int64: every record read from it is "truncated" */
+    int left_from_obj; /* left was given and is outside int64: the result is computed from left_obj */
+    int64_t limit;
+    int64_t position;
+    int skip_all;      /* position is past every int64 offset */
+    int64_t consumed;  /* records read (taken or skipped) */
+    int64_t taken;
+    int64_t last_offset;
+} Call;
+
+/* Opens ``batch`` and reads its header; -1 with an exception set (and nothing to release) on failure. */
+static int
+call_start(Call *k, PyObject *batch, PyObject *pos, PyObject *left, PyObject *position, PyObject *limit)
+{
+    int overflow;
+    long long value;
+
+    if (PyObject_GetBuffer(batch, &k->view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    Cursor *c = &k->c;
+    c->buf = (const unsigned char *)k->view.buf;
+    c->len = (int64_t)k->view.len;
+    k->pos_obj = pos;
+    k->left_obj = left;
+    k->position_obj = position;
+    k->pos_big = 0;
+    k->left_from_obj = 0;
+    k->skip_all = 0;
+    k->consumed = 0;
+    k->taken = 0;
+    k->last_offset = 0;
+    if (c->len < RECORDS_AT) {
+        decode_error(0, PyUnicode_FromFormat("batch of %zd bytes is shorter than its header", k->view.len));
+        goto fail;
+    }
+    c->base_offset = as_i64(be_u64(c->buf + BASE_OFFSET_AT));
+    c->log_append = (c->buf[ATTRIBUTES_AT + 1] & LOG_APPEND_TIME) != 0;
+    c->base_timestamp = as_i64(be_u64(c->buf + STAMPS_AT));
+    c->max_timestamp = as_i64(be_u64(c->buf + STAMPS_AT + 8));
+    c->expected = c->base_offset;
+
+    value = PyLong_AsLongLongAndOverflow(pos, &overflow);
+    if (value == -1 && PyErr_Occurred()) {
+        goto fail;
+    }
+    if (overflow < 0 || (overflow == 0 && value < 0)) {
+        c->pos = RECORDS_AT;
+        c->left = as_i32(be_u32(c->buf + COUNT_AT));
+        if (c->left < 0) {
+            decode_error(c->base_offset, PyUnicode_FromFormat("record count %d is negative", (int)c->left));
+            goto fail;
+        }
+    }
+    else {
+        k->pos_big = overflow > 0;
+        c->pos = overflow > 0 ? INT64_MAX : value;
+        value = PyLong_AsLongLongAndOverflow(left, &overflow);
+        if (value == -1 && PyErr_Occurred()) {
+            goto fail;
+        }
+        k->left_from_obj = overflow != 0;
+        c->left = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : value;
+    }
+
+    value = PyLong_AsLongLongAndOverflow(position, &overflow);
+    if (value == -1 && PyErr_Occurred()) {
+        goto fail;
+    }
+    k->skip_all = overflow > 0;
+    k->position = overflow < 0 ? INT64_MIN : value;
+
+    value = PyLong_AsLongLongAndOverflow(limit, &overflow);
+    if (value == -1 && PyErr_Occurred()) {
+        goto fail;
+    }
+    k->limit = overflow > 0 ? INT64_MAX : overflow < 0 ? 0 : value;
+
+    if (k->pos_big && c->left > 0 && k->limit > 0) {
+        decode_error(c->expected, PyUnicode_FromFormat("record at byte %S: truncated", pos));
+        goto fail;
+    }
+    return 0;
+
+fail:
+    PyBuffer_Release(&k->view);
+    return -1;
+}
+
+/* The next record to take: 1 and *r filled, 0 when the call is done, -1 with DecodeError set. Skips the records
+ * before the position. */
+static inline int
+call_next(Call *k, Record *r)
+{
+    while (k->c.left > 0 && k->taken < k->limit) {
+        if (next_record(&k->c, r) < 0) {
+            return -1;
+        }
+        k->consumed++;
+        if (k->skip_all || r->offset < k->position) {
+            continue;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* The record returned by call_next was taken: the position moves past it. */
+static inline void
+call_took(Call *k, const Record *r)
+{
+    k->taken++;
+    k->last_offset = r->offset;
+    if (r->offset == INT64_MAX) {
+        k->skip_all = 1; /* the position is 2**63, as Python's unbounded integers have it */
+    }
+    else {
+        k->position = r->offset + 1;
+    }
+}
+
+/* (pos, left, position) to resume from; releases the batch. */
+static PyObject *
+call_finish(Call *k)
+{
+    PyObject *pos = NULL, *left = NULL, *position = NULL, *result = NULL;
+
+    PyBuffer_Release(&k->view);
+    pos = k->pos_big ? Py_NewRef(k->pos_obj) : PyLong_FromLongLong(k->c.pos);
+    if (pos == NULL) {
+        goto done;
+    }
+    if (!k->left_from_obj) {
+        left = PyLong_FromLongLong(k->c.left);
+    }
+    else if (k->consumed == 0) {
+        left = Py_NewRef(k->left_obj);
+    }
+    else {
+        PyObject *consumed = PyLong_FromLongLong(k->consumed);
+        if (consumed == NULL) {
+            goto done;
+        }
+        left = PyNumber_Subtract(k->left_obj, consumed);
+        Py_DECREF(consumed);
+    }
+    if (left == NULL) {
+        goto done;
+    }
+    if (k->taken == 0) {
+        position = Py_NewRef(k->position_obj);
+    }
+    else if (k->last_offset == INT64_MAX) {
+        position = PyLong_FromUnsignedLongLong((unsigned long long)INT64_MAX + 1u);
+    }
+    else {
+        position = PyLong_FromLongLong(k->last_offset + 1);
+    }
+    if (position == NULL) {
+        goto done;
+    }
+    result = PyTuple_Pack(3, pos, left, position);
+done:
+    Py_XDECREF(pos);
+    Py_XDECREF(left);
+    Py_XDECREF(position);
+    return result;
+}
+
+/* ---- arguments ---------------------------------------------------------------------------------------------- */
+
+/* Vectorcall arguments by position or keyword into out[0:n]; every argument is required. */
+static int
+parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const char *const *names,
+           Py_ssize_t n, PyObject **out)
+{
+    if (nargs > n) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %zd positional arguments but %zd were given", fname, n, nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = i < nargs ? args[i] : NULL;
+    }
+    if (kwnames != NULL) {
+        Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+        for (Py_ssize_t k = 0; k < nk; k++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+            Py_ssize_t j = 0;
+            while (j < n && PyUnicode_CompareWithASCIIString(name, names[j]) != 0) {
+                j++;
+            }
+            if (j == n) {
+                PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fname, name);
+                return -1;
+            }
+            if (out[j] != NULL) {
+                PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fname, names[j]);
+                return -1;
+            }
+            out[j] = args[nargs + k];
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (out[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %zd)", fname, names[i], i + 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- fill_records --------------------------------------------------------------------------------------------- */
+
+static inline PyObject *
+blob(const unsigned char *buf, int64_t at, int32_t len)
+{
+    if (len < 0) {
+        return Py_NewRef(Py_None);
+    }
+    return PyBytes_FromStringAndSize((const char *)buf + at, len);
+}
+
+/* The next header of a checked record: where its key and value are (value length -1: null). The record was checked,
+ * but the walk is bounded again: Python code may have run since (a finalizer during an allocation, or another
+ * thread writing into a bytearray batch without the GIL), so a changed batch raises instead of reading past it. */
+static int
+next_header(const unsigned char *buf, int64_t *pos, int64_t end, int64_t *key_at, int32_t *key_len,
+            int64_t *value_at, int32_t *value_len)
+{
+    uint64_t raw = 0;
+    int64_t p = *pos;
+    int32_t n;
+    if (read_raw(buf, &p, end, 5, &raw) != VARINT_OK || (n = zigzag32(raw)) < 0 || n > end - p) {
+        goto changed;
+    }
+    *key_at = p;
+    *key_len = n;
+    p += n;
+    if (read_raw(buf, &p, end, 5, &raw) != VARINT_OK || (n = zigzag32(raw)) < -1 || n > end - p) {
+        goto changed;
+    }
+    *value_at = p;
+    *value_len = n;
+    if (n > 0) {
+        p += n;
+    }
+    *pos = p;
+    return 0;
+changed:
+    PyErr_SetString(PyExc_RuntimeError, "the batch changed while its records were decoded");
+    return -1;
+}
+
+/* The headers of a checked record: ((str, bytes | None), ...). */
+static PyObject *
+headers_tuple(const unsigned char *buf, const Record *r)
+{
+    if (r->header_count == 0) {
+        return Py_NewRef(empty_tuple);
+    }
+    PyObject *headers = PyTuple_New(r->header_count);
+    if (headers == NULL) {
+        return NULL;
+    }
+    int64_t p = r->headers_at, key_at, value_at;
+    int32_t key_len, value_len;
+    for (int32_t i = 0; i < r->header_count; i++) {
+        if (next_header(buf, &p, r->end, &key_at, &key_len, &value_at, &value_len) < 0) {
+            Py_DECREF(headers);
+            return NULL;
+        }
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)buf + key_at, key_len, NULL);
+        PyObject *value = blob(buf, value_at, value_len);
+        if (key == NULL || value == NULL) {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            Py_DECREF(headers);
+            return NULL;
+        }
+        PyObject *pair = PyTuple_New(2);
+        if (pair == NULL) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(pair, 0, key);
+        PyTuple_SET_ITEM(pair, 1, value);
+        PyTuple_SET_ITEM(headers, i, pair);
+    }
+    return headers;
+}
+
+#define RECORD_FIELDS 11
+
+static const char *const fill_records_names[] = {
+    "batch", "pos", "left", "position", "limit", "out", "record_type", "topic", "partition", "leader_epoch",
+};
+
+static PyObject *
+fill_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *a[10];
+    Call k;
+    Record r;
+    int rc;
+
+    (void)module;
+    if (parse_args("fill_records", args, nargs, kwnames, fill_records_names, 10, a) < 0) {
+        return NULL;
+    }
+    PyObject *out = a[5], *record_type = a[6], *topic = a[7], *partition = a[8], *leader_epoch = a[9];
+    if (call_start(&k, a[0], a[1], a[2], a[3], a[4]) < 0) {
+        return NULL;
+    }
+    const unsigned char *buf = k.c.buf;
+    PyObject *timestamp_type = PyLong_FromLong(k.c.log_append ? 1 : 0);
+    PyTypeObject *type = NULL;
+    int exact_tuple = 0, out_is_list = PyList_CheckExact(out);
+    if (timestamp_type == NULL) {
+        goto fail;
+    }
+    while ((rc = call_next(&k, &r)) > 0) {
+        if (type == NULL) { /* checked where the reference's tuple.__new__ would first fail */
+            if (!PyType_Check(record_type) || !PyType_IsSubtype((PyTypeObject *)record_type, &PyTuple_Type)) {
+                PyErr_Format(PyExc_TypeError, "tuple.__new__(%R): %R is not a subtype of tuple", record_type,
+                             record_type);
+                goto fail;
+            }
+            type = (PyTypeObject *)record_type;
+            exact_tuple = type == &PyTuple_Type;
+        }
+        PyObject *key = blob(buf, r.key_at, r.key_len);
+        PyObject *value = blob(buf, r.value_at, r.value_len);
+        PyObject *offset = PyLong_FromLongLong(r.offset);
+        PyObject *timestamp = PyLong_FromLongLong(r.timestamp);
+        PyObject *headers = headers_tuple(buf, &r);
+        PyObject *key_size = PyLong_FromLong(r.key_len);
+        PyObject *value_size = PyLong_FromLong(r.value_len);
+        PyObject *rec = NULL;
+        if (key && value && offset && timestamp && headers && key_size && value_size) {
+            rec = exact_tuple ? PyTuple_New(RECORD_FIELDS) : type->tp_alloc(type, RECORD_FIELDS);
+        }
+        if (rec == NULL) {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            Py_XDECREF(offset);
+            Py_XDECREF(timestamp);
+            Py_XDECREF(headers);
+            Py_XDECREF(key_size);
+            Py_XDECREF(value_size);
+            goto fail;
+        }
+        PyTuple_SET_ITEM(rec, 0, Py_NewRef(topic));
+        PyTuple_SET_ITEM(rec, 1, Py_NewRef(partition));
+        PyTuple_SET_ITEM(rec, 2, offset);
+        PyTuple_SET_ITEM(rec, 3, timestamp);
+        PyTuple_SET_ITEM(rec, 4, Py_NewRef(timestamp_type));
+        PyTuple_SET_ITEM(rec, 5, key);
+        PyTuple_SET_ITEM(rec, 6, value);
+        PyTuple_SET_ITEM(rec, 7, headers);
+        PyTuple_SET_ITEM(rec, 8, Py_NewRef(leader_epoch));
+        PyTuple_SET_ITEM(rec, 9, key_size);
+        PyTuple_SET_ITEM(rec, 10, value_size);
+        int appended;
+        if (out_is_list) {
+            appended = PyList_Append(out, rec);
+        }
+        else {
+            PyObject *res = PyObject_CallMethodOneArg(out, str_append, rec);
+            Py_XDECREF(res);
+            appended = res == NULL ? -1 : 0;
+        }
+        Py_DECREF(rec);
+        if (appended < 0) {
+            goto fail;
+        }
+        call_took(&k, &r);
+    }
+    Py_DECREF(timestamp_type);
+    if (rc < 0) {
+        PyBuffer_Release(&k.view);
+        return NULL;
+    }
+    return call_finish(&k);
+
+fail:
+    Py_XDECREF(timestamp_type);
+    PyBuffer_Release(&k.view);
+    return NULL;
+}
+
+/* ---- ColumnSink ----------------------------------------------------------------------------------------------- */
+
+/* A growable buffer: a bytearray whose first len bytes are written (its size is the capacity until finish). */
+typedef struct {
+    PyObject *ba;
+    char *p;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} Buf;
+
+/* A binary column: validity bitmap (nullable only), 32-bit offsets, data. */
+typedef struct {
+    Buf valid;
+    Buf offsets;
+    Buf data;
+    Py_ssize_t nulls;
+    int nullable;
+} Binary;
+
+typedef struct {
+    PyObject_HEAD
+    char include_headers;
+    Py_ssize_t rows;
+    Py_ssize_t headers;
+    Buf topic;
+    Buf partition;
+    Buf offset;
+    Buf timestamp;
+    Buf timestamp_type;
+    Binary key;
+    Binary value;
+    Buf header_offsets;
+    Binary header_key;
+    Binary header_value;
+} Sink;
+
+static int
+buf_new(Buf *b)
+{
+    b->ba = PyByteArray_FromStringAndSize(NULL, 0);
+    b->p = NULL;
+    b->len = 0;
+    b->cap = 0;
+    return b->ba == NULL ? -1 : 0;
+}
+
+static int
+buf_grow(Buf *b, Py_ssize_t extra)
+{
+    if (extra > PY_SSIZE_T_MAX - b->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t need = b->len + extra;
+    Py_ssize_t cap = b->cap <= PY_SSIZE_T_MAX / 2 ? b->cap * 2 : PY_SSIZE_T_MAX;
+    if (cap < need) {
+        cap = need;
+    }
+    if (cap < 64) {
+        cap = 64;
+    }
+    if (PyByteArray_Resize(b->ba, cap) < 0) {
+        return -1;
+    }
+    b->p = PyByteArray_AS_STRING(b->ba);
+    b->cap = cap;
+    return 0;
+}
+
+static inline int
+buf_reserve(Buf *b, Py_ssize_t extra)
+{
+    return extra <= b->cap - b->len ? 0 : buf_grow(b, extra);
+}
+
+static inline void
+buf_put(Buf *b, const void *data, Py_ssize_t n)
+{
+    if (n > 0) { /* an empty buffer has no storage yet: no memcpy to NULL */
+        memcpy(b->p + b->len, data, (size_t)n);
+        b->len += n;
+    }
+}
+
+static inline void
+buf_i32(Buf *b, int32_t v)
+{
+    buf_put(b, &v, 4);
+}
+
+static inline void
+buf_i64(Buf *b, int64_t v)
+{
+    buf_put(b, &v, 8);
+}
+
+static int
+binary_new(Binary *col, int nullable)
+{
+    col->nullable = nullable;
+    col->nulls = 0;
+    col->valid.ba = NULL;
+    col->offsets.ba = NULL;
+    col->data.ba = NULL;
+    if ((nullable && buf_new(&col->valid) < 0) || buf_new(&col->offsets) < 0 || buf_new(&col->data) < 0 ||
+        buf_reserve(&col->offsets, 4) < 0) {
+        return -1;
+    }
+    buf_i32(&col->offsets, 0);
+    return 0;
+}
+
+static void
+binary_clear(Binary *col)
+{
+    Py_CLEAR(col->valid.ba);
+    Py_CLEAR(col->offsets.ba);
+    Py_CLEAR(col->data.ba);
+}
+
+/* Room for `values` more values of `bytes` bytes in all; OverflowError past 2 GiB of data, as the reference. */
+static int
+binary_reserve(Binary *col, Py_ssize_t values, int64_t bytes)
+{
+    if (bytes > (int64_t)DATA_MAX - (int64_t)col->data.len) {
+        PyErr_SetString(PyExc_OverflowError, "a column's data passed 2 GiB in one chunk");
+        return -1;
+    }
+    if (col->nullable && buf_reserve(&col->valid, values / 8 + 1) < 0) {
+        return -1;
+    }
+    if (buf_reserve(&col->offsets, 4 * values) < 0 || buf_reserve(&col->data, (Py_ssize_t)bytes) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Appends value number `row` (NULL: null); room was reserved. */
+static inline void
+binary_put(Binary *col, Py_ssize_t row, const void *data, int32_t len)
+{
+    if (col->nullable) {
+        if ((row & 7) == 0) {
+            col->valid.p[col->valid.len++] = 0;
+        }
+        if (data == NULL) {
+            col->nulls++;
+        }
+        else {
+            col->valid.p[row >> 3] |= (char)(1u << (row & 7));
+        }
+    }
+    if (data != NULL) {
+        buf_put(&col->data, data, len);
+    }
+    buf_i32(&col->offsets, (int32_t)col->data.len);
+}
+
+static void
+sink_clear(Sink *s)
+{
+    Py_CLEAR(s->topic.ba);
+    Py_CLEAR(s->partition.ba);
+    Py_CLEAR(s->offset.ba);
+    Py_CLEAR(s->timestamp.ba);
+    Py_CLEAR(s->timestamp_type.ba);
+    binary_clear(&s->key);
+    binary_clear(&s->value);
+    Py_CLEAR(s->header_offsets.ba);
+    binary_clear(&s->header_key);
+    binary_clear(&s->header_value);
+}
+
+/* Fresh buffers into *s (whose own references were handed over or cleared). */
+static int
+sink_reset(Sink *s)
+{
+    s->rows = 0;
+    s->headers = 0;
+    s->topic.ba = s->partition.ba = s->offset.ba = s->timestamp.ba = s->timestamp_type.ba = NULL;
+    s->header_offsets.ba = NULL;
+    s->key.valid.ba = s->key.offsets.ba = s->key.data.ba = NULL;
+    s->value.valid.ba = s->value.offsets.ba = s->value.data.ba = NULL;
+    s->header_key.valid.ba = s->header_key.offsets.ba = s->header_key.data.ba = NULL;
+    s->header_value.valid.ba = s->header_value.offsets.ba = s->header_value.data.ba = NULL;
+    if (buf_new(&s->topic) < 0 || buf_new(&s->partition) < 0 || buf_new(&s->offset) < 0 ||
+        buf_new(&s->timestamp) < 0 || buf_new(&s->timestamp_type) < 0 || binary_new(&s->key, 1) < 0 ||
+        binary_new(&s->value, 1) < 0 || buf_new(&s->header_offsets) < 0 || buf_reserve(&s->header_offsets, 4) < 0 ||
+        binary_new(&s->header_key, 0) < 0 || binary_new(&s->header_value, 1) < 0) {
+        sink_clear(s);
+        return -1;
+    }
+    buf_i32(&s->header_offsets, 0);
+    return 0;
+}
+
+/* Room for one more row: fixed-width columns, key and value, and the headers. */
+static int
+sink_reserve_row(Sink *s, int32_t key_len, int32_t value_len, int32_t header_count, int64_t header_key_bytes,
+                 int64_t header_value_bytes)
+{
+    if (binary_reserve(&s->key, 1, key_len > 0 ? key_len : 0) < 0 ||
+        binary_reserve(&s->value, 1, value_len > 0 ? value_len : 0) < 0) {
+        return -1;
+    }
+    if (s->include_headers) {
+        if (header_count > INT32_MAX - s->headers) {
+            PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
+            return -1;
+        }
+        if (binary_reserve(&s->header_key, header_count, header_key_bytes) < 0 ||
+            binary_reserve(&s->header_value, header_count, header_value_bytes) < 0 ||
+            buf_reserve(&s->header_offsets, 4) < 0) {
+            return -1;
+        }
+    }
+    if (buf_reserve(&s->topic, 4) < 0 || buf_reserve(&s->partition, 4) < 0 || buf_reserve(&s->offset, 8) < 0 ||
+        buf_reserve(&s->timestamp, 8) < 0 || buf_reserve(&s->timestamp_type, 1) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* The fixed-width part of a row and the row count; the binary columns were written. */
+static inline void
+sink_end_row(Sink *s, int32_t topic, int32_t partition, int64_t offset, int64_t timestamp, int8_t timestamp_type)
+{
+    if (s->include_headers) {
+        buf_i32(&s->header_offsets, (int32_t)s->headers);
+    }
+    buf_i32(&s->topic, topic);
+    buf_i32(&s->partition, partition);
+    buf_i64(&s->offset, offset);
+    buf_i64(&s->timestamp, timestamp);
+    s->timestamp_type.p[s->timestamp_type.len++] = (char)timestamp_type;
+    s->rows++;
+}
+
+/* An int in [lo, hi], else OverflowError (array.array's messages) or TypeError. */
+static int
+int_in(PyObject *obj, long long lo, long long hi, long long *out)
+{
+    long long v = PyLong_AsLongLong(obj);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (v < lo || v > hi) {
+        PyErr_SetString(PyExc_OverflowError,
+                        v < lo ? "signed integer is less than minimum" : "signed integer is greater than maximum");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static PyObject *
+Sink_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"include_headers", NULL};
+    PyObject *include_headers;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:ColumnSink", kwlist, &include_headers)) {
+        return NULL;
+    }
+    int flag = PyObject_IsTrue(include_headers);
+    if (flag < 0) {
+        return NULL;
+    }
+    Sink *s = (Sink *)type->tp_alloc(type, 0);
+    if (s == NULL) {
+        return NULL;
+    }
+    s->include_headers = (char)flag;
+    if (sink_reset(s) < 0) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    return (PyObject *)s;
+}
+
+static void
+Sink_dealloc(Sink *s)
+{
+    sink_clear(s);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static const char *const fill_names[] = {"batch", "pos", "left", "position", "limit", "topic", "partition"};
+
+static PyObject *
+Sink_fill(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *a[7];
+    Call k;
+    Record r;
+    int rc;
+    long long topic = 0, partition = 0;
+
+    if (parse_args("fill", args, nargs, kwnames, fill_names, 7, a) < 0) {
+        return NULL;
+    }
+    if (call_start(&k, a[0], a[1], a[2], a[3], a[4]) < 0) {
+        return NULL;
+    }
+    /* Checked before any record (the reference's arrays refuse them at its first row): no Python code runs between
+     * a record's check and its copy. */
+    if (int_in(a[5], INT32_MIN, INT32_MAX, &topic) < 0 || int_in(a[6], INT32_MIN, INT32_MAX, &partition) < 0) {
+        PyBuffer_Release(&k.view);
+        return NULL;
+    }
+    const unsigned char *buf = k.c.buf;
+    const int8_t timestamp_type = k.c.log_append ? 1 : 0;
+    while ((rc = call_next(&k, &r)) > 0) {
+        if (sink_reserve_row(s, r.key_len, r.value_len, r.header_count, r.header_key_bytes, r.header_value_bytes) <
+            0) {
+            goto fail;
+        }
+        binary_put(&s->key, s->rows, r.key_len < 0 ? NULL : buf + r.key_at, r.key_len);
+        binary_put(&s->value, s->rows, r.value_len < 0 ? NULL : buf + r.value_at, r.value_len);
+        if (s->include_headers && r.header_count > 0) {
+            int64_t p = r.headers_at, key_at, value_at;
+            int32_t key_len, value_len;
+            for (int32_t i = 0; i < r.header_count; i++) {
+                /* Reserved for the whole row already (these only re-check it, as the walk does the bounds). */
+                if (next_header(buf, &p, r.end, &key_at, &key_len, &value_at, &value_len) < 0 ||
+                    binary_reserve(&s->header_key, 1, key_len) < 0 ||
+                    binary_reserve(&s->header_value, 1, value_len > 0 ? value_len : 0) < 0) {
+                    goto fail;
+                }
+                binary_put(&s->header_key, s->headers, buf + key_at, key_len);
+                binary_put(&s->header_value, s->headers, value_len < 0 ? NULL : buf + value_at, value_len);
+                s->headers++;
+            }
+        }
+        sink_end_row(s, (int32_t)topic, (int32_t)partition, r.offset, r.timestamp, timestamp_type);
+        call_took(&k, &r);
+    }
+    if (rc < 0) {
+        goto fail;
+    }
+    return call_finish(&k);
+
+fail:
+    PyBuffer_Release(&k.view);
+    return NULL;
+}
+
+/* A bytes-like value or None for append: (buffer, 1) for a value, 0 for None, -1 on error. */
+static int
+optional_buffer(PyObject *obj, Py_buffer *view)
+{
+    if (obj == Py_None) {
+        return 0;
+    }
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (view->len > DATA_MAX) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_OverflowError, "a column's data passed 2 GiB in one chunk");
+        return -1;
+    }
+    return 1;
+}
+
+static const char *const append_names[] = {"topic", "partition", "offset", "timestamp", "timestamp_type",
+                                           "key",   "value",     "headers"};
+
+static PyObject *
+Sink_append(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *a[8];
+    long long topic, partition, offset, timestamp, timestamp_type;
+    Py_buffer key, value;
+    int has_key = -1, has_value = -1;
+    PyObject *headers = NULL, *pairs = NULL, *result = NULL;
+    Py_buffer *header_values = NULL;
+    const char **header_keys = NULL;
+    Py_ssize_t *header_key_lens = NULL;
+    int *header_has_value = NULL;
+    Py_ssize_t count = 0, held = 0;
+
+    if (parse_args("append", args, nargs, kwnames, append_names, 8, a) < 0) {
+        return NULL;
+    }
+    /* Everything is checked before anything is written: the row is appended whole or not at all. */
+    if (int_in(a[0], INT32_MIN, INT32_MAX, &topic) < 0 || int_in(a[1], INT32_MIN, INT32_MAX, &partition) < 0 ||
+        int_in(a[2], LLONG_MIN, LLONG_MAX, &offset) < 0 || int_in(a[3], LLONG_MIN, LLONG_MAX, &timestamp) < 0 ||
+        int_in(a[4], -128, 127, &timestamp_type) < 0) {
+        return NULL;
+    }
+    if ((has_key = optional_buffer(a[5], &key)) < 0) {
+        return NULL;
+    }
+    if ((has_value = optional_buffer(a[6], &value)) < 0) {
+        goto done;
+    }
+    headers = PySequence_Fast(a[7], "headers must be a sequence of (str, bytes | None) pairs");
+    if (headers == NULL) {
+        goto done;
+    }
+    count = PySequence_Fast_GET_SIZE(headers);
+    if (count > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
+        goto done;
+    }
+    if (count > 0) {
+        header_values = PyMem_New(Py_buffer, count);
+        header_keys = PyMem_New(const char *, count);
+        header_key_lens = PyMem_New(Py_ssize_t, count);
+        header_has_value = PyMem_New(int, count);
+        if (!header_values || !header_keys || !header_key_lens || !header_has_value) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    int64_t header_key_bytes = 0, header_value_bytes = 0;
+    PyObject **items = PySequence_Fast_ITEMS(headers);
+    pairs = PyList_New(0); /* keeps each pair (and the key whose UTF-8 is borrowed) alive until the row is written */
+    if (pairs == NULL) {
+        goto done;
+    }
+    for (; held < count; held++) {
+        PyObject *pair = PySequence_Fast(items[held], "a header must be a (str, bytes | None) pair");
+        if (pair == NULL) {
+            goto done;
+        }
+        int kept = PyList_Append(pairs, pair);
+        Py_DECREF(pair);
+        if (kept < 0) {
+            goto done;
+        }
+        if (PySequence_Fast_GET_SIZE(pair) != 2) {
+            PyErr_Format(PyExc_ValueError, "a header must be a (str, bytes | None) pair, not %zd values",
+                         PySequence_Fast_GET_SIZE(pair));
+            goto done;
+        }
+        PyObject *hkey = PySequence_Fast_GET_ITEM(pair, 0);
+        if (!PyUnicode_Check(hkey)) {
+            PyErr_Format(PyExc_TypeError, "a header key must be a str, not %.100s", Py_TYPE(hkey)->tp_name);
+            goto done;
+        }
+        header_keys[held] = PyUnicode_AsUTF8AndSize(hkey, &header_key_lens[held]); /* strict: no surrogates */
+        if (header_keys[held] == NULL) {
+            goto done;
+        }
+        if ((header_has_value[held] = optional_buffer(PySequence_Fast_GET_ITEM(pair, 1), &header_values[held])) < 0) {
+            goto done;
+        }
+        header_key_bytes += header_key_lens[held];
+        if (header_has_value[held]) {
+            header_value_bytes += header_values[held].len;
+        }
+    }
+    if (sink_reserve_row(s, has_key ? (int32_t)key.len : -1, has_value ? (int32_t)value.len : -1, (int32_t)count,
+                         header_key_bytes, header_value_bytes) < 0) {
+        goto done;
+    }
+    binary_put(&s->key, s->rows, has_key ? key.buf : NULL, has_key ? (int32_t)key.len : -1);
+    binary_put(&s->value, s->rows, has_value ? value.buf : NULL, has_value ? (int32_t)value.len : -1);
+    if (s->include_headers) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            binary_put(&s->header_key, s->headers, header_keys[i], (int32_t)header_key_lens[i]);
+            binary_put(&s->header_value, s->headers, header_has_value[i] ? header_values[i].buf : NULL,
+                       header_has_value[i] ? (int32_t)header_values[i].len : -1);
+            s->headers++;
+        }
+    }
+    sink_end_row(s, (int32_t)topic, (int32_t)partition, offset, timestamp, (int8_t)timestamp_type);
+    result = Py_NewRef(Py_None);
+
+done:
+    for (Py_ssize_t i = 0; i < held; i++) {
+        if (header_has_value[i] > 0) {
+            PyBuffer_Release(&header_values[i]);
+        }
+    }
+    PyMem_Free(header_values);
+    PyMem_Free(header_keys);
+    PyMem_Free(header_key_lens);
+    PyMem_Free(header_has_value);
+    Py_XDECREF(pairs);
+    Py_XDECREF(headers);
+    if (has_key > 0) {
+        PyBuffer_Release(&key);
+    }
+    if (has_value > 0) {
+        PyBuffer_Release(&value);
+    }
+    return result;
+}
+
+/* Cuts a buffer's bytearray to what was written; the bytearray then is exactly the column's bytes. */
+static int
+buf_trim(Buf *b)
+{
+    if (b->ba == NULL || b->cap == b->len) {
+        return 0;
+    }
+    if (PyByteArray_Resize(b->ba, b->len) < 0) {
+        return -1;
+    }
+    b->p = PyByteArray_AS_STRING(b->ba);
+    b->cap = b->len;
+    return 0;
+}
+
+static int
+binary_trim(Binary *col)
+{
+    return (col->nullable ? buf_trim(&col->valid) : 0) | buf_trim(&col->offsets) | buf_trim(&col->data);
+}
+
+static PyObject *
+binary_parts(Binary *col)
+{
+    return Py_BuildValue("(OOOn)", col->nullable ? col->valid.ba : Py_None, col->offsets.ba, col->data.ba,
+                         col->nulls);
+}
+
+static int
+dict_put(PyObject *dict, const char *key, PyObject *value)
+{
+    if (value == NULL) {
+        return -1;
+    }
+    int rc = PyDict_SetItemString(dict, key, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+static PyObject *
+Sink_finish(Sink *s, PyObject *Py_UNUSED(ignored))
+{
+    if (buf_trim(&s->topic) < 0 || buf_trim(&s->partition) < 0 || buf_trim(&s->offset) < 0 ||
+        buf_trim(&s->timestamp) < 0 || buf_trim(&s->timestamp_type) < 0 || binary_trim(&s->key) < 0 ||
+        binary_trim(&s->value) < 0 || buf_trim(&s->header_offsets) < 0 || binary_trim(&s->header_key) < 0 ||
+        binary_trim(&s->header_value) < 0) {
+        return NULL;
+    }
+    PyObject *parts = PyDict_New();
+    if (parts == NULL) {
+        return NULL;
+    }
+    if (dict_put(parts, "rows", PyLong_FromSsize_t(s->rows)) < 0 ||
+        PyDict_SetItemString(parts, "topic", s->topic.ba) < 0 ||
+        PyDict_SetItemString(parts, "partition", s->partition.ba) < 0 ||
+        PyDict_SetItemString(parts, "offset", s->offset.ba) < 0 ||
+        PyDict_SetItemString(parts, "timestamp", s->timestamp.ba) < 0 ||
+        PyDict_SetItemString(parts, "timestamp_type", s->timestamp_type.ba) < 0 ||
+        dict_put(parts, "key", binary_parts(&s->key)) < 0 || dict_put(parts, "value", binary_parts(&s->value)) < 0) {
+        Py_DECREF(parts);
+        return NULL;
+    }
+    if (s->include_headers &&
+        (PyDict_SetItemString(parts, "header_offsets", s->header_offsets.ba) < 0 ||
+         dict_put(parts, "headers", PyLong_FromSsize_t(s->headers)) < 0 ||
+         dict_put(parts, "header_key", binary_parts(&s->header_key)) < 0 ||
+         dict_put(parts, "header_value", binary_parts(&s->header_value)) < 0)) {
+        Py_DECREF(parts);
+        return NULL;
+    }
+    /* The dict holds the buffers now; the sink starts again with new ones (or, failing that, keeps these). */
+    Sink fresh;
+    fresh.include_headers = s->include_headers;
+    if (sink_reset(&fresh) < 0) {
+        Py_DECREF(parts);
+        return NULL;
+    }
+    sink_clear(s);
+    s->rows = fresh.rows;
+    s->headers = fresh.headers;
+    s->topic = fresh.topic;
+    s->partition = fresh.partition;
+    s->offset = fresh.offset;
+    s->timestamp = fresh.timestamp;
+    s->timestamp_type = fresh.timestamp_type;
+    s->key = fresh.key;
+    s->value = fresh.value;
+    s->header_offsets = fresh.header_offsets;
+    s->header_key = fresh.header_key;
+    s->header_value = fresh.header_value;
+    return parts;
+}
+
+static PyObject *
+Sink_data_bytes(Sink *s, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(s->key.data.len + s->value.data.len + s->header_value.data.len);
+}
+
+static PyMethodDef Sink_methods[] = {
+    {"fill", (PyCFunction)(void (*)(void))Sink_fill, METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR("fill(batch, pos, left, position, limit, topic, partition) -> (pos, left, position)\n--\n\n"
+               "Appends up to limit records of batch as rows of topic number topic; as fill_records.")},
+    {"append", (PyCFunction)(void (*)(void))Sink_append, METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR("append(topic, partition, offset, timestamp, timestamp_type, key, value, headers)\n--\n\n"
+               "One row from decoded fields (a magic 0/1 record).")},
+    {"finish", (PyCFunction)Sink_finish, METH_NOARGS,
+     PyDoc_STR("finish() -> dict\n--\n\nThe buffers of the rows so far (bytearrays, native byte order), then a "
+               "fresh start.")},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef Sink_members[] = {
+    {"include_headers", T_BOOL, offsetof(Sink, include_headers), READONLY, NULL},
+    {"rows", T_PYSSIZET, offsetof(Sink, rows), READONLY, PyDoc_STR("Rows appended since the last finish.")},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef Sink_getset[] = {
+    {"data_bytes", (getter)Sink_data_bytes, NULL,
+     PyDoc_STR("Bytes in the binary columns' data so far (a chunk is finished before 2 GiB)."), NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SinkType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "asyncconsumer.protocol._v2records_c.ColumnSink",
+    .tp_basicsize = sizeof(Sink),
+    .tp_dealloc = (destructor)Sink_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = PyDoc_STR("ColumnSink(include_headers)\n--\n\n"
+                        "Records appended as Arrow column buffers; finish hands them over and starts again."),
+    .tp_methods = Sink_methods,
+    .tp_members = Sink_members,
+    .tp_getset = Sink_getset,
+    .tp_new = Sink_new,
+};
+
+/* ---- the module --------------------------------------------------------------------------------------------- */
+
+static PyMethodDef module_methods[] = {
+    {"fill_records", (PyCFunction)(void (*)(void))fill_records, METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR("fill_records(batch, pos, left, position, limit, out, record_type, topic, partition, leader_epoch)"
+               "\n--\n\nAppends up to limit records (record_type tuples) to out; returns (pos, left, position).")},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "asyncconsumer.protocol._v2records_c",
+    .m_doc = "The compiled v2 record decoder: the same API and results as _v2records.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__v2records_c(void)
+{
+    PyObject *reference = PyImport_ImportModule("asyncconsumer.protocol._v2records");
+    if (reference == NULL) {
+        return NULL;
+    }
+    DecodeError = PyObject_GetAttrString(reference, "DecodeError");
+    Py_DECREF(reference);
+    if (DecodeError == NULL) {
+        return NULL;
+    }
+    empty_tuple = PyTuple_New(0);
+    str_append = PyUnicode_InternFromString("append");
+    if (empty_tuple == NULL || str_append == NULL || PyType_Ready(&SinkType) < 0) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module, "ColumnSink", (PyObject *)&SinkType) < 0 ||
+        PyModule_AddObjectRef(module, "DecodeError", DecodeError) < 0 ||
+        PyModule_AddIntConstant(module, "RECORDS_AT", RECORDS_AT) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

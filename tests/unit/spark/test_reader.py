@@ -1,0 +1,157 @@
+"""The executor reader's Arrow path without a broker: ``poll_arrow``-shaped tables in, Spark-schema record batches
+out (trimmed at the range's end, batched by ``arrowBatchRows``), and the no-progress timeout."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from asyncconsumer._runtime.arrow_table import schema as poll_arrow_schema
+from asyncconsumer.errors import KafkaTimeoutError
+from asyncconsumer.spark import reader
+from asyncconsumer.spark.offsets import OffsetRange
+from asyncconsumer.spark.options import SourceOptions
+
+pa = pytest.importorskip("pyarrow", reason="pip install asyncconsumer[arrow]")
+
+UTC = datetime.UTC
+
+
+def polled(offsets: list[int], *, include_headers: bool = False, topic: str = "t", partition: int = 3) -> Any:
+    """A table as ``poll_arrow`` returns it: row ``i`` has offset ``offsets[i]``; every third key and every fourth
+    value is null; headers ``[("h", b"<offset>"), ("n", None)]``."""
+    n = len(offsets)
+    columns: dict[str, Any] = {
+        "topic": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([topic])),
+        "partition": [partition] * n,
+        "offset": offsets,
+        "timestamp": [1_700_000_000_000 + o for o in offsets],
+        "timestamp_type": [o % 2 for o in offsets],
+        "key": [None if o % 3 == 0 else f"k{o}".encode() for o in offsets],
+        "value": [None if o % 4 == 0 else f"v{o}".encode() for o in offsets],
+    }
+    if include_headers:
+        columns["headers"] = [[{"key": "h", "value": f"{o}".encode()}, {"key": "n", "value": None}] for o in offsets]
+    return pa.table(columns, schema=poll_arrow_schema(include_headers))
+
+
+def spark_row(offset: int, *, include_headers: bool = False, topic: str = "t", partition: int = 3) -> dict[str, Any]:
+    """The row ``polled`` has at ``offset``, as Spark's Kafka schema reads back."""
+    row: dict[str, Any] = {
+        "key": None if offset % 3 == 0 else f"k{offset}".encode(),
+        "value": None if offset % 4 == 0 else f"v{offset}".encode(),
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "timestamp": datetime.datetime.fromtimestamp((1_700_000_000_000 + offset) / 1000, tz=UTC),
+        "timestampType": offset % 2,
+    }
+    if include_headers:
+        row["headers"] = [{"key": "h", "value": f"{offset}".encode()}, {"key": "n", "value": None}]
+    return row
+
+
+def rows(batches: list[Any]) -> list[dict[str, Any]]:
+    return [row for batch in batches for row in batch.to_pylist()]
+
+
+@pytest.mark.parametrize("include_headers", [False, True])
+def test_a_poll_arrow_table_becomes_spark_kafka_schema_with_nulls_kept(include_headers: bool) -> None:
+    offsets = list(range(10, 22))
+    batches = list(reader.arrow_batches([polled(offsets, include_headers=include_headers)], 100, include_headers, 50))
+    assert len(batches) == 1
+    assert batches[0].schema.equals(reader.arrow_schema(include_headers))
+    assert batches[0].schema.names == reader.arrow_schema(include_headers).names  # names and order, as Spark checks
+    assert rows(batches) == [spark_row(o, include_headers=include_headers) for o in offsets]
+    assert batches[0].column("key").null_count == 4 and batches[0].column("value").null_count == 3
+
+
+def test_rows_at_and_past_the_end_are_cut_even_across_an_offset_gap() -> None:
+    # 13 is missing (a control record or a compacted one): the end falls in the gap
+    tables = [polled([10, 11, 12]), polled([14, 15, 16]), polled([17])]
+    out = rows(list(reader.arrow_batches(tables, 13, False, 100)))
+    assert [row["offset"] for row in out] == [10, 11, 12]
+    out = rows(list(reader.arrow_batches(tables, 16, False, 100)))
+    assert [row["offset"] for row in out] == [10, 11, 12, 14, 15]
+
+
+def test_the_end_is_found_in_a_table_of_several_chunks() -> None:
+    table = pa.concat_tables([polled([1, 2]), polled([3, 4, 5]), polled([6])])
+    assert table.column("offset").num_chunks == 3
+    assert reader.below(table, 5).column("offset").to_pylist() == [1, 2, 3, 4]
+    assert reader.below(table, 1).num_rows == 0
+    assert reader.below(table, 7) is table
+
+
+def test_small_polls_are_joined_and_large_ones_split_into_batches_of_at_most_batch_rows() -> None:
+    offsets = list(range(23))
+    cuts = [(0, 3), (3, 5), (5, 20), (20, 23)]
+    tables = [polled(offsets[a:b], include_headers=True) for a, b in cuts]
+    batches = list(reader.arrow_batches(tables, 100, True, 4))
+    assert [b.num_rows for b in batches] == [4, 4, 4, 4, 4, 3]
+    assert rows(batches) == [spark_row(o, include_headers=True) for o in offsets]
+
+
+def test_polls_past_the_end_give_no_empty_batches() -> None:
+    batches = list(reader.arrow_batches([polled([5, 6]), polled([7, 8])], 5, False, 10))
+    assert batches == []
+
+
+class ScriptedConsumer:
+    """``Consumer`` as the reader uses it: each ``poll_arrow`` returns the next scripted table (then empty ones) and
+    moves the position past it."""
+
+    script: list[Any] = []
+
+    def __init__(self, **config: Any) -> None:
+        self.config = config
+        self.position_ = -1
+        self.tables = list(self.script)
+
+    def __enter__(self) -> ScriptedConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def assign(self, partitions: list[Any]) -> None:
+        assert [(tp.topic, tp.partition) for tp in partitions] == [("t", 3)]
+
+    def seek(self, tp: Any, offset: int) -> None:
+        self.position_ = offset
+
+    def position(self, tp: Any) -> int:
+        return self.position_
+
+    def poll_arrow(self, timeout_ms: float = 0, max_records: int | None = None, include_headers: bool = False) -> Any:
+        if not self.tables:
+            return polled([], include_headers=include_headers)
+        table = self.tables.pop(0)
+        self.position_ = table.column("offset")[-1].as_py() + 1
+        return table
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[ScriptedConsumer]]:
+    monkeypatch.setattr(reader, "Consumer", ScriptedConsumer)
+    yield ScriptedConsumer
+    ScriptedConsumer.script = []
+
+
+def test_read_arrow_stops_at_the_end_of_its_range(scripted: type[ScriptedConsumer]) -> None:
+    scripted.script = [polled([4, 5, 6]), polled([7, 8, 9]), polled([10])]
+    options = SourceOptions(consumer={"bootstrap.servers": "h:1"}, arrow_batch_rows=2)
+    batches = list(reader.read_arrow(options, OffsetRange("t", 3, 4, 8)))
+    assert [b.num_rows for b in batches] == [2, 2]
+    assert rows(batches) == [spark_row(o) for o in (4, 5, 6, 7)]
+
+
+def test_read_arrow_raises_kafka_timeout_when_the_position_stops_moving(scripted: type[ScriptedConsumer]) -> None:
+    scripted.script = [polled([4, 5])]
+    options = SourceOptions(consumer={"bootstrap.servers": "h:1"}, poll_timeout_ms=1)
+    batches = reader.read_arrow(options, OffsetRange("t", 3, 4, 8))
+    with pytest.raises(KafkaTimeoutError, match=r"t-3.*no progress past offset 6 \(reading up to 8\)"):
+        next(batches)
