@@ -285,30 +285,28 @@ _I64LE = struct.Struct("<q")
 
 
 def partition_runs(partitions: Any, offsets: Any) -> list[tuple[int, int, int, int]]:
-    """The runs of one partition in a record batch's ``partition`` and ``offset`` columns (``pyarrow.Array``s):
-    ``(partition, first offset, last offset, rows)`` each, in order. Found with two vectorised compute calls (where
-    the partition changes) and one Python step per run, never per row; the per-record clients check the same
-    (first, last, count) per partition and poll with ``_check_contiguous``."""
-    import pyarrow.compute as pc
+    """The runs of one partition in a record batch's ``partition`` and ``offset`` columns (``pyarrow.Array``s without
+    nulls): ``(partition, first offset, last offset, rows)`` each, in order. Found in numpy (already imported by
+    pyarrow; cheaper per call than ``pyarrow.compute``, ~30 us per 75,000 rows) over zero-copy views of the columns,
+    with one Python step per run, never per row; the per-record clients check the same (first, last, count) per
+    partition and poll with ``_check_contiguous``."""
+    import numpy as np
 
     n = len(partitions)
     if n == 0:
         return []
-    changes = pc.indices_nonzero(pc.not_equal(partitions[1:], partitions[:-1])).to_pylist()
+    part = partitions.to_numpy(zero_copy_only=True)
+    offs = offsets.to_numpy(zero_copy_only=True)
+    changes = np.flatnonzero(part[1:] != part[:-1]).tolist()
     starts = [0, *(i + 1 for i in changes)]
     ends = [*changes, n - 1]
-    return [
-        (partitions[s].as_py(), offsets[s].as_py(), offsets[e].as_py(), e - s + 1)
-        for s, e in zip(starts, ends, strict=True)
-    ]
+    return [(int(part[s]), int(offs[s]), int(offs[e]), e - s + 1) for s, e in zip(starts, ends, strict=True)]
 
 
 async def child_asyncconsumer_arrow(bootstrap: str, topic: str, partitions: int, expect: int) -> Result:
     """``asyncconsumer``'s loop with ``await poll_arrow(max_records=ARROW_MAX_RECORDS)``: rows counted with
     ``num_rows``, value bytes summed from the value column's offsets, partition runs checked for gaps."""
-    # Imported before the clock starts, as the other clients' modules are; pyarrow.compute is the harness's own
-    # (partition_runs), ~9 MB of the peak RSS that poll_arrow alone would not have.
-    import pyarrow.compute  # noqa: F401
+    import pyarrow  # noqa: F401  (before the clock starts, as the other clients' modules are; it imports numpy)
 
     from asyncconsumer import AsyncConsumer, TopicPartition
 
