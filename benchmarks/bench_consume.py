@@ -284,6 +284,13 @@ _I32LE = struct.Struct("<i")  # Arrow buffers are little-endian
 _I64LE = struct.Struct("<q")
 
 
+def _numpy_view(np: Any, array: Any, dtype: Any) -> Any:
+    """A numpy view of a fixed-width ``pyarrow.Array``'s values (no nulls). Not ``Array.to_numpy``: its first call
+    imports pandas when it is installed (~250 ms and ~45 MB, which poll_arrow itself does not pay)."""
+    size = np.dtype(dtype).itemsize
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * size)
+
+
 def partition_runs(partitions: Any, offsets: Any) -> list[tuple[int, int, int, int]]:
     """The runs of one partition in a record batch's ``partition`` and ``offset`` columns (``pyarrow.Array``s without
     nulls): ``(partition, first offset, last offset, rows)`` each, in order. Found in numpy (already imported by
@@ -295,8 +302,7 @@ def partition_runs(partitions: Any, offsets: Any) -> list[tuple[int, int, int, i
     n = len(partitions)
     if n == 0:
         return []
-    part = partitions.to_numpy(zero_copy_only=True)
-    offs = offsets.to_numpy(zero_copy_only=True)
+    part, offs = _numpy_view(np, partitions, np.int32), _numpy_view(np, offsets, np.int64)
     changes = np.flatnonzero(part[1:] != part[:-1]).tolist()
     starts = [0, *(i + 1 for i in changes)]
     ends = [*changes, n - 1]
@@ -305,7 +311,8 @@ def partition_runs(partitions: Any, offsets: Any) -> list[tuple[int, int, int, i
 
 async def child_asyncconsumer_arrow(bootstrap: str, topic: str, partitions: int, expect: int) -> Result:
     """``asyncconsumer``'s loop with ``await poll_arrow(max_records=ARROW_MAX_RECORDS)``: rows counted with
-    ``num_rows``, value bytes summed from the value column's offsets, partition runs checked for gaps."""
+    ``num_rows``, value bytes summed from the value column's offsets, partition runs checked for gaps. The result
+    says whether pandas got imported meanwhile (pyarrow imports it on some first calls: ~250 ms, ~45 MB)."""
     import pyarrow  # noqa: F401  (before the clock starts, as the other clients' modules are; it imports numpy)
 
     from asyncconsumer import AsyncConsumer, TopicPartition
@@ -332,6 +339,7 @@ async def child_asyncconsumer_arrow(bootstrap: str, topic: str, partitions: int,
         count += rows
         meter.got(rows)
     result = meter.result("asyncconsumer-arrow", count, value_bytes, decoder=decoder_implementation())
+    result["pandas_imported"] = "pandas" in sys.modules
     result["positions"] = {tp.partition: await consumer.position(tp) for tp in tps}
     await consumer.close()
     return result
@@ -1201,6 +1209,7 @@ def target_results(name: str, entry: Result, summary: dict[str, Result]) -> list
                 "whole_run_ratio": whole,
                 "same_shape": (entry["records"], entry["value_size"]) == (target.records, target.size),
                 "decoder": _decoder_of(entry["runs"].get(target.client, [])),
+                "pandas_imported": any(r.get("pandas_imported") for r in entry["runs"].get(target.client, [])),
             }
         )
     return out
@@ -1224,6 +1233,8 @@ def target_lines(name: str, entry: Result, summary: dict[str, Result]) -> list[s
             line += f"; whole run, start included: {t['whole_run_ratio']:.2f}x"
         if t["decoder"] == "python":
             line += "; pure-Python decoder"
+        if t["pandas_imported"]:
+            line += "; pandas was imported during the run (~250 ms, ~45 MB)"
         if not t["same_shape"]:
             line += f"; measured on another shape than the target's {target.records:,} x {target.size} B"
         lines.append(line)

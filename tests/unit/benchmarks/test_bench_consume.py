@@ -3,6 +3,8 @@ target lines and the decoder note. Synthetic runs only: nothing here starts a br
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,6 +68,24 @@ def test_partition_runs_feed_the_contiguity_check_that_catches_a_gap(bench: Modu
     gap = bench.partition_runs(pa.array([0, 0], pa.int32()), pa.array([3, 4], pa.int64()))
     with pytest.raises(RuntimeError, match=r"partition 0: got offsets 3\.\.4"):
         bench._check_contiguous(expected, *gap[0])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed: nothing to import")
+def test_the_arrow_client_s_counting_does_not_import_pandas() -> None:
+    # A fresh interpreter (the session may have pandas already): pyarrow's to_numpy and pa.array(list) import it.
+    code = (  # arrays built from buffers: pa.array(list) would import pandas itself
+        "import struct, sys, pyarrow as pa\n"
+        "import bench_consume as b\n"
+        "def fixed(kind, fmt, values):\n"
+        "    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(struct.pack(fmt, *values))])\n"
+        "p = fixed(pa.int32(), '<3i', [0, 0, 1]).slice(1)\n"
+        "o = fixed(pa.int64(), '<3q', [4, 5, 0]).slice(1)\n"
+        "offsets = pa.py_buffer(struct.pack('<3i', 0, 2, 2))\n"
+        "v = pa.Array.from_buffers(pa.binary(), 2, [None, offsets, pa.py_buffer(b'ab')])\n"
+        "print(b.partition_runs(p, o), b.value_bytes_of(v), 'pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=BENCHMARKS)
+    assert done.stdout.strip() == "[(0, 5, 5, 1), (1, 0, 0, 1)] 2 False"
 
 
 def test_the_arrow_client_is_a_default_client_with_its_own_colour(bench: ModuleType) -> None:
@@ -168,6 +188,10 @@ def test_targets_need_both_clients_and_flag_another_shape_or_the_python_decoder(
     targets = [line for line in lines if line.startswith("- target")]
     assert len(targets) == 1  # no librdkafka: no per-record target line
     assert "pure-Python decoder" in targets[0]
+    assert "pandas" not in targets[0]
+    runs["asyncconsumer-arrow"][0]["pandas_imported"] = True
+    lines = bench.target_lines("small", report["workloads"]["small"], bench.summaries_of(report)["small"])
+    assert "pandas was imported during the run" in lines[0]
     assert "another shape than the target's 1,000,000 x 100 B" in targets[0]
 
 
