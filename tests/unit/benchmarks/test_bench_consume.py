@@ -224,9 +224,26 @@ def test_steady_records_per_s_leaves_out_the_start_and_the_first_batch(bench: Mo
     assert derived["records_per_s"] == pytest.approx(500.0)
 
 
-def test_peak_rss_says_how_much_consuming_added_when_the_start_was_recorded(bench: ModuleType) -> None:
+def test_peak_rss_and_cpu_say_what_consuming_added_and_the_polling_thread_used_when_recorded(
+    bench: ModuleType,
+) -> None:
     runs = _small_runs(arrow_wall_s=0.25)
     runs["asyncconsumer-arrow"][0]["rss_at_start_mb"] = 71.0
+    runs["asyncconsumer-arrow"][0]["main_thread_cpu_s"] = 0.1
     report = _report(runs)
     lines = bench.target_lines("small", report["workloads"]["small"], bench.summaries_of(report)["small"])
     assert "- peak RSS MB: asyncconsumer 63, asyncconsumer-arrow 80 (+9 while consuming)" in lines
+    assert (
+        "- CPU-s per million records: asyncconsumer 0.60, asyncconsumer-arrow 0.25 (0.10 in the polling thread)"
+        in lines
+    )
+
+
+def test_the_meter_splits_the_polling_thread_s_cpu_from_the_process_s(bench: ModuleType) -> None:
+    meter = bench.Meter()
+    meter.begin()
+    deadline = bench.time.process_time() + 0.05
+    while bench.time.process_time() < deadline:  # burn CPU in this thread
+        pass
+    result = meter.result("x", 1, 1)
+    assert 0.03 <= result["main_thread_cpu_s"] <= result["cpu_s"] + 0.01
