@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -11,6 +14,8 @@ from asyncconsumer import Consumer, TopicPartition
 from asyncconsumer._runtime import arrow_table
 from asyncconsumer.protocol.v2decode import ColumnSink
 from tests.support.batches import build_batch
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_table_has_the_issue_s_columns_and_keeps_nulls() -> None:
@@ -46,6 +51,24 @@ def test_the_value_column_wraps_the_sink_s_buffer_without_a_copy() -> None:
     table = arrow_table.to_table([parts], ["t"], include_headers=False)
     data = table.column("value").chunk(0).buffers()[2]
     assert data.address == pa.py_buffer(parts["value"][2]).address
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed: nothing to import")
+def test_a_table_does_not_import_pandas() -> None:
+    # A fresh interpreter: the test session may have imported pandas already. pyarrow's pa.array(list) imports it.
+    code = (
+        "import sys\n"
+        "from asyncconsumer._runtime import arrow_table\n"
+        "from asyncconsumer.protocol.v2decode import ColumnSink\n"
+        "from tests.support.batches import build_batch\n"
+        "sink = ColumnSink(False)\n"
+        "sink.fill(build_batch(0, [b'a', b'b']), -1, 0, 0, 10, 1, 0)\n"
+        "table = arrow_table.to_table([sink.finish()], ['t0', 'événements'], include_headers=False)\n"
+        "table.validate(full=True)\n"
+        "print(table.column('topic').to_pylist(), 'pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
+    assert done.stdout.split("\n")[0] == "['événements', 'événements'] False"
 
 
 def test_an_empty_poll_is_a_table_with_the_columns_and_no_rows() -> None:

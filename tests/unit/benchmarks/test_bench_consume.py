@@ -1,0 +1,249 @@
+"""benchmarks/bench_consume.py's parent-side arithmetic and report: the arrow client's counting helpers, issue 22's
+target lines and the decoder note. Synthetic runs only: nothing here starts a broker or a child."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
+
+pa = pytest.importorskip("pyarrow")
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCHMARKS))  # the scripts import their siblings by plain name
+    try:
+        import bench_consume
+
+        yield bench_consume
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+# --- the arrow child's counting ------------------------------------------------------------------------------
+
+
+VALUES = [b"ab", None, b"cde", b"", b"wxyz"]
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pa.array(VALUES, pa.binary()),
+        pa.array(VALUES, pa.binary()).slice(1, 3),
+        pa.array(VALUES, pa.binary()).slice(4),
+        pa.array(VALUES, pa.large_binary()).slice(2),
+        pa.chunked_array([pa.array(VALUES, pa.binary()), pa.array(VALUES, pa.binary()).slice(2, 1)]),
+        pa.chunked_array([], pa.binary()),
+        pa.array([None, None], pa.binary()),
+    ],
+    ids=["whole", "slice-middle", "slice-tail", "large-binary", "chunked", "empty", "all-null"],
+)
+def test_value_bytes_of_sums_the_value_lengths_as_python_would(bench: ModuleType, column: Any) -> None:
+    expected = sum(len(v) for v in column.to_pylist() if v is not None)
+    assert bench.value_bytes_of(column) == expected
+
+
+def test_partition_runs_gives_each_run_s_first_and_last_offset_and_length(bench: ModuleType) -> None:
+    partitions = pa.array([0, 0, 1, 1, 1, 0, 2], pa.int32())
+    offsets = pa.array([5, 6, 0, 1, 2, 7, 9], pa.int64())
+    assert bench.partition_runs(partitions, offsets) == [(0, 5, 6, 2), (1, 0, 2, 3), (0, 7, 7, 1), (2, 9, 9, 1)]
+    assert bench.partition_runs(pa.array([], pa.int32()), pa.array([], pa.int64())) == []
+
+
+def test_partition_runs_feed_the_contiguity_check_that_catches_a_gap(bench: ModuleType) -> None:
+    expected: dict[int, int] = {}
+    for run in bench.partition_runs(pa.array([0, 0, 1], pa.int32()), pa.array([0, 1, 0], pa.int64())):
+        bench._check_contiguous(expected, *run)
+    assert expected == {0: 2, 1: 1}
+    gap = bench.partition_runs(pa.array([0, 0], pa.int32()), pa.array([3, 4], pa.int64()))
+    with pytest.raises(RuntimeError, match=r"partition 0: got offsets 3\.\.4"):
+        bench._check_contiguous(expected, *gap[0])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed: nothing to import")
+def test_the_arrow_client_s_counting_does_not_import_pandas() -> None:
+    # A fresh interpreter (the session may have pandas already): pyarrow's to_numpy and pa.array(list) import it.
+    code = (  # arrays built from buffers: pa.array(list) would import pandas itself
+        "import struct, sys, pyarrow as pa\n"
+        "import bench_consume as b\n"
+        "def fixed(kind, fmt, values):\n"
+        "    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(struct.pack(fmt, *values))])\n"
+        "p = fixed(pa.int32(), '<3i', [0, 0, 1]).slice(1)\n"
+        "o = fixed(pa.int64(), '<3q', [4, 5, 0]).slice(1)\n"
+        "offsets = pa.py_buffer(struct.pack('<3i', 0, 2, 2))\n"
+        "v = pa.Array.from_buffers(pa.binary(), 2, [None, offsets, pa.py_buffer(b'ab')])\n"
+        "print(b.partition_runs(p, o), b.value_bytes_of(v), 'pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=BENCHMARKS)
+    assert done.stdout.strip() == "[(0, 5, 5, 1), (1, 0, 0, 1)] 2 False"
+
+
+def test_the_arrow_client_is_a_default_client_with_its_own_colour(bench: ModuleType) -> None:
+    assert "asyncconsumer-arrow" in bench.default_clients("tansu", java_ok=False)
+    assert set(bench.ALL_CLIENTS) <= set(bench._CLIENT_COLOURS)
+    assert bench.ARROW_MAX_RECORDS >= bench.POLL_MAX_RECORDS
+
+
+# --- targets and the report ----------------------------------------------------------------------------------
+
+
+def _run(client: str, records: int, size: int, wall_s: float, *, cpu_s: float = 1.0, **extra: Any) -> dict[str, Any]:
+    return {
+        "client": client,
+        "records": records,
+        "value_bytes": 0 if client == "raw" else records * size,
+        "wall_s": wall_s,
+        "cpu_s": cpu_s,
+        "first_record_s": extra.pop("first_record_s", 0.01),
+        "first_batch_records": extra.pop("first_batch_records", 0),
+        "peak_rss_mb": extra.pop("peak_rss_mb", 60.0),
+        "broker_cpu_s": 0.1,
+        "other_cpu_cores": 0.0,
+        **extra,
+    }
+
+
+def _report(
+    runs: dict[str, list[dict[str, Any]]],
+    *,
+    name: str = "small",
+    records: int = 1_000_000,
+    size: int = 100,
+    **info: Any,
+) -> dict[str, Any]:
+    machine = {"cpus": 2, "cpu_model": "cpu", "platform": "linux", "python": "3.11", **info}
+    entry = {"records": records, "value_size": size, "partitions": 4, "produce_s": 1.0, "runs": runs}
+    return {"machine": machine, "command": None, "workloads": {name: entry}}
+
+
+def _small_runs(arrow_wall_s: float, decoder: str = "c") -> dict[str, list[dict[str, Any]]]:
+    n = 1_000_000
+    return {
+        "asyncconsumer": [_run("asyncconsumer", n, 100, 0.5, cpu_s=0.6, decoder=decoder, peak_rss_mb=63)],
+        "asyncconsumer-arrow": [
+            _run("asyncconsumer-arrow", n, 100, arrow_wall_s, cpu_s=0.25, decoder=decoder, peak_rss_mb=80)
+        ],
+        # librdkafka: 0.55 s before the first record, then 2 M records/s
+        "confluent-tuned": [_run("confluent-tuned", n, 100, 1.05, first_record_s=0.55, peak_rss_mb=211)],
+        "raw": [_run("raw", n, 100, 0.2)],  # 5 M records/s
+    }
+
+
+def test_targets_on_small_say_met_or_not_with_the_ratio_and_margin(bench: ModuleType) -> None:
+    report = _report(_small_runs(arrow_wall_s=0.25))  # 4 M/s: 0.8x raw
+    text = bench.markdown(report, bench.summaries_of(report))
+    arrow = next(line for line in text.splitlines() if "asyncconsumer-arrow / raw" in line)
+    assert "= 0.80x" in arrow
+    assert ">= 0.70x: **met** (+14%)" in arrow
+    per_record = next(line for line in text.splitlines() if "asyncconsumer / confluent-tuned" in line)
+    # 2.04 M/s (0.49 s after its first record) against librdkafka's 2 M/s once it flows (1.05 s - 0.55 s start)
+    assert "records/s after 1st record = 1.02x (2.041 M / 2.000 M)" in per_record
+    assert "**met**" in per_record
+    assert "whole run, start included: 2.10x" in per_record
+    assert "- CPU-s per million records: asyncconsumer 0.60, asyncconsumer-arrow 0.25" in text
+    assert "- peak RSS MB: asyncconsumer 63, asyncconsumer-arrow 80" in text
+
+
+def test_a_missed_target_says_so(bench: ModuleType) -> None:
+    report = _report(_small_runs(arrow_wall_s=0.5))  # 2 M/s: 0.4x raw
+    summary = bench.summaries_of(report)["small"]
+    (arrow,) = [
+        t
+        for t in bench.target_results("small", report["workloads"]["small"], summary)
+        if t["target"].client == "asyncconsumer-arrow"
+    ]
+    assert arrow["ratio"] == pytest.approx(0.4)
+    assert not arrow["met"]
+    assert ">= 0.70x: **not met** (-43%)" in bench.markdown(report, {"small": summary})
+
+
+def test_the_large_target_compares_with_raw_at_1_2x(bench: ModuleType) -> None:
+    n = 200_000
+    runs = {"asyncconsumer-arrow": [_run("asyncconsumer-arrow", n, 1000, 0.25)], "raw": [_run("raw", n, 1000, 0.3)]}
+    report = _report(runs, name="large", records=n, size=1000)
+    (result,) = bench.target_results("large", report["workloads"]["large"], bench.summaries_of(report)["large"])
+    assert result["target"].at_least == 1.2
+    assert result["ratio"] == pytest.approx(1.2)
+    assert result["met"]
+
+
+def test_targets_need_both_clients_and_flag_another_shape_or_the_python_decoder(bench: ModuleType) -> None:
+    runs = _small_runs(arrow_wall_s=0.025, decoder="python")
+    runs = {c: [{**r, "records": r["records"] // 10, "wall_s": r["wall_s"] / 10} for r in rs] for c, rs in runs.items()}
+    del runs["confluent-tuned"]
+    report = _report(runs, records=100_000)
+    for r in runs["asyncconsumer-arrow"] + runs["asyncconsumer"]:
+        r["value_bytes"] = r["records"] * 100
+    lines = bench.target_lines("small", report["workloads"]["small"], bench.summaries_of(report)["small"])
+    targets = [line for line in lines if line.startswith("- target")]
+    assert len(targets) == 1  # no librdkafka: no per-record target line
+    assert "pure-Python decoder" in targets[0]
+    assert "pandas" not in targets[0]
+    runs["asyncconsumer-arrow"][0]["pandas_imported"] = True
+    lines = bench.target_lines("small", report["workloads"]["small"], bench.summaries_of(report)["small"])
+    assert "pandas was imported during the run" in lines[0]
+    assert "another shape than the target's 1,000,000 x 100 B" in targets[0]
+
+
+@pytest.mark.parametrize(
+    ("parent", "children", "expected"),
+    [
+        ("c", ["c"], "decoder: `c`"),
+        ("python", ["python"], "**`python`, the pure-Python fallback**"),
+        ("c", ["python"], "**mixed**"),
+        ("python", [], "**`python`, the pure-Python fallback**"),
+        (None, [], None),
+    ],
+)
+def test_the_header_names_the_decoder_and_never_hides_the_fallback(
+    bench: ModuleType, parent: str | None, children: list[str], expected: str | None
+) -> None:
+    runs = {"asyncconsumer": [_run("asyncconsumer", 10, 100, 1.0, decoder=d) for d in children]}
+    info = {} if parent is None else {"decoder": parent}
+    note = bench.decoder_note(_report(runs, **info))
+    if expected is None:
+        assert note is None
+    else:
+        assert note is not None and expected in note
+        assert expected in bench.header(_report(runs, **info))
+
+
+def test_steady_records_per_s_leaves_out_the_start_and_the_first_batch(bench: ModuleType) -> None:
+    derived = bench.derive(_run("x", 1_000, 100, 2.0, first_record_s=1.0, first_batch_records=200), 100)
+    assert derived["steady_records_per_s"] == pytest.approx(800.0)
+    assert derived["records_per_s"] == pytest.approx(500.0)
+
+
+def test_peak_rss_and_cpu_say_what_consuming_added_and_the_polling_thread_used_when_recorded(
+    bench: ModuleType,
+) -> None:
+    runs = _small_runs(arrow_wall_s=0.25)
+    runs["asyncconsumer-arrow"][0]["rss_at_start_mb"] = 71.0
+    runs["asyncconsumer-arrow"][0]["main_thread_cpu_s"] = 0.1
+    report = _report(runs)
+    lines = bench.target_lines("small", report["workloads"]["small"], bench.summaries_of(report)["small"])
+    assert "- peak RSS MB: asyncconsumer 63, asyncconsumer-arrow 80 (+9 while consuming)" in lines
+    assert (
+        "- CPU-s per million records: asyncconsumer 0.60, asyncconsumer-arrow 0.25 (0.10 in the polling thread)"
+        in lines
+    )
+
+
+def test_the_meter_splits_the_polling_thread_s_cpu_from_the_process_s(bench: ModuleType) -> None:
+    meter = bench.Meter()
+    meter.begin()
+    deadline = bench.time.process_time() + 0.05
+    while bench.time.process_time() < deadline:  # burn CPU in this thread
+        pass
+    result = meter.result("x", 1, 1)
+    assert 0.03 <= result["main_thread_cpu_s"] <= result["cpu_s"] + 0.01
