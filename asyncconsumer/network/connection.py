@@ -9,7 +9,6 @@ import enum
 import errno
 import socket
 import ssl
-import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
@@ -30,6 +29,7 @@ from asyncconsumer.errors import (
 )
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.coordinator import COORDINATOR_NODE_BASE
+from asyncconsumer.network.frames import FrameSizeError, FrameStream, StreamFrames, open_plain
 from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.base import (
@@ -41,9 +41,6 @@ from asyncconsumer.protocol.base import (
 )
 
 log = get_logger("asyncconsumer.network")
-
-_SIZE = struct.Struct(">i")
-MAX_FRAME_BYTES = 1 << 30
 
 
 class ConnectionState(enum.Enum):
@@ -139,7 +136,7 @@ class BrokerConnection:
         self._complete = complete
         self._on_closed = on_closed
         self._security = security or ConnectionSecurity()
-        self._stream: anyio.abc.ByteStream | None = None
+        self._stream: FrameStream | None = None
         self._next_correlation_id = 1
         self._send_lock = anyio.Lock()
         self.close_reason: KafkaError | None = None
@@ -162,13 +159,14 @@ class BrokerConnection:
         self.state = ConnectionState.READY
         log.debug("connection.ready", node=self.node_id, host=self.host, port=self.port)
 
-    async def _open(self) -> anyio.abc.ByteStream:
-        tcp = await anyio.connect_tcp(self.host, self.port)
+    async def _open(self) -> FrameStream:
         context = self._security.ssl_context
         if context is None:
-            return tcp
+            return await open_plain(self.host, self.port)
+        tcp = await anyio.connect_tcp(self.host, self.port)
         try:
-            return await TLSStream.wrap(tcp, hostname=self.host, ssl_context=context, standard_compatible=False)
+            tls = await TLSStream.wrap(tcp, hostname=self.host, ssl_context=context, standard_compatible=False)
+            return StreamFrames(tls)
         except BaseException as exc:
             # Whatever ends the handshake (a refusal, the set-up timeout's cancellation), the socket is ours to
             # close: nothing else holds it yet.
@@ -182,7 +180,7 @@ class BrokerConnection:
                 ) from exc
             raise
 
-    async def _exchange(self, stream: anyio.abc.ByteStream, request: Request) -> Response:
+    async def _exchange(self, stream: FrameStream, request: Request) -> Response:
         """One request and its answer before the reader runs (connection set-up only)."""
         version = self.version_for(type(request))
         correlation_id = self._next_correlation_id
@@ -193,7 +191,7 @@ class BrokerConnection:
             raise CorruptResponseError(f"node {self.node_id} answered another request during authentication")
         return decode_response(payload, type(request), version)
 
-    async def _authenticate(self, stream: anyio.abc.ByteStream) -> None:
+    async def _authenticate(self, stream: FrameStream) -> None:
         # Late: only SASL connections need these (a consumer without SASL never loads them).
         from asyncconsumer.network.sasl import mechanism_for
         from asyncconsumer.protocol.sasl import (
@@ -236,7 +234,7 @@ class BrokerConnection:
             token = mechanism.respond(response.auth_bytes)
         log.debug("connection.authenticated", node=self.node_id, mechanism=credentials.mechanism)
 
-    async def _negotiate(self, stream: anyio.abc.ByteStream) -> dict[int, tuple[int, int]]:
+    async def _negotiate(self, stream: FrameStream) -> dict[int, tuple[int, int]]:
         version = ApiVersionsRequest.MAX_VERSION
         for _ in range(2):
             frame = encode_request(ApiVersionsRequest(), version, 0, self._client_id)
@@ -253,28 +251,11 @@ class BrokerConnection:
             raise KafkaConnectionError(f"ApiVersions to node {self.node_id} failed with code {response.error_code}")
         raise KafkaConnectionError(f"ApiVersions to node {self.node_id} could not agree on a version")
 
-    @staticmethod
-    async def _read_exactly(stream: anyio.abc.ByteStream, n: int) -> memoryview:
-        """Reads ``n`` bytes; a frame that arrives in pieces is copied once into one buffer of its size (joining
-        the pieces would hold the frame twice at its peak)."""
-        first = await stream.receive(min(n, 4 << 20))
-        if len(first) == n:
-            return memoryview(first)
-        view = memoryview(bytearray(n))
-        got = len(first)
-        view[:got] = first
-        del first
-        while got < n:
-            chunk = await stream.receive(min(n - got, 4 << 20))
-            view[got : got + len(chunk)] = chunk
-            got += len(chunk)
-        return view
-
-    async def _read_frame(self, stream: anyio.abc.ByteStream) -> memoryview:
-        size = int(_SIZE.unpack(await self._read_exactly(stream, 4))[0])
-        if size < 4 or size > MAX_FRAME_BYTES:
-            raise CorruptResponseError(f"node {self.node_id} sent a frame of {size} bytes")
-        return await self._read_exactly(stream, size)
+    async def _read_frame(self, stream: FrameStream) -> memoryview:
+        try:
+            return await stream.receive_frame()
+        except FrameSizeError as exc:
+            raise CorruptResponseError(f"node {self.node_id} sent a frame of {exc.size} bytes") from None
 
     def version_for(self, request_type: type[Request]) -> int:
         """The highest version both sides implement; ``UnsupportedVersionError`` if none."""
