@@ -9,7 +9,6 @@ import enum
 import errno
 import socket
 import ssl
-import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
@@ -32,6 +31,7 @@ from asyncconsumer.errors import (
 )
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.coordinator import COORDINATOR_NODE_BASE
+from asyncconsumer.network.frames import FrameSizeError, FrameStream, StreamFrames, open_plain
 from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.base import (
@@ -43,8 +43,6 @@ from asyncconsumer.protocol.base import (
 )
 
 log = get_logger("asyncconsumer.network")
-
-_SIZE = struct.Struct(">i")
 
 
 class ConnectionState(enum.Enum):
@@ -141,7 +139,7 @@ class BrokerConnection:
         self._complete = complete
         self._on_closed = on_closed
         self._security = security or ConnectionSecurity()
-        self._stream: anyio.abc.ByteStream | None = None
+        self._stream: FrameStream | None = None
         self._next_correlation_id = 1
         self._send_lock = anyio.Lock()
         self._max_response_bytes = max_response_bytes
@@ -166,13 +164,14 @@ class BrokerConnection:
         self.state = ConnectionState.READY
         log.debug("connection.ready", node=self.node_id, host=self.host, port=self.port)
 
-    async def _open(self) -> anyio.abc.ByteStream:
-        tcp = await anyio.connect_tcp(self.host, self.port)
+    async def _open(self) -> FrameStream:
         context = self._security.ssl_context
         if context is None:
-            return tcp
+            return await open_plain(self.host, self.port, self._max_response_bytes)
+        tcp = await anyio.connect_tcp(self.host, self.port)
         try:
-            return await TLSStream.wrap(tcp, hostname=self.host, ssl_context=context, standard_compatible=False)
+            tls = await TLSStream.wrap(tcp, hostname=self.host, ssl_context=context, standard_compatible=False)
+            return StreamFrames(tls, self._max_response_bytes)
         except BaseException as exc:
             # Whatever ends the handshake (a refusal, the set-up timeout's cancellation), the socket is ours to
             # close: nothing else holds it yet.
@@ -186,7 +185,7 @@ class BrokerConnection:
                 ) from exc
             raise
 
-    async def _exchange(self, stream: anyio.abc.ByteStream, request: Request) -> Response:
+    async def _exchange(self, stream: FrameStream, request: Request) -> Response:
         """One request and its answer before the reader runs (connection set-up only)."""
         version = self.version_for(type(request))
         correlation_id = self._next_correlation_id
@@ -197,7 +196,7 @@ class BrokerConnection:
             raise CorruptResponseError(f"node {self.node_id} answered another request during authentication")
         return decode_response(payload, type(request), version)
 
-    async def _authenticate(self, stream: anyio.abc.ByteStream) -> None:
+    async def _authenticate(self, stream: FrameStream) -> None:
         # Late: only SASL connections need these (a consumer without SASL never loads them).
         from asyncconsumer.network.sasl import mechanism_for
         from asyncconsumer.protocol.sasl import (
@@ -240,7 +239,7 @@ class BrokerConnection:
             token = mechanism.respond(response.auth_bytes)
         log.debug("connection.authenticated", node=self.node_id, mechanism=credentials.mechanism)
 
-    async def _negotiate(self, stream: anyio.abc.ByteStream) -> dict[int, tuple[int, int]]:
+    async def _negotiate(self, stream: FrameStream) -> dict[int, tuple[int, int]]:
         version = ApiVersionsRequest.MAX_VERSION
         for _ in range(2):
             frame = encode_request(ApiVersionsRequest(), version, 0, self._client_id)
@@ -257,28 +256,11 @@ class BrokerConnection:
             raise KafkaConnectionError(f"ApiVersions to node {self.node_id} failed with code {response.error_code}")
         raise KafkaConnectionError(f"ApiVersions to node {self.node_id} could not agree on a version")
 
-    @staticmethod
-    async def _read_exactly(stream: anyio.abc.ByteStream, n: int) -> memoryview:
-        """Reads ``n`` bytes; a frame that arrives in pieces is copied once into one buffer of its size (joining
-        the pieces would hold the frame twice at its peak)."""
-        first = await stream.receive(min(n, 4 << 20))
-        if len(first) == n:
-            return memoryview(first)
-        view = memoryview(bytearray(n))
-        got = len(first)
-        view[:got] = first
-        del first
-        while got < n:
-            chunk = await stream.receive(min(n - got, 4 << 20))
-            view[got : got + len(chunk)] = chunk
-            got += len(chunk)
-        return view
-
-    async def _read_frame(self, stream: anyio.abc.ByteStream) -> memoryview:
-        size = int(_SIZE.unpack(await self._read_exactly(stream, 4))[0])
-        if not 4 <= size <= self._max_response_bytes:  # checked before a byte is allocated for the frame
-            raise self._bad_size(size)
-        return await self._read_exactly(stream, size)
+    async def _read_frame(self, stream: FrameStream) -> memoryview:
+        try:
+            return await stream.receive_frame()
+        except FrameSizeError as exc:  # checked before a byte is allocated for the frame
+            raise self._bad_size(exc.size) from None
 
     def _bad_size(self, size: int) -> KafkaError:
         if 0 <= size < 4:
