@@ -1,10 +1,11 @@
-"""Whether a C function lets other threads run while it reads a buffer: proof, not timing.
+"""Whether a C function lets other threads run while it works: proof, not timing.
 
-Another thread keeps re-initialising the bytearray the function reads with that bytearray's own contents. A
-bytearray refuses to be resized while a buffer of it is exported (``BufferError``, before it changes anything),
-and ``bytearray.__init__`` empties it first: so the other thread sees ``BufferError`` only while the function holds
-the buffer, and only if it got the GIL meanwhile. When no buffer is held the re-initialisation succeeds (a C call
-that runs no Python code, so nothing sees the bytearray emptied) and leaves the same bytes.
+``run_beside`` calls the function again and again while another thread runs a probe: Python code that can tell the
+call is in progress, which it can only see if it got the GIL during the call. ``exported`` is such a probe for a
+function that reads a bytearray: it re-initialises the bytearray with its own contents, which the bytearray refuses
+(``BufferError``, before it changes anything) only while a buffer of it is exported; ``bytearray.__init__`` empties
+it first, so it does. When no buffer is held the re-initialisation succeeds (a C call running no Python code, so
+no one sees the bytearray emptied) and leaves the same bytes.
 """
 
 from __future__ import annotations
@@ -16,22 +17,33 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def run_beside_python(call: Callable[[], T], data: bytearray, attempts: int = 200) -> tuple[list[T], int]:
-    """Calls ``call`` (which reads ``data``) until another thread ran Python code during one of the calls, or
-    ``attempts`` calls were made: (every call's result, how many times the other thread ran during a call)."""
+def exported(data: bytearray) -> Callable[[], bool]:
+    """A probe: whether a buffer of ``data`` is held (by the call) right now."""
     contents = bytes(data)
+
+    def probe() -> bool:
+        try:
+            data.__init__(contents)  # type: ignore[misc]
+        except BufferError:
+            return True
+        return False
+
+    return probe
+
+
+def run_beside(call: Callable[[], T], probe: Callable[[], bool], attempts: int = 200) -> tuple[list[T], int]:
+    """Calls ``call`` until another thread, running ``probe`` meanwhile, saw one of the calls in progress, or
+    ``attempts`` calls were made: (every call's result, how many times the probe saw a call in progress). The probe
+    runs only while a call is being made (it may also run just before or after one: it must then say False)."""
     calling = threading.Event()
     stop = threading.Event()
-    ran_during = 0
+    seen = 0
 
     def other() -> None:
-        nonlocal ran_during
+        nonlocal seen
         while not stop.is_set():
-            if calling.is_set():
-                try:
-                    data.__init__(contents)  # type: ignore[misc]
-                except BufferError:
-                    ran_during += 1
+            if calling.is_set() and probe():
+                seen += 1
 
     thread = threading.Thread(target=other, name="beside")
     thread.start()
@@ -41,11 +53,10 @@ def run_beside_python(call: Callable[[], T], data: bytearray, attempts: int = 20
             calling.set()
             results.append(call())
             calling.clear()
-            if ran_during:
+            if seen:
                 break
     finally:
         calling.clear()
         stop.set()
         thread.join()
-    assert bytes(data) == contents
-    return results, ran_during
+    return results, seen

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from asyncconsumer.protocol import records as records_module
 from asyncconsumer.protocol.records import iter_batches
 from tests.support.batches import build_batch
-from tests.support.gil import run_beside_python
+from tests.support.gil import exported, run_beside
 
 compiled: ModuleType | None
 try:
@@ -103,7 +103,7 @@ def test_a_large_buffer_is_read_with_the_gil_released() -> None:
     data = bytearray(bytes(range(256)) * (16 << 12))  # 16 MiB
     expected = google_crc32c.value(bytes(data))
     for crc in _implementations():
-        results, ran_during = run_beside_python(functools.partial(crc, data), data)
+        results, ran_during = run_beside(functools.partial(crc, data), exported(data))
         assert ran_during > 0, f"{crc.__name__}: no other thread ran during {len(results)} calls"
         assert results == [expected] * len(results)
 
@@ -113,7 +113,7 @@ def test_a_small_buffer_keeps_the_gil() -> None:
     assert compiled is not None
     crc32c = compiled.crc32c
     data = bytearray(65_535)
-    results, ran_during = run_beside_python(lambda: crc32c(data), data, attempts=50)
+    results, ran_during = run_beside(lambda: crc32c(data), exported(data), attempts=50)
     assert (ran_during, len(results)) == (0, 50)
 
 
