@@ -277,7 +277,12 @@ class _Binary:
 
 
 class ColumnSink:
-    """Records appended as Arrow column buffers; ``finish`` hands them over and starts again."""
+    """Records appended as Arrow column buffers; ``finish`` hands them over and starts again.
+
+    A sink belongs to one poll, used by one thread at a time. The compiled twin's ``fill`` lets the GIL go while it
+    writes into the buffers and refuses calls from other threads meanwhile (``RuntimeError``); this one has no
+    such window.
+    """
 
     def __init__(self, include_headers: bool) -> None:
         self.include_headers = include_headers

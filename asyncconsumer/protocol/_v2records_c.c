@@ -9,6 +9,11 @@
  * only then turned into objects or column bytes: a record is taken whole or not at all. Positions are 64-bit
  * indices compared with the buffer's length before any byte is read; no pointer is formed past the buffer.
  *
+ * ColumnSink.fill decodes with the GIL released (the polling thread's decoding then runs beside the background I/O
+ * thread): it reserves room for the whole call first, from bounds the batch proves, and the walk and the copies
+ * touch only the batch's bytes and the sink's buffers; errors are recorded and raised once the GIL is back.
+ * fill_records makes objects, so it keeps the GIL. The module also has crc32c (_crc32c.c).
+ *
  * Plain C99 and the CPython C API (3.11+).
  */
 #define PY_SSIZE_T_CLEAN
@@ -17,6 +22,8 @@
 
 #include <stdint.h>
 #include <string.h>
+
+#include "_crc32c.h"
 
 #define RECORDS_AT 61
 #define BASE_OFFSET_AT 0
@@ -209,18 +216,78 @@ decode_error(int64_t offset, PyObject *reason)
     return -1;
 }
 
-/* The record at c->pos, checked; on success pos, left and expected move past it. -1 with DecodeError set when
- * the record is malformed (the cursor does not move). */
+/* A malformed record, as found: the walk records what was wrong and the caller raises it (with the GIL: the walk
+ * may run without it). */
+typedef enum {
+    BAD_NEGATIVE_SIZE,  /* n: the size */
+    BAD_TRUNCATED,      /* - */
+    BAD_VARINT,         /* n: the varint's maximum bytes */
+    BAD_LENGTH,         /* what, n: the length */
+    BAD_HEADER_COUNT,   /* n: the count */
+    BAD_HEADER_KEY,     /* - */
+    BAD_SIZE_MISMATCH,  /* n: the size, used: the bytes its fields take */
+    BAD_TRAILING_BYTES, /* used: the bytes after the record */
+} BadKind;
+
+typedef struct {
+    BadKind kind;
+    int64_t offset; /* the offset expected next: DecodeError's */
+    int64_t at;     /* where the record starts */
+    int32_t n;
+    int64_t used;
+    const char *what;
+} Bad;
+
+/* Raises the DecodeError a Bad stands for, with the reference's reason text. Always returns -1. */
 static int
-next_record(Cursor *c, Record *r)
+raise_bad(const Bad *bad)
+{
+    long long at = (long long)bad->at;
+    PyObject *reason;
+    switch (bad->kind) {
+    case BAD_NEGATIVE_SIZE:
+        reason = PyUnicode_FromFormat("record at byte %lld: size %d is negative", at, (int)bad->n);
+        break;
+    case BAD_VARINT:
+        reason = PyUnicode_FromFormat("record at byte %lld: varint longer than %d bytes", at, (int)bad->n);
+        break;
+    case BAD_LENGTH:
+        reason = PyUnicode_FromFormat("record at byte %lld: %s length %d is invalid", at, bad->what, (int)bad->n);
+        break;
+    case BAD_HEADER_COUNT:
+        reason = PyUnicode_FromFormat("record at byte %lld: header count %d is invalid", at, (int)bad->n);
+        break;
+    case BAD_HEADER_KEY:
+        reason = PyUnicode_FromFormat("record at byte %lld: header key is not valid UTF-8", at);
+        break;
+    case BAD_SIZE_MISMATCH:
+        reason = PyUnicode_FromFormat("record at byte %lld: size %d but its fields take %lld bytes", at, (int)bad->n,
+                                      (long long)bad->used);
+        break;
+    case BAD_TRAILING_BYTES:
+        reason = PyUnicode_FromFormat("%lld bytes after the batch's last record", (long long)bad->used);
+        break;
+    case BAD_TRUNCATED:
+    default:
+        reason = PyUnicode_FromFormat("record at byte %lld: truncated", at);
+        break;
+    }
+    return decode_error(bad->offset, reason);
+}
+
+/* The record at c->pos, checked; on success pos, left and expected move past it. -1 and *bad filled when the
+ * record is malformed (the cursor does not move). Touches nothing but its arguments and the batch's bytes: it may
+ * run without the GIL. */
+static int
+next_record(Cursor *c, Record *r, Bad *bad)
 {
     const unsigned char *buf = c->buf;
     const int64_t at = c->pos, len = c->len;
-    int64_t p = at, end = len, start;
+    int64_t p = at, end = len, start = 0;
     uint64_t raw = 0;
     int rc, max_bytes = 5;
-    int32_t size, n, count;
-    const char *what;
+    int32_t size = 0, n = 0, count;
+    const char *what = NULL;
 
 #define VARINT(bytes, dst, conv)                                                                                      \
     do {                                                                                                              \
@@ -232,10 +299,13 @@ next_record(Cursor *c, Record *r)
         (dst) = conv(raw);                                                                                            \
     } while (0)
 
+    bad->offset = c->expected;
+    bad->at = at;
     VARINT(5, size, zigzag32);
     if (size < 0) {
-        return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: size %d is negative",
-                                                              (long long)at, (int)size));
+        bad->kind = BAD_NEGATIVE_SIZE;
+        bad->n = size;
+        return -1;
     }
     start = p;
     if (size > len - start) {
@@ -286,8 +356,9 @@ next_record(Cursor *c, Record *r)
     }
     VARINT(5, count, zigzag32);
     if (count < 0) {
-        return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: header count %d is invalid",
-                                                              (long long)at, (int)count));
+        bad->kind = BAD_HEADER_COUNT;
+        bad->n = count;
+        return -1;
     }
     r->header_count = count;
     r->headers_at = p;
@@ -304,8 +375,8 @@ next_record(Cursor *c, Record *r)
             goto truncated;
         }
         if (!utf8_valid(buf + p, n)) {
-            return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: header key is not valid UTF-8",
-                                                                  (long long)at));
+            bad->kind = BAD_HEADER_KEY;
+            return -1;
         }
         p += n;
         r->header_key_bytes += n;
@@ -325,13 +396,15 @@ next_record(Cursor *c, Record *r)
         }
     }
     if (p != end) {
-        return decode_error(c->expected,
-                            PyUnicode_FromFormat("record at byte %lld: size %d but its fields take %lld bytes",
-                                                 (long long)at, (int)size, (long long)(p - start)));
+        bad->kind = BAD_SIZE_MISMATCH;
+        bad->n = size;
+        bad->used = p - start;
+        return -1;
     }
     if (c->left == 1 && end != len) {
-        return decode_error(c->expected, PyUnicode_FromFormat("%lld bytes after the batch's last record",
-                                                              (long long)(len - end)));
+        bad->kind = BAD_TRAILING_BYTES;
+        bad->used = len - end;
+        return -1;
     }
 #undef VARINT
     r->offset = as_i64((uint64_t)c->base_offset + (uint64_t)offset_delta);
@@ -344,14 +417,18 @@ next_record(Cursor *c, Record *r)
 
 bad_varint:
     if (rc == VARINT_TOO_LONG) {
-        return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: varint longer than %d bytes",
-                                                              (long long)at, max_bytes));
+        bad->kind = BAD_VARINT;
+        bad->n = max_bytes;
+        return -1;
     }
 truncated:
-    return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: truncated", (long long)at));
+    bad->kind = BAD_TRUNCATED;
+    return -1;
 bad_length:
-    return decode_error(c->expected, PyUnicode_FromFormat("record at byte %lld: %s length %d is invalid",
-                                                          (long long)at, what, (int)n));
+    bad->kind = BAD_LENGTH;
+    bad->what = what;
+    bad->n = n;
+    return -1;
 }
 
 /* ---- one call: the batch, the cursor and the arguments to resume from ------------------------------------------ */
@@ -451,13 +528,13 @@ fail:
     return -1;
 }
 
-/* The next record to take: 1 and *r filled, 0 when the call is done, -1 with DecodeError set. Skips the records
- * before the position. */
+/* The next record to take: 1 and *r filled, 0 when the call is done, -1 and *bad filled (raise_bad raises it).
+ * Skips the records before the position. Needs no GIL. */
 static inline int
-call_next(Call *k, Record *r)
+call_next(Call *k, Record *r, Bad *bad)
 {
     while (k->c.left > 0 && k->taken < k->limit) {
-        if (next_record(&k->c, r) < 0) {
+        if (next_record(&k->c, r, bad) < 0) {
             return -1;
         }
         k->consumed++;
@@ -584,9 +661,12 @@ blob(const unsigned char *buf, int64_t at, int32_t len)
     return PyBytes_FromStringAndSize((const char *)buf + at, len);
 }
 
-/* The next header of a checked record: where its key and value are (value length -1: null). The record was checked,
- * but the walk is bounded again: Python code may have run since (a finalizer during an allocation, or another
- * thread writing into a bytearray batch without the GIL), so a changed batch raises instead of reading past it. */
+#define BATCH_CHANGED "the batch changed while its records were decoded"
+
+/* The next header of a checked record: where its key and value are (value length -1: null); -1 if the bytes no
+ * longer read as a header (no exception set: this may run without the GIL). The record was checked, but the walk
+ * is bounded again: another thread may have written into a bytearray batch since (it may run while fill has let
+ * the GIL go, or while an allocation ran a finalizer), so a changed batch raises instead of reading past it. */
 static int
 next_header(const unsigned char *buf, int64_t *pos, int64_t end, int64_t *key_at, int32_t *key_len,
             int64_t *value_at, int32_t *value_len)
@@ -611,7 +691,6 @@ next_header(const unsigned char *buf, int64_t *pos, int64_t end, int64_t *key_at
     *pos = p;
     return 0;
 changed:
-    PyErr_SetString(PyExc_RuntimeError, "the batch changed while its records were decoded");
     return -1;
 }
 
@@ -630,6 +709,7 @@ headers_tuple(const unsigned char *buf, const Record *r)
     int32_t key_len, value_len;
     for (int32_t i = 0; i < r->header_count; i++) {
         if (next_header(buf, &p, r->end, &key_at, &key_len, &value_at, &value_len) < 0) {
+            PyErr_SetString(PyExc_RuntimeError, BATCH_CHANGED);
             Py_DECREF(headers);
             return NULL;
         }
@@ -667,6 +747,7 @@ fill_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject
     PyObject *a[10];
     Call k;
     Record r;
+    Bad bad;
     int rc;
 
     (void)module;
@@ -684,7 +765,7 @@ fill_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject
     if (timestamp_type == NULL) {
         goto fail;
     }
-    while ((rc = call_next(&k, &r)) > 0) {
+    while ((rc = call_next(&k, &r, &bad)) > 0) {
         if (type == NULL) { /* checked where the reference's tuple.__new__ would first fail */
             if (!PyType_Check(record_type) || !PyType_IsSubtype((PyTypeObject *)record_type, &PyTuple_Type)) {
                 PyErr_Format(PyExc_TypeError, "tuple.__new__(%R): %R is not a subtype of tuple", record_type,
@@ -743,6 +824,7 @@ fill_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject
     }
     Py_DECREF(timestamp_type);
     if (rc < 0) {
+        raise_bad(&bad);
         PyBuffer_Release(&k.view);
         return NULL;
     }
@@ -773,9 +855,13 @@ typedef struct {
     int nullable;
 } Binary;
 
+/* A sink belongs to one poll: one thread at a time. fill writes into the buffers with the GIL released, so while
+ * it does, busy is set (with the GIL held) and every other method refuses to run rather than resize a buffer
+ * being written. */
 typedef struct {
     PyObject_HEAD
     char include_headers;
+    char busy;
     Py_ssize_t rows;
     Py_ssize_t headers;
     Buf topic;
@@ -1040,62 +1126,203 @@ Sink_dealloc(Sink *s)
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
-static const char *const fill_names[] = {"batch", "pos", "left", "position", "limit", "topic", "partition"};
-
-static PyObject *
-Sink_fill(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* Whether the sink may be used now (with the GIL held): -1 with RuntimeError while a fill writes into it. */
+static int
+sink_idle(Sink *s)
 {
-    PyObject *a[7];
-    Call k;
+    if (s->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "ColumnSink used from two threads at once: a sink belongs to one poll, in one thread");
+        return -1;
+    }
+    return 0;
+}
+
+/* The least a record takes of its batch (a size, attributes, two deltas, two lengths and a header count: one byte
+ * each at least; a size of 0 is "truncated") and the least a header takes of its record (its two lengths). */
+#define MIN_RECORD_BYTES 7
+#define MIN_HEADER_BYTES 2
+
+/* Batches of at least this many bytes from the cursor on are decoded with the GIL released. */
+#define FILL_NOGIL_BYTES 4096
+
+/* What fill reserved: rows and headers it may add (the fixed-width, offset and validity buffers have room for
+ * them); the data buffers' room is their capacity. */
+typedef struct {
+    int64_t rows;
+    int64_t headers;
+} Room;
+
+/* Room for every row one fill call can add, reserved with the GIL held so that the rows are written without it.
+ * The bounds come from the batch and the call: records are consecutive spans of the bytes from the cursor on, so
+ * a call reads at most (bytes / MIN_RECORD_BYTES) records, takes at most left of them and at most limit; the keys,
+ * values, header keys and header values it copies are disjoint spans within those records, so all of them together
+ * (and so each column's) fit in those bytes; headers take MIN_HEADER_BYTES each within their records. A column's
+ * data is never reserved past 2 GiB: a row that would pass it raises when reached, as it did row by row. */
+static int
+sink_reserve_call(Sink *s, const Call *k, Room *room)
+{
+    const Cursor *c = &k->c;
+    const int64_t bytes = c->pos < c->len ? c->len - c->pos : 0;
+    int64_t rows = bytes / MIN_RECORD_BYTES;
+    if (c->left < rows) {
+        rows = c->left > 0 ? c->left : 0;
+    }
+    if (k->limit < rows) {
+        rows = k->limit;
+    }
+    const int64_t headers = s->include_headers && rows > 0 ? bytes / MIN_HEADER_BYTES : 0;
+    room->rows = rows;
+    room->headers = headers;
+    if (rows == 0) {
+        return 0;
+    }
+    if (rows > PY_SSIZE_T_MAX / 8 || headers > PY_SSIZE_T_MAX / 4) {
+        PyErr_NoMemory();
+        return -1;
+    }
+#define DATA_ROOM(col) (bytes < DATA_MAX - (int64_t)(col).data.len ? bytes : DATA_MAX - (int64_t)(col).data.len)
+    if (binary_reserve(&s->key, (Py_ssize_t)rows, DATA_ROOM(s->key)) < 0 ||
+        binary_reserve(&s->value, (Py_ssize_t)rows, DATA_ROOM(s->value)) < 0 ||
+        buf_reserve(&s->topic, 4 * (Py_ssize_t)rows) < 0 || buf_reserve(&s->partition, 4 * (Py_ssize_t)rows) < 0 ||
+        buf_reserve(&s->offset, 8 * (Py_ssize_t)rows) < 0 || buf_reserve(&s->timestamp, 8 * (Py_ssize_t)rows) < 0 ||
+        buf_reserve(&s->timestamp_type, (Py_ssize_t)rows) < 0) {
+        return -1;
+    }
+    if (s->include_headers &&
+        (buf_reserve(&s->header_offsets, 4 * (Py_ssize_t)rows) < 0 ||
+         binary_reserve(&s->header_key, (Py_ssize_t)headers, DATA_ROOM(s->header_key)) < 0 ||
+         binary_reserve(&s->header_value, (Py_ssize_t)headers, DATA_ROOM(s->header_value)) < 0)) {
+        return -1;
+    }
+#undef DATA_ROOM
+    return 0;
+}
+
+/* Why sink_fill_rows returned. */
+enum { FILL_DONE, FILL_BAD_RECORD, FILL_DATA_FULL, FILL_HEADERS_FULL, FILL_CHANGED, FILL_NO_ROOM };
+
+#define HAS_ROOM(col, n) ((n) <= (int64_t)((col).data.cap - (col).data.len))
+
+/* The call's records as rows, into the room reserved: no Python API, so it runs with the GIL released. Stops at a
+ * malformed record (*bad says which: the rows before it stay), at a row past a limit (2 GiB of a column's data,
+ * 2**31 - 1 headers: checked in sink_reserve_row's order, so the same error as before), or if the batch changed
+ * under it. */
+static int
+sink_fill_rows(Sink *s, Call *k, int32_t topic, int32_t partition, Room *room, Bad *bad)
+{
+    const unsigned char *buf = k->c.buf;
+    const int8_t timestamp_type = k->c.log_append ? 1 : 0;
     Record r;
     int rc;
-    long long topic = 0, partition = 0;
 
-    if (parse_args("fill", args, nargs, kwnames, fill_names, 7, a) < 0) {
-        return NULL;
-    }
-    if (call_start(&k, a[0], a[1], a[2], a[3], a[4]) < 0) {
-        return NULL;
-    }
-    /* Checked before any record (the reference's arrays refuse them at its first row): no Python code runs between
-     * a record's check and its copy. */
-    if (int_in(a[5], INT32_MIN, INT32_MAX, &topic) < 0 || int_in(a[6], INT32_MIN, INT32_MAX, &partition) < 0) {
-        PyBuffer_Release(&k.view);
-        return NULL;
-    }
-    const unsigned char *buf = k.c.buf;
-    const int8_t timestamp_type = k.c.log_append ? 1 : 0;
-    while ((rc = call_next(&k, &r)) > 0) {
-        if (sink_reserve_row(s, r.key_len, r.value_len, r.header_count, r.header_key_bytes, r.header_value_bytes) <
-            0) {
-            goto fail;
+    while ((rc = call_next(k, &r, bad)) > 0) {
+        const int64_t key_bytes = r.key_len > 0 ? r.key_len : 0, value_bytes = r.value_len > 0 ? r.value_len : 0;
+        if (key_bytes > DATA_MAX - (int64_t)s->key.data.len || value_bytes > DATA_MAX - (int64_t)s->value.data.len) {
+            return FILL_DATA_FULL;
         }
+        if (s->include_headers) {
+            if (r.header_count > INT32_MAX - s->headers) {
+                return FILL_HEADERS_FULL;
+            }
+            if (r.header_key_bytes > DATA_MAX - (int64_t)s->header_key.data.len ||
+                r.header_value_bytes > DATA_MAX - (int64_t)s->header_value.data.len) {
+                return FILL_DATA_FULL;
+            }
+        }
+        /* sink_reserve_call proved the room is there; checked all the same, as a wrong bound would write past a
+         * buffer. */
+        if (room->rows < 1 || !HAS_ROOM(s->key, key_bytes) || !HAS_ROOM(s->value, value_bytes) ||
+            (s->include_headers &&
+             (r.header_count > room->headers || !HAS_ROOM(s->header_key, r.header_key_bytes) ||
+              !HAS_ROOM(s->header_value, r.header_value_bytes)))) {
+            return FILL_NO_ROOM;
+        }
+        room->rows--;
         binary_put(&s->key, s->rows, r.key_len < 0 ? NULL : buf + r.key_at, r.key_len);
         binary_put(&s->value, s->rows, r.value_len < 0 ? NULL : buf + r.value_at, r.value_len);
         if (s->include_headers && r.header_count > 0) {
-            int64_t p = r.headers_at, key_at, value_at;
+            room->headers -= r.header_count;
+            int64_t p = r.headers_at, key_at, value_at, key_left = r.header_key_bytes,
+                    value_left = r.header_value_bytes;
             int32_t key_len, value_len;
             for (int32_t i = 0; i < r.header_count; i++) {
-                /* Reserved for the whole row already (these only re-check it, as the walk does the bounds). */
-                if (next_header(buf, &p, r.end, &key_at, &key_len, &value_at, &value_len) < 0 ||
-                    binary_reserve(&s->header_key, 1, key_len) < 0 ||
-                    binary_reserve(&s->header_value, 1, value_len > 0 ? value_len : 0) < 0) {
-                    goto fail;
+                /* The walk that checked the record reserved this much; more would mean the bytes changed since. */
+                if (next_header(buf, &p, r.end, &key_at, &key_len, &value_at, &value_len) < 0 || key_len > key_left ||
+                    value_len > value_left) {
+                    return FILL_CHANGED;
                 }
+                key_left -= key_len;
+                value_left -= value_len > 0 ? value_len : 0;
                 binary_put(&s->header_key, s->headers, buf + key_at, key_len);
                 binary_put(&s->header_value, s->headers, value_len < 0 ? NULL : buf + value_at, value_len);
                 s->headers++;
             }
         }
-        sink_end_row(s, (int32_t)topic, (int32_t)partition, r.offset, r.timestamp, timestamp_type);
-        call_took(&k, &r);
+        sink_end_row(s, topic, partition, r.offset, r.timestamp, timestamp_type);
+        call_took(k, &r);
     }
-    if (rc < 0) {
-        goto fail;
-    }
-    return call_finish(&k);
+    return rc < 0 ? FILL_BAD_RECORD : FILL_DONE;
+}
 
-fail:
+#undef HAS_ROOM
+
+static const char *const fill_names[] = {"batch", "pos", "left", "position", "limit", "topic", "partition"};
+
+/* Reserves room for the whole call, then decodes and copies with the GIL released (over batches of
+ * FILL_NOGIL_BYTES and more): the batch is a buffer view held until the end (a bytearray refuses to be resized
+ * while exported, so its memory stays), and the sink is marked busy. Errors are raised once the GIL is back. */
+static PyObject *
+Sink_fill(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *a[7];
+    Call k;
+    Bad bad;
+    Room room;
+    int why;
+    long long topic = 0, partition = 0;
+
+    if (parse_args("fill", args, nargs, kwnames, fill_names, 7, a) < 0 || sink_idle(s) < 0) {
+        return NULL;
+    }
+    if (call_start(&k, a[0], a[1], a[2], a[3], a[4]) < 0) {
+        return NULL;
+    }
+    /* Checked before any record (the reference's arrays refuse them at its first row). */
+    if (int_in(a[5], INT32_MIN, INT32_MAX, &topic) < 0 || int_in(a[6], INT32_MIN, INT32_MAX, &partition) < 0 ||
+        sink_reserve_call(s, &k, &room) < 0) {
+        PyBuffer_Release(&k.view);
+        return NULL;
+    }
+    s->busy = 1;
+    if (k.c.pos < k.c.len && k.c.len - k.c.pos >= FILL_NOGIL_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        why = sink_fill_rows(s, &k, (int32_t)topic, (int32_t)partition, &room, &bad);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        why = sink_fill_rows(s, &k, (int32_t)topic, (int32_t)partition, &room, &bad);
+    }
+    s->busy = 0;
+    switch (why) {
+    case FILL_DONE:
+        return call_finish(&k);
+    case FILL_BAD_RECORD:
+        raise_bad(&bad);
+        break;
+    case FILL_DATA_FULL:
+        PyErr_SetString(PyExc_OverflowError, "a column's data passed 2 GiB in one chunk");
+        break;
+    case FILL_HEADERS_FULL:
+        PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
+        break;
+    case FILL_CHANGED:
+        PyErr_SetString(PyExc_RuntimeError, BATCH_CHANGED);
+        break;
+    default:
+        PyErr_SetString(PyExc_SystemError, "ColumnSink.fill: a row did not fit the room reserved for the batch");
+        break;
+    }
     PyBuffer_Release(&k.view);
     return NULL;
 }
@@ -1135,7 +1362,7 @@ Sink_append(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     int *header_has_value = NULL;
     Py_ssize_t count = 0, held = 0;
 
-    if (parse_args("append", args, nargs, kwnames, append_names, 8, a) < 0) {
+    if (parse_args("append", args, nargs, kwnames, append_names, 8, a) < 0 || sink_idle(s) < 0) {
         return NULL;
     }
     /* Everything is checked before anything is written: the row is appended whole or not at all. */
@@ -1287,6 +1514,9 @@ dict_put(PyObject *dict, const char *key, PyObject *value)
 static PyObject *
 Sink_finish(Sink *s, PyObject *Py_UNUSED(ignored))
 {
+    if (sink_idle(s) < 0) {
+        return NULL;
+    }
     if (buf_trim(&s->topic) < 0 || buf_trim(&s->partition) < 0 || buf_trim(&s->offset) < 0 ||
         buf_trim(&s->timestamp) < 0 || buf_trim(&s->timestamp_type) < 0 || binary_trim(&s->key) < 0 ||
         binary_trim(&s->value) < 0 || buf_trim(&s->header_offsets) < 0 || binary_trim(&s->header_key) < 0 ||
@@ -1376,16 +1606,82 @@ static PyTypeObject SinkType = {
     .tp_dealloc = (destructor)Sink_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = PyDoc_STR("ColumnSink(include_headers)\n--\n\n"
-                        "Records appended as Arrow column buffers; finish hands them over and starts again."),
+                        "Records appended as Arrow column buffers; finish hands them over and starts again. A sink "
+                        "belongs to one poll: fill lets the GIL go while it writes, and the sink refuses other "
+                        "threads meanwhile (RuntimeError)."),
     .tp_methods = Sink_methods,
     .tp_members = Sink_members,
     .tp_getset = Sink_getset,
     .tp_new = Sink_new,
 };
 
+/* ---- CRC-32C -------------------------------------------------------------------------------------------------- */
+
+/* Above this many bytes the GIL is released while the CRC is computed (only the held buffer view is read): below
+ * it, giving the GIL away costs more than the computation when another thread wants it. */
+#define CRC_NOGIL_BYTES 65536
+
+static PyObject *
+crc32c_call(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+            uint32_t (*extend)(uint32_t, const unsigned char *, size_t))
+{
+    unsigned long value = 0;
+    Py_buffer view;
+    uint32_t crc;
+
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 1 or 2 positional arguments but %zd were given", fname, nargs);
+        return NULL;
+    }
+    if (nargs == 2) {
+        value = PyLong_AsUnsignedLong(args[1]);
+        if (value == (unsigned long)-1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (value > 0xFFFFFFFFul) {
+            PyErr_Format(PyExc_OverflowError, "%s(): value %lu is not a 32-bit CRC", fname, value);
+            return NULL;
+        }
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (view.len >= CRC_NOGIL_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        crc = extend((uint32_t)value, (const unsigned char *)view.buf, (size_t)view.len);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        crc = extend((uint32_t)value, (const unsigned char *)view.buf, (size_t)view.len);
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+static PyObject *
+crc32c(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    return crc32c_call("crc32c", args, nargs, crc32c_extend);
+}
+
+static PyObject *
+crc32c_software(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    return crc32c_call("crc32c_software", args, nargs, crc32c_extend_software);
+}
+
 /* ---- the module --------------------------------------------------------------------------------------------- */
 
 static PyMethodDef module_methods[] = {
+    {"crc32c", (PyCFunction)(void (*)(void))crc32c, METH_FASTCALL,
+     PyDoc_STR("crc32c(data, value=0, /) -> int\n--\n\n"
+               "The CRC-32C of a bytes-like data, continuing from value (a previous result), as zlib.crc32 does for "
+               "CRC-32; by the CPU's crc32 instruction where it has one (CRC32C_IMPLEMENTATION says which).")},
+    {"crc32c_software", (PyCFunction)(void (*)(void))crc32c_software, METH_FASTCALL,
+     PyDoc_STR("crc32c_software(data, value=0, /) -> int\n--\n\n"
+               "crc32c by the portable tables whatever the CPU has (for the tests).")},
     {"fill_records", (PyCFunction)(void (*)(void))fill_records, METH_FASTCALL | METH_KEYWORDS,
      PyDoc_STR("fill_records(batch, pos, left, position, limit, out, record_type, topic, partition, leader_epoch)"
                "\n--\n\nAppends up to limit records (record_type tuples) to out; returns (pos, left, position).")},
@@ -1423,7 +1719,8 @@ PyInit__v2records_c(void)
     }
     if (PyModule_AddObjectRef(module, "ColumnSink", (PyObject *)&SinkType) < 0 ||
         PyModule_AddObjectRef(module, "DecodeError", DecodeError) < 0 ||
-        PyModule_AddIntConstant(module, "RECORDS_AT", RECORDS_AT) < 0) {
+        PyModule_AddIntConstant(module, "RECORDS_AT", RECORDS_AT) < 0 ||
+        PyModule_AddStringConstant(module, "CRC32C_IMPLEMENTATION", crc32c_init()) < 0) {
         Py_DECREF(module);
         return NULL;
     }

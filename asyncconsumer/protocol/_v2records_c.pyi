@@ -2,6 +2,16 @@
 
 from typing import Any
 
+CRC32C_IMPLEMENTATION: str
+"""``"sse4.2"`` (the CPU's crc32 instruction, found at run time) or ``"software"`` (slicing-by-8 tables)."""
+
+def crc32c(data: Any, value: int = 0, /) -> int:
+    """The CRC-32C of a bytes-like ``data`` continuing from ``value`` (as ``zlib.crc32``); the GIL is released
+    over 64 KiB and more."""
+
+def crc32c_software(data: Any, value: int = 0, /) -> int:
+    """``crc32c`` by the portable tables whatever the CPU has (for the tests)."""
+
 def fill_records(
     batch: Any,
     pos: int,
@@ -16,6 +26,8 @@ def fill_records(
 ) -> tuple[int, int, int]: ...
 
 class ColumnSink:
+    """One poll's column buffers; ``fill`` decodes with the GIL released, and refuses other threads meanwhile."""
+
     def __init__(self, include_headers: bool) -> None: ...
     @property
     def include_headers(self) -> bool: ...

@@ -55,7 +55,18 @@ _CRC_CHUNK = 65_536
 the batch's size to the peak memory (large batches are allocated outside the heap's free lists)."""
 
 
-def _hardware_crc32c() -> Callable[[memoryview], int] | None:
+def _compiled_crc32c() -> Callable[[memoryview], int] | None:
+    """The C extension's CRC32C (``_v2records_c.crc32c``: the CPU's crc32 instruction where it has one, else
+    slicing-by-8 tables), which reads the batch in place and releases the GIL over large ones; ``None`` when the
+    extension is not built (a pure-Python install)."""
+    try:
+        from asyncconsumer.protocol._v2records_c import crc32c
+    except ImportError:
+        return None
+    return crc32c
+
+
+def _google_crc32c() -> Callable[[memoryview], int] | None:
     """google-crc32c's C implementation (SSE4.2/ARMv8 CRC instructions: ~10x aiokafka's table-driven CRC), or
     ``None`` when only its pure-Python fallback is available here."""
     try:
@@ -75,7 +86,8 @@ def _hardware_crc32c() -> Callable[[memoryview], int] | None:
     return crc32c
 
 
-_crc32c = _hardware_crc32c()
+_crc32c = _compiled_crc32c() or _google_crc32c()
+"""The CRC32C ``RecordBatchView`` checks v2 batches with: compiled, else google-crc32c's; ``None``: aiokafka's."""
 
 __all__ = [
     "BatchError",
@@ -214,7 +226,7 @@ class RecordBatchView:
         return plain
 
     def _crc_ok(self) -> bool:
-        """A v2 batch's CRC32C with the hardware implementation when there is one, else aiokafka's check."""
+        """A v2 batch's CRC32C (over the bytes from its attributes on) by ``_crc32c``, else aiokafka's check."""
         if _crc32c is not None:
             stored = int(_U32.unpack_from(self.buffer, _V2_CRC_AT)[0])
             return _crc32c(self.buffer[_V2_ATTRIBUTES_AT:]) == stored

@@ -26,6 +26,7 @@ from asyncconsumer.protocol._v2records import RECORDS_AT, DecodeError
 from asyncconsumer.protocol.codecs import decompress
 from asyncconsumer.records import ConsumerRecord
 from tests.support.batches import build_batch, build_control_batch
+from tests.support.gil import exported, run_beside
 
 compiled: ModuleType | None
 try:
@@ -304,6 +305,30 @@ def built_batches(draw: st.DrawFn) -> bytes:
 
 
 any_batches = hand_batches() | built_batches()
+
+NOGIL_BYTES = 4096
+"""The compiled sink decodes a batch with the GIL released from this many bytes after the cursor on."""
+
+
+@st.composite
+def large_batches(draw: st.DrawFn) -> bytes:
+    """Well-formed batches past ``NOGIL_BYTES`` (the compiled sink decodes them with the GIL released): a few
+    record shapes (nulls, headers) repeated, at any offsets and timestamps."""
+    shapes = draw(st.lists(st.tuples(blobs, blobs, header_lists), min_size=1, max_size=5))
+    target = draw(st.integers(NOGIL_BYTES, 6 * NOGIL_BYTES))
+    records: list[bytes] = []
+    size = RECORDS_AT
+    while size < target:
+        key, value, headers = shapes[len(records) % len(shapes)]
+        i = len(records)
+        records.append(sized(record_body(i, i, key, value, [(k.encode(), v) for k, v in headers])))
+        size += len(records[-1])
+    return batch_of(
+        records,
+        base_offset=draw(st.sampled_from([0, (1 << 63) - 50]) | int64s),
+        base_timestamp=draw(int64s),
+        log_append=draw(st.booleans()),
+    )
 
 
 @st.composite
@@ -672,6 +697,101 @@ def test_same_from_any_cursor(batch: bytes, data: st.DataObject) -> None:
     position = data.draw(st.integers(-5, 40) | int64s)
     limit = data.draw(st.integers(-1, 12))
     assert_same(batch, pos, left, position, limit)
+
+
+@needs_compiled
+@settings(max_examples=100, deadline=None)
+@given(large_batches() | damaged(large_batches()), buffer_kinds, st.data())
+def test_same_on_large_batches(batch: bytes, kind: str, data: st.DataObject) -> None:
+    """Batches the compiled sink decodes with the GIL released: the same rows and the same errors (a damaged
+    record deep in the batch raises the same DecodeError, the rows before it kept), from the start or anywhere."""
+    assert_same(_as(kind, batch))
+    pos = data.draw(st.sampled_from([-1, RECORDS_AT]) | st.integers(-1, len(batch)))
+    assert_same(_as(kind, batch), pos, data.draw(st.integers(0, 1 << 20)), 0, data.draw(st.integers(0, 1 << 20)))
+
+
+@needs_compiled
+def test_same_at_the_reserved_bounds() -> None:
+    """The compiled sink reserves room for a whole call from the batch's bytes: a row per 7 bytes (the smallest
+    record: one-byte deltas, so at most 128 offsets) and a header per 2 bytes (the smallest header). Batches made
+    of nothing else fill that room exactly, or nearly (a row past it would raise SystemError)."""
+    smallest = [sized(record_body(delta, 0, None, None)) for delta in range(-64, 64)]
+    assert {len(r) for r in smallest} == {7}
+    assert_same(batch_of(smallest, base_offset=100), note=False)
+    headers = [(b"", None)] * 20_000
+    assert len(sized(record_body(0, 0, None, None, headers))) == 2 * 20_000 + 11  # 3-byte size and count
+    assert_same(batch_of([sized(record_body(i, 0, None, None, headers)) for i in range(2)]), note=False)
+
+
+def _rows_batch(records: int) -> bytearray:
+    """A batch of ``records`` 100-byte values with a key and a header each."""
+    value = bytes(range(100))
+    return bytearray(batch_of([sized(record_body(i, i, b"k%d" % i, value, [(b"h", b"x")])) for i in range(records)]))
+
+
+@needs_compiled
+def test_fill_lets_other_threads_run() -> None:
+    """While the compiled sink decodes a large batch, another thread runs Python code (``exported`` sees the batch's
+    buffer held); the rows are the reference's."""
+    assert compiled is not None
+    data = _rows_batch(20_000)  # 2.4 MB
+
+    def fill() -> Any:
+        sink = compiled.ColumnSink(True)
+        cursor = sink.fill(data, -1, 0, 0, 1 << 40, 5, 9)
+        return cursor, _plain(sink.finish())
+
+    results, seen = run_beside(fill, exported(data))
+    assert seen > 0, f"no other thread ran during {len(results)} fills"
+    expected = reference.ColumnSink(True)
+    cursor = expected.fill(bytes(data), -1, 0, 0, 1 << 40, 5, 9)
+    assert results == [(cursor, _plain(expected.finish()))] * len(results)
+
+
+@needs_compiled
+def test_a_sink_refuses_a_second_thread_while_it_fills() -> None:
+    """A sink belongs to one poll: another thread calling it while a fill writes into it gets RuntimeError, and
+    nothing it did reached the sink; the fills' rows are all there."""
+    assert compiled is not None
+    data = _rows_batch(20_000)
+    sink = compiled.ColumnSink(True)
+
+    def probe() -> bool:
+        try:
+            sink.fill(b"", -1, 0, 0, 1, 0, 0)  # idle: DecodeError (no batch header), nothing written
+        except RuntimeError as exc:
+            assert "one poll" in str(exc)
+            return True
+        except DecodeError:
+            pass
+        return False
+
+    results, seen = run_beside(lambda: sink.fill(data, -1, 0, 0, 1 << 40, 5, 9), probe)
+    assert seen > 0, f"the other thread never ran during {len(results)} fills"
+    assert results == [(len(data), 0, 20_000)] * len(results)
+    expected = reference.ColumnSink(True)
+    for _ in results:
+        expected.fill(bytes(data), -1, 0, 0, 1 << 40, 5, 9)
+    assert _plain(sink.finish()) == _plain(expected.finish())
+
+
+@needs_compiled
+@pytest.mark.parametrize("where", [0, 9_999])
+def test_errors_raised_after_the_gil_is_back(where: int) -> None:
+    """A malformed record in a batch decoded without the GIL: the reference's DecodeError, the rows before it kept,
+    and the sink usable again."""
+    assert compiled is not None
+    records = [sized(record_body(i, i, None, b"v" * 100)) for i in range(10_000)]
+    records[where] = sized(record_body(where, where, None, b"v" * 100, [(b"\xff", None)]))
+    batch = batch_of(records)
+    for impl in (reference, compiled):
+        sink = impl.ColumnSink(True)
+        with pytest.raises(DecodeError) as info:
+            sink.fill(batch, -1, 0, 0, 1 << 40, 0, 0)
+        at = RECORDS_AT + sum(len(r) for r in records[:where])
+        assert (info.value.offset, info.value.reason) == (where, f"record at byte {at}: header key is not valid UTF-8")
+        assert (sink.rows, sink.data_bytes) == (where, 100 * where)
+        assert sink.finish()["rows"] == where
 
 
 def _resumed_records(impl: ModuleType, batch: bytes, position: int, limits: Sequence[int]) -> Any:
