@@ -126,54 +126,30 @@ class _Records:
         return len(self._records)
 
     def fill(self, drain: _Drain, limit: int) -> int:
-        data = drain.data
-        assert data is not None and drain.batch is not None
-        epoch = drain.batch.leader_epoch
         if self._kd is not None or self._vd is not None:
-            return self._fill_deserialized(drain, limit, epoch)
+            return self._fill_deserialized(drain, limit)
         out = self._records
         before = len(out)
-        if isinstance(data, list):
-            drain.pos, drain.position = _take_legacy(
-                data, drain.pos, drain.position, limit, out, self._topic, self._partition
-            )
-        else:
-            drain.pos, drain.left, drain.position = fill_records(
-                data,
-                drain.pos,
-                drain.left,
-                drain.position,
-                limit,
-                out,
-                ConsumerRecord,
-                self._topic,
-                self._partition,
-                epoch,
-            )
+        drain.pos, drain.left, drain.position = self._decode(drain, limit, out)
         return len(out) - before
 
-    def _fill_deserialized(self, drain: _Drain, limit: int, epoch: int | None) -> int:
+    def _decode(self, drain: _Drain, limit: int, out: list[ConsumerRecord]) -> tuple[int, int, int]:
+        """Up to ``limit`` raw records of the batch appended to ``out``; the cursor and position after them."""
+        data, batch = drain.data, drain.batch
+        assert data is not None and batch is not None
+        if isinstance(data, list):
+            index, position = _take_legacy(data, drain.pos, drain.position, limit, out, self._topic, self._partition)
+            return index, drain.left, position
+        return fill_records(
+            data, drain.pos, drain.left, drain.position, limit, out, ConsumerRecord, self._topic, self._partition,
+            batch.leader_epoch,
+        )  # fmt: skip
+
+    def _fill_deserialized(self, drain: _Drain, limit: int) -> int:
         """Raw records first, then the deserializers; one that raises leaves the position on its record and the
         batch to be decoded again from its start (records before the position are skipped)."""
         raw: list[ConsumerRecord] = []
-        data = drain.data
-        if isinstance(data, list):
-            pos, position = _take_legacy(data, drain.pos, drain.position, limit, raw, self._topic, self._partition)
-            left = drain.left
-        else:
-            assert data is not None
-            pos, left, position = fill_records(
-                data,
-                drain.pos,
-                drain.left,
-                drain.position,
-                limit,
-                raw,
-                ConsumerRecord,
-                self._topic,
-                self._partition,
-                epoch,
-            )
+        pos, left, position = self._decode(drain, limit, raw)
         index = drain.pos
         drain.pos, drain.left, drain.position = pos, left, position
         kd, vd, out = self._kd, self._vd, self._records
