@@ -159,12 +159,7 @@ class AsyncConsumer:
         """
         core = self._core
         deadline = core.begin_poll(timeout_ms, max_records)
-        while True:
-            await self._run_callbacks()
-            records, seen, wait_s = core.poll_step(max_records, deadline)
-            if records or wait_s <= 0:
-                return records
-            await core.parts.signal.wait_async(seen, wait_s)
+        return await self._poll_until(deadline, lambda d: core.poll_step(max_records, d), bool)
 
     async def poll_arrow(
         self, timeout_ms: float = 0, max_records: int | None = None, include_headers: bool = False
@@ -179,11 +174,21 @@ class AsyncConsumer:
         arrow_table.require_pyarrow()
         core = self._core
         deadline = core.begin_poll(timeout_ms, max_records)
+        return await self._poll_until(
+            deadline, lambda d: core.poll_arrow_step(max_records, include_headers, d), lambda t: t.num_rows > 0
+        )
+
+    async def _poll_until(
+        self, deadline: int, step: Callable[[int], tuple[T, int, float]], got: Callable[[T], bool]
+    ) -> T:
+        """``step`` (with the callbacks run first) until it gets something or ``deadline`` passes, waiting for the
+        background's signal in between: the loop of ``poll`` and ``poll_arrow``."""
+        core = self._core
         while True:
             await self._run_callbacks()
-            table, seen, wait_s = core.poll_arrow_step(max_records, include_headers, deadline)
-            if table.num_rows or wait_s <= 0:
-                return table
+            result, seen, wait_s = step(deadline)
+            if got(result) or wait_s <= 0:
+                return result
             await core.parts.signal.wait_async(seen, wait_s)
 
     async def _run_callbacks(self) -> None:
