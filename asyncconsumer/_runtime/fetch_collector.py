@@ -234,8 +234,8 @@ class _Columns:
 
     CHUNK_BYTES = 1 << 30
 
-    def __init__(self, include_headers: bool) -> None:
-        self.sink = ColumnSink(include_headers)
+    def __init__(self, include_headers: bool, expected_bytes: int) -> None:
+        self.sink = ColumnSink(include_headers, expected_bytes)
         self.chunks: list[dict[str, Any]] = []
         self.topics: dict[str, int] = {}
         self._topic = 0
@@ -302,8 +302,9 @@ class FetchCollector:
         return {tp: recs for tp, recs in target.out.items() if recs}
 
     def collect_columns(self, max_records: int, include_headers: bool) -> tuple[list[dict[str, Any]], list[str]]:
-        """Up to ``max_records`` records as ``ColumnSink`` buffers (no deserializers), and the topics they name."""
-        target = _Columns(include_headers)
+        """Up to ``max_records`` records as ``ColumnSink`` buffers (no deserializers), and the topics they name.
+        The sink sizes its buffers for what is buffered now (the compiled one: after its first batch)."""
+        target = _Columns(include_headers, self._buffer.buffered_bytes)
         self._collect(max_records, target)
         return target.finish()
 
