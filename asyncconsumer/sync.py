@@ -176,7 +176,9 @@ class Consumer:
         of ``{key, value}``). Same semantics as ``poll``: positions move past the rows returned, so ``commit()``
         commits exactly them; seeks, pauses, rebalances, ``read_committed`` and errors behave alike (a corrupt record
         raises at its offset after the rows before it were returned). Deserializers do not apply: keys and values stay
-        bytes. Needs pyarrow (the ``arrow`` extra): ``ImportError`` naming it otherwise, before anything is consumed.
+        bytes. A call takes at most the fetches buffered when it starts (up to ``max_records`` rows), so a table
+        stays within about ``fetch_buffer_bytes``. Needs pyarrow (the ``arrow`` extra): ``ImportError`` naming it
+        otherwise, before anything is consumed.
         """
         arrow_table.require_pyarrow()
         core = self._core

@@ -281,10 +281,11 @@ class ColumnSink:
 
     A sink belongs to one poll, used by one thread at a time. The compiled twin's ``fill`` lets the GIL go while it
     writes into the buffers and refuses calls from other threads meanwhile (``RuntimeError``); this one has no
-    such window.
+    such window. ``expected_bytes`` is a sizing hint, the bytes of the batches about to be filled: the compiled
+    sink sizes its buffers for the poll after its first fill; it changes no row, and this sink ignores it.
     """
 
-    def __init__(self, include_headers: bool) -> None:
+    def __init__(self, include_headers: bool, expected_bytes: int = 0) -> None:
         self.include_headers = include_headers
         self._reset()
 

@@ -862,6 +862,7 @@ typedef struct {
     PyObject_HEAD
     char include_headers;
     char busy;
+    Py_ssize_t expected_bytes; /* the sizing hint, until the first fill that takes a row uses it (0: none) */
     Py_ssize_t rows;
     Py_ssize_t headers;
     Buf topic;
@@ -1098,9 +1099,10 @@ int_in(PyObject *obj, long long lo, long long hi, long long *out)
 static PyObject *
 Sink_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"include_headers", NULL};
+    static char *kwlist[] = {"include_headers", "expected_bytes", NULL};
     PyObject *include_headers;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:ColumnSink", kwlist, &include_headers)) {
+    Py_ssize_t expected_bytes = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|n:ColumnSink", kwlist, &include_headers, &expected_bytes)) {
         return NULL;
     }
     int flag = PyObject_IsTrue(include_headers);
@@ -1112,6 +1114,7 @@ Sink_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     s->include_headers = (char)flag;
+    s->expected_bytes = expected_bytes > 0 ? expected_bytes : 0;
     if (sink_reset(s) < 0) {
         Py_DECREF(s);
         return NULL;
@@ -1267,6 +1270,65 @@ sink_fill_rows(Sink *s, Call *k, int32_t topic, int32_t partition, Room *room, B
 
 #undef HAS_ROOM
 
+/* Grows a buffer to `target` bytes if it has less room: the sizing hint's, so a failure is no error. */
+static void
+buf_expect(Buf *b, double target)
+{
+    if (target > (double)(PY_SSIZE_T_MAX / 2) || (Py_ssize_t)target <= b->cap) {
+        return;
+    }
+    if (PyByteArray_Resize(b->ba, (Py_ssize_t)target) < 0) {
+        PyErr_Clear();
+        return;
+    }
+    b->p = PyByteArray_AS_STRING(b->ba);
+    b->cap = (Py_ssize_t)target;
+}
+
+static void
+binary_expect(Binary *col, double growth, int64_t slack)
+{
+    if (col->nullable) {
+        buf_expect(&col->valid, (double)col->valid.len * growth + 64);
+    }
+    buf_expect(&col->offsets, (double)col->offsets.len * growth + 64);
+    double data = (double)col->data.len * growth + (double)slack;
+    buf_expect(&col->data, data < (double)DATA_MAX ? data : (double)DATA_MAX);
+}
+
+/* After the first fill that took rows: the buffers sized for the whole poll, so that they are not copied again
+ * and again as they grow (realloc copies a buffer's whole capacity, into fresh pages it faults in). The hint is
+ * the bytes of the batches about to be filled (what the fetch buffer holds): this fill read `consumed` of them and
+ * took `taken` rows, so about taken * expected / consumed rows are coming, at most `limit` (the poll's). Every
+ * column is grown by the share those rows add to its rows so far, with one fill's worth to spare (a fill reserves
+ * room for its whole batch). An estimate, never a bound: past it the buffers grow as before. */
+static void
+sink_expect(Sink *s, int64_t consumed, int64_t taken, int64_t limit)
+{
+    const double expected = (double)s->expected_bytes;
+    s->expected_bytes = 0;
+    if (consumed <= 0 || taken <= 0 || s->rows <= 0 || expected <= (double)consumed) {
+        return;
+    }
+    double coming = (double)taken * (expected / (double)consumed); /* this fill's rows among them */
+    if (coming > (double)limit) {
+        coming = (double)limit;
+    }
+    const double scale = ((double)s->rows + coming) / (double)s->rows;
+    buf_expect(&s->topic, (double)s->topic.len * scale);
+    buf_expect(&s->partition, (double)s->partition.len * scale);
+    buf_expect(&s->offset, (double)s->offset.len * scale);
+    buf_expect(&s->timestamp, (double)s->timestamp.len * scale);
+    buf_expect(&s->timestamp_type, (double)s->timestamp_type.len * scale);
+    binary_expect(&s->key, scale, consumed);
+    binary_expect(&s->value, scale, consumed);
+    if (s->include_headers) {
+        buf_expect(&s->header_offsets, (double)s->header_offsets.len * scale);
+        binary_expect(&s->header_key, scale, consumed);
+        binary_expect(&s->header_value, scale, consumed);
+    }
+}
+
 static const char *const fill_names[] = {"batch", "pos", "left", "position", "limit", "topic", "partition"};
 
 /* Reserves room for the whole call, then decodes and copies with the GIL released (over batches of
@@ -1294,6 +1356,8 @@ Sink_fill(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
         PyBuffer_Release(&k.view);
         return NULL;
     }
+    const int64_t start_pos = k.c.pos, limit = k.limit;
+    const Py_ssize_t rows_before = s->rows;
     s->busy = 1;
     if (k.c.pos < k.c.len && k.c.len - k.c.pos >= FILL_NOGIL_BYTES) {
         Py_BEGIN_ALLOW_THREADS
@@ -1306,6 +1370,9 @@ Sink_fill(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     s->busy = 0;
     switch (why) {
     case FILL_DONE:
+        if (s->expected_bytes > 0 && s->rows > rows_before) {
+            sink_expect(s, k.c.pos - start_pos, s->rows - rows_before, limit);
+        }
         return call_finish(&k);
     case FILL_BAD_RECORD:
         raise_bad(&bad);
@@ -1605,10 +1672,11 @@ static PyTypeObject SinkType = {
     .tp_basicsize = sizeof(Sink),
     .tp_dealloc = (destructor)Sink_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = PyDoc_STR("ColumnSink(include_headers)\n--\n\n"
+    .tp_doc = PyDoc_STR("ColumnSink(include_headers, expected_bytes=0)\n--\n\n"
                         "Records appended as Arrow column buffers; finish hands them over and starts again. A sink "
                         "belongs to one poll: fill lets the GIL go while it writes, and the sink refuses other "
-                        "threads meanwhile (RuntimeError)."),
+                        "threads meanwhile (RuntimeError). expected_bytes, the bytes of the batches about to be "
+                        "filled, sizes the buffers for them after the first fill (a hint: no row changes)."),
     .tp_methods = Sink_methods,
     .tp_members = Sink_members,
     .tp_getset = Sink_getset,

@@ -89,6 +89,36 @@ def test_a_seek_drops_buffered_data_of_the_old_position() -> None:
     assert buffer.buffered_bytes == 0
 
 
+@pytest.mark.parametrize("columns", [True, False], ids=["poll_arrow", "poll"])
+def test_poll_arrow_takes_what_was_buffered_when_it_began(columns: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fetch the background adds while ``poll_arrow`` decodes waits for the next poll (which counts this one as
+    dry), so a table stays within the fetch buffer; ``poll`` still takes it."""
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b", b"c"]))
+    take, poll_done = buffer.take, buffer.poll_done
+    dry: list[bool] = []
+
+    def take_while_the_background_adds() -> CompletedFetch | None:
+        fetch = take()
+        if fetch is not None and fetch.fetch_offset == 0:
+            add(buffer, subs, build_batch(3, [b"d", b"e"]), 3)
+        return fetch
+
+    def record_poll_done(returned: int, ran_dry: bool) -> None:
+        dry.append(ran_dry)
+        poll_done(returned, ran_dry)
+
+    monkeypatch.setattr(buffer, "take", take_while_the_background_adds)
+    monkeypatch.setattr(buffer, "poll_done", record_poll_done)
+    if columns:
+        assert [chunk["rows"] for chunk in collector.collect_columns(100, False)[0]] == [3]
+        assert subs.position(TP) == 3
+        assert [chunk["rows"] for chunk in collector.collect_columns(100, False)[0]] == [2]
+    else:
+        assert [r.offset for r in collector.collect(100)[TP]] == [0, 1, 2, 3, 4]
+    assert dry[0] is True
+    assert subs.position(TP) == 5
+
+
 @pytest.fixture(params=["compiled", "google", "aiokafka"])
 def crc_implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Runs a CRC test with each CRC32C ``RecordBatchView`` may use: the C extension's (when built: a pure-Python

@@ -723,6 +723,25 @@ def test_same_at_the_reserved_bounds() -> None:
     assert_same(batch_of([sized(record_body(i, 0, None, None, headers)) for i in range(2)]), note=False)
 
 
+@needs_compiled
+@settings(max_examples=50, deadline=None)
+@given(st.lists(large_batches(), min_size=1, max_size=4), st.integers(-1, 1 << 24), st.integers(1, 1 << 20))
+def test_the_sizing_hint_changes_no_row(batches: list[bytes], expected_bytes: int, limit: int) -> None:
+    """``expected_bytes`` only sizes the compiled sink's buffers (after its first fill): with any hint, right or
+    wrong, the rows are the reference's, and the next chunk's too."""
+
+    def run(sink: Any) -> Any:
+        cursors = [sink.fill(b, -1, 0, 0, limit, i, 0) for i, b in enumerate(batches)]
+        first = _plain(sink.finish())
+        cursors += [sink.fill(b, -1, 0, 0, limit, i, 0) for i, b in enumerate(batches)]
+        return cursors, first, _plain(sink.finish())
+
+    assert compiled is not None
+    expected = run(reference.ColumnSink(True, expected_bytes))
+    assert run(compiled.ColumnSink(True, expected_bytes)) == expected
+    assert run(compiled.ColumnSink(True, expected_bytes=sum(map(len, batches)))) == expected
+
+
 def _rows_batch(records: int) -> bytearray:
     """A batch of ``records`` 100-byte values with a key and a header each."""
     value = bytes(range(100))
