@@ -371,3 +371,38 @@ def start_secured_broker(**front_kwargs: Any) -> SecuredBroker:
     """Start a ``SecureFront(**front_kwargs)`` and a fresh broker that advertises its port; the caller stops both."""
     front = SecureFront(**front_kwargs).start()
     return SecuredBroker(broker=_broker_behind(front), front=front)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local[2] Spark session for the test session (~5 s), with our source registered and Spark's own Kafka
+    source (``format("kafka")``, the reference of the differential tests) on its classpath."""
+    pytest.importorskip("pyspark", reason="pip install asyncconsumer[spark]")
+    from tests.support.spark_kafka import jars
+
+    try:
+        kafka_source = jars()
+    except KafkaUnavailable as exc:
+        _broker_unavailable(f"Spark's Kafka source: {exc}")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import asyncconsumer from this environment
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("asyncconsumer-tests")
+        .config("spark.jars", ",".join(kafka_source))
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    import asyncconsumer.spark
+
+    asyncconsumer.spark.register(session)
+    yield session
+    session.stop()

@@ -7,11 +7,8 @@ one-record batch (``produce_exact``): "latest" is then the true log end, as on K
 from __future__ import annotations
 
 import json
-import os
-import sys
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,30 +23,6 @@ from tests.support.waiting import wait_for
 pytestmark = [pytest.mark.broker]
 
 pyspark = pytest.importorskip("pyspark", reason="pip install asyncconsumer[spark]")
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import asyncconsumer from this environment
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("asyncconsumer-tests")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    import asyncconsumer.spark
-
-    asyncconsumer.spark.register(session)
-    yield session
-    session.stop()
 
 
 def produce_exact(

@@ -95,7 +95,14 @@ def _jars_dir(version: str) -> Path:
 
 def fetch_jars(version: str = KAFKA_VERSION) -> Path:
     """The directory of Kafka ``version``'s broker jars, fetched with Maven on first use (one process at a time)."""
-    libs = _jars_dir(version)
+    return maven_fetch(POM, _jars_dir(version), {"kafka.version": version}, f"Apache Kafka {version}'s jars")
+
+
+def maven_fetch(pom: Path, libs: Path, properties: Mapping[str, str], what: str) -> Path:
+    """``libs``, holding ``pom``'s runtime dependencies: copied there by Maven unless a finished copy is there.
+
+    One process fetches at a time (a lock beside ``libs``); a failed fetch leaves nothing that looks finished.
+    """
     done = libs / ".complete"
     if done.exists():
         return libs
@@ -114,8 +121,8 @@ def fetch_jars(version: str = KAFKA_VERSION) -> Path:
             "-q",
             "-B",
             "-f",
-            str(POM),
-            f"-Dkafka.version={version}",
+            str(pom),
+            *(f"-D{key}={value}" for key, value in properties.items()),
             "dependency:copy-dependencies",
             f"-DoutputDirectory={staging}",
             "-DincludeScope=runtime",
@@ -123,10 +130,10 @@ def fetch_jars(version: str = KAFKA_VERSION) -> Path:
         result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
         if result.returncode != 0:
             tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-20:])
-            raise KafkaUnavailable(f"Maven could not fetch Apache Kafka {version}'s jars:\n{tail}")
+            raise KafkaUnavailable(f"Maven could not fetch {what}:\n{tail}")
         shutil.rmtree(libs, ignore_errors=True)
         staging.rename(libs)
-        done.write_text(f"{version}\n")
+        done.write_text(f"{what}\n")
     return libs
 
 
@@ -571,12 +578,15 @@ def _stop_live_clusters() -> None:
 def _main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.support.kafka_broker")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("fetch", help="fetch the broker's jars into the cache (what CI does first)")
+    sub.add_parser("fetch", help="fetch the broker's and Spark's Kafka source's jars into the cache (CI does it first)")
     run = sub.add_parser("run", help="run a cluster in the foreground until Ctrl-C")
     run.add_argument("--nodes", type=int, default=1)
     args = parser.parse_args(argv)
     if args.command == "fetch":
         print(f"Apache Kafka {KAFKA_VERSION} jars: {fetch_jars()}")
+        from tests.support import spark_kafka
+
+        print(f"Spark's Kafka source {spark_kafka.SPARK_KAFKA_VERSION} jars: {spark_kafka.fetch_jars()}")
         return 0
     with KafkaCluster.start(args.nodes) as cluster:
         print(f"Apache Kafka {cluster.version} at {cluster.bootstrap_servers}; Ctrl-C stops it", flush=True)
