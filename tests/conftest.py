@@ -16,6 +16,7 @@ import re
 import sys
 import uuid
 from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import Any, ClassVar, Literal, NoReturn, TypeVar
 
 import attrs
@@ -28,6 +29,8 @@ from tests.support.kip848_shim import Kip848Shim
 from tests.support.loop_thread import LoopThreadServer
 from tests.support.produce import ProduceHelper
 from tests.support.secure_front import SecureFront
+from tests.support.spark_cluster import SparkCluster
+from tests.support.waiting import wait_for
 from tests.support.watchdog import watching
 
 Broker = EmbeddedBroker | KafkaCluster
@@ -88,11 +91,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "cluster: runs on a 3-node Apache Kafka cluster (`kafka_cluster`); select with -m cluster"
     )
+    config.addinivalue_line(
+        "markers", "spark_cluster: a test of the `spark` fixture that also runs on the Spark standalone cluster"
+    )
+    config.addinivalue_line(
+        "markers", "spark_cluster_only: a test of the `spark` fixture that runs on the Spark standalone cluster only"
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before the fixture's own params are applied, so these replace them
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test marked for one broker gets only that broker's parameter (the others are not collected at all)."""
+    """A test marked for one broker gets only that broker's parameter (the others are not collected at all); a test
+    of the ``spark`` fixture runs on local Spark only unless marked ``spark_cluster`` (both) or
+    ``spark_cluster_only``."""
+    if "spark" in metafunc.fixturenames:
+        _spark_modes(metafunc)
     names = [name for name in BROKER_FIXTURES if name in metafunc.fixturenames]
     if not names:
         return
@@ -101,6 +114,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise pytest.UsageError(f"{metafunc.definition.nodeid} is marked for both brokers")
     for name in names if only else ():  # as marks, which pytest applies and which take precedence over fixture params
         metafunc.definition.add_marker(pytest.mark.parametrize(name, only, indirect=True, scope=BROKER_FIXTURES[name]))
+
+
+def _spark_modes(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("spark_cluster_only") is not None:
+        modes = ["standalone"]
+    elif metafunc.definition.get_closest_marker("spark_cluster") is not None:
+        return  # the fixture's own params: SPARK_MODES
+    else:
+        modes = ["local"]
+    metafunc.definition.add_marker(pytest.mark.parametrize("spark", modes, indirect=True, scope="session"))
 
 
 def broker_kind(item: pytest.Item) -> str | None:
@@ -373,10 +396,38 @@ def start_secured_broker(**front_kwargs: Any) -> SecuredBroker:
     return SecuredBroker(broker=_broker_behind(front), front=front)
 
 
+SPARK_MODES = ("local", "standalone")
+"""Where the ``spark`` fixture's session runs: ``local[2]`` in this process's JVM, or a standalone cluster on
+loopback (``tests/support/spark_cluster.py``: a master and two one-core workers, so two executors, each its own JVM
+with its own Python workers). Only tests marked ``spark_cluster`` (or ``spark_cluster_only``) get the second."""
+
+
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    """One local[2] Spark session for the test session (~5 s), with our source registered and Spark's own Kafka
-    source (``format("kafka")``, the reference of the differential tests) on its classpath."""
+def spark_cluster(request: pytest.FixtureRequest) -> Iterator[SparkCluster]:
+    """The standalone Spark cluster of the ``spark`` fixture's standalone leg (started on first use, ~10 s)."""
+    from tests.support.spark_cluster import SparkClusterStartError
+
+    try:
+        cluster = SparkCluster.start(workers=2)
+    except (OSError, SparkClusterStartError) as exc:
+        _broker_unavailable(f"the Spark standalone cluster could not start: {exc}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop(keep_logs=bool(request.session.testsfailed))
+    left = cluster.pids()
+    if left:
+        pytest.fail(f"the Spark cluster left processes running: {left}", pytrace=False)
+
+
+@pytest.fixture(scope="session", params=SPARK_MODES)
+def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """One Spark session per mode (``SPARK_MODES``) for the test session, with our source registered and Spark's own
+    Kafka source (``format("kafka")``, the reference of the differential tests) on its classpath.
+
+    Only one SparkContext can live in a process: pytest groups the tests by this session-scoped parameter and stops
+    one mode's session before it starts the other's. ``local`` takes ~5 s; ``standalone`` waits until both
+    executors have registered (~15 s with the cluster)."""
     pytest.importorskip("pyspark", reason="pip install asyncconsumer[spark]")
     from tests.support.spark_kafka import jars
 
@@ -388,9 +439,8 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import asyncconsumer from this environment
     from pyspark.sql import SparkSession
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("asyncconsumer-tests")
+    builder = (
+        SparkSession.builder.appName(f"asyncconsumer-tests-{request.param}")
         .config("spark.jars", ",".join(kafka_source))
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
@@ -398,11 +448,40 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
     )
-    session.sparkContext.setLogLevel("ERROR")
-    import asyncconsumer.spark
+    executors = 0
+    if request.param == "standalone":
+        cluster: SparkCluster = request.getfixturevalue("spark_cluster")
+        executors = len(cluster.workers)
+        builder = (
+            builder.master(cluster.master_url)
+            .config("spark.executor.memory", "512m")
+            .config("spark.cores.max", str(executors))
+            # Executors' Python workers import asyncconsumer and the tests from the tree under test (the venv's
+            # editable install may point at another checkout).
+            .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(_tree_paths()))
+            .config("spark.pyspark.python", sys.executable)
+        )
+    else:
+        builder = builder.master("local[2]")
+    session = builder.getOrCreate()
+    try:
+        session.sparkContext.setLogLevel("ERROR")
+        if executors:
+            memory_status = session.sparkContext._jsc.sc().getExecutorMemoryStatus  # the driver is listed too
+            wait_for(lambda: memory_status().size() > executors, timeout=120, message="both executors registered")
+        import asyncconsumer.spark
 
-    asyncconsumer.spark.register(session)
-    yield session
-    session.stop()
+        asyncconsumer.spark.register(session)
+        yield session
+    finally:
+        session.stop()
+
+
+def _tree_paths() -> list[str]:
+    """The directory holding the imported ``asyncconsumer`` and ``tests``, then this process's PYTHONPATH."""
+    import asyncconsumer
+
+    root = str(Path(asyncconsumer.__file__).resolve().parent.parent)
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
+    return [root, *extra]

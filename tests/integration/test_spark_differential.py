@@ -13,7 +13,11 @@ import pytest
 from tests.conftest import Broker, TopicFactory
 from tests.integration.test_spark import produce_exact
 
-pytestmark = [pytest.mark.broker, pytest.mark.kafka_only("Spark's Kafka source is the reference on Kafka")]
+pytestmark = [
+    pytest.mark.broker,
+    pytest.mark.kafka_only("Spark's Kafka source is the reference on Kafka"),
+    pytest.mark.spark_cluster,  # also on the standalone cluster: nothing may depend on the driver's process
+]
 
 pyspark = pytest.importorskip("pyspark", reason="pip install asyncconsumer[spark]")
 
