@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from asyncconsumer.spark.commit import commit_batch, with_group_commit
+from asyncconsumer.spark.progress import offsets_behind_latest
 from asyncconsumer.spark.source import KafkaDataSource
 
-__all__ = ["KafkaDataSource", "commit_batch", "register", "with_group_commit"]
+__all__ = ["KafkaDataSource", "commit_batch", "offsets_behind_latest", "register", "with_group_commit"]
 
 
 def register(spark: Any) -> None:

@@ -110,6 +110,8 @@ class KafkaStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailab
 
     _target: Offsets | None = None
     """``trigger(availableNow=True)``: the log ends when the query started; nothing later is read."""
+    _latest: Offsets | None = None
+    """The log ends the last ``latestOffset`` saw (before any read limit): what ``reportLatestOffset`` reports."""
 
     def prepareForTriggerAvailableNow(self) -> None:
         consumer = self.consumer()
@@ -131,9 +133,16 @@ class KafkaStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailab
         new = [tp for tp in tps if tp not in begin]
         if new:  # new partitions are read from their start
             begin.update(consumer.beginning_offsets(new))
+        self._latest = latest
         if isinstance(limit, ReadMaxRows):
             latest = plan.limit(begin, latest, limit.max_rows)
         return plan.to_json(latest)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The progress's ``latestOffset``, as Spark's Kafka source reports it: the log ends ``latestOffset`` saw,
+        whatever ``maxOffsetsPerTrigger`` let the batch take (``offsets_behind_latest`` turns the two into Spark's
+        source metrics, which a Python source cannot report itself)."""
+        return plan.to_json(self._latest) if self._latest else None
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:
