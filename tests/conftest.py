@@ -7,6 +7,9 @@ When a broker cannot start (for Kafka: no Java 17 or Maven), its tests are skipp
 Markers for broker tests: ``@pytest.mark.tansu_only(reason)`` and ``@pytest.mark.kafka_only(reason)`` run a test
 against one broker only; ``@pytest.mark.xfail_on_tansu(reason, raises=...)`` pins a Tansu deviation as a strict xfail
 there while the same test must pass on Kafka. They apply to a test through any fixture of ``BROKER_FIXTURES``.
+
+The session ``spark`` fixture is ``local[2]``; a test marked ``spark_cluster`` runs on a Spark standalone cluster on
+loopback as well (``spark_cluster_only``: there only), see ``SPARK_MODES``.
 """
 
 from __future__ import annotations

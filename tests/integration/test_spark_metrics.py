@@ -18,9 +18,14 @@ from asyncconsumer.spark import offsets_behind_latest
 from tests.conftest import Broker, TopicFactory
 from tests.integration.test_spark import produce_exact
 
-pytestmark = [pytest.mark.broker, pytest.mark.kafka_only("Spark's Kafka source is the reference on Kafka")]
+pytestmark = [
+    pytest.mark.broker,
+    pytest.mark.kafka_only("Spark's Kafka source is the reference on Kafka"),
+    pytest.mark.spark_cluster,  # a stream of three batches on the standalone cluster too
+]
 
 pyspark = pytest.importorskip("pyspark", reason="pip install asyncconsumer[spark]")
+
 
 def offsets(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
