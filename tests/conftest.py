@@ -405,22 +405,33 @@ loopback (``tests/support/spark_cluster.py``: a master and two one-core workers,
 with its own Python workers). Only tests marked ``spark_cluster`` (or ``spark_cluster_only``) get the second."""
 
 
-@pytest.fixture(scope="session")
-def spark_cluster(request: pytest.FixtureRequest) -> Iterator[SparkCluster]:
-    """The standalone Spark cluster of the ``spark`` fixture's standalone leg (started on first use, ~10 s)."""
+_SPARK_CLUSTER = pytest.StashKey[SparkCluster]()
+
+
+def _start_spark_cluster() -> SparkCluster:
     from tests.support.spark_cluster import SparkClusterStartError
 
     try:
-        cluster = SparkCluster.start(workers=2)
+        return SparkCluster.start(workers=2)
     except (OSError, SparkClusterStartError) as exc:
         _broker_unavailable(f"the Spark standalone cluster could not start: {exc}")
-    try:
-        yield cluster
-    finally:
-        cluster.stop(keep_logs=bool(request.session.testsfailed))
+
+
+def _stop_spark_cluster(cluster: SparkCluster, request: pytest.FixtureRequest) -> None:
+    """Stop it (keeping the logs if a test failed) and fail if any of its processes outlived it."""
+    cluster.stop(keep_logs=bool(request.session.testsfailed))
     left = cluster.pids()
     if left:
         pytest.fail(f"the Spark cluster left processes running: {left}", pytrace=False)
+
+
+@pytest.fixture
+def spark_cluster(spark: Any, request: pytest.FixtureRequest) -> SparkCluster:
+    """The standalone cluster under the ``spark`` fixture's standalone session (for ``spark_cluster_only`` tests)."""
+    cluster = request.config.stash.get(_SPARK_CLUSTER, None)
+    if cluster is None:
+        raise pytest.UsageError(f"{request.node.nodeid}: spark_cluster needs the standalone spark (spark_cluster_only)")
+    return cluster
 
 
 @pytest.fixture(scope="session", params=SPARK_MODES)
@@ -429,8 +440,9 @@ def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
     Kafka source (``format("kafka")``, the reference of the differential tests) on its classpath.
 
     Only one SparkContext can live in a process: pytest groups the tests by this session-scoped parameter and stops
-    one mode's session before it starts the other's. ``local`` takes ~5 s; ``standalone`` waits until both
-    executors have registered (~15 s with the cluster)."""
+    one mode's session before it starts the other's. ``local`` takes ~5 s; ``standalone`` starts the cluster and
+    waits until both executors have registered (20-50 s on a busy 2-core machine), and stops the cluster with the
+    session."""
     pytest.importorskip("pyspark", reason="pip install asyncconsumer[spark]")
     from tests.support.spark_kafka import jars
 
@@ -453,8 +465,10 @@ def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
         .config("spark.sql.session.timeZone", "UTC")
     )
     executors = 0
-    if request.param == "standalone":
-        cluster: SparkCluster = request.getfixturevalue("spark_cluster")
+    cluster: SparkCluster | None = None
+    if request.param == "standalone":  # the cluster lives as long as this session: ~10 s to start, ~3 s to stop
+        cluster = _start_spark_cluster()
+        request.config.stash[_SPARK_CLUSTER] = cluster
         executors = len(cluster.workers)
         builder = (
             builder.master(cluster.master_url)
@@ -467,18 +481,23 @@ def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
         )
     else:
         builder = builder.master("local[2]")
-    session = builder.getOrCreate()
     try:
-        session.sparkContext.setLogLevel("ERROR")
-        if executors:
-            memory_status = session.sparkContext._jsc.sc().getExecutorMemoryStatus  # the driver is listed too
-            wait_for(lambda: memory_status().size() > executors, timeout=120, message="both executors registered")
-        import asyncconsumer.spark
+        session = builder.getOrCreate()
+        try:
+            session.sparkContext.setLogLevel("ERROR")
+            if executors:
+                memory_status = session.sparkContext._jsc.sc().getExecutorMemoryStatus  # the driver is listed too
+                wait_for(lambda: memory_status().size() > executors, timeout=120, message="both executors registered")
+            import asyncconsumer.spark
 
-        asyncconsumer.spark.register(session)
-        yield session
+            asyncconsumer.spark.register(session)
+            yield session
+        finally:
+            session.stop()
     finally:
-        session.stop()
+        if cluster is not None:
+            del request.config.stash[_SPARK_CLUSTER]
+            _stop_spark_cluster(cluster, request)
 
 
 def _tree_paths() -> list[str]:

@@ -45,7 +45,8 @@ def test_executors_on_both_workers_each_read_their_own_offset_ranges(
     df = spark.read.format("asyncconsumer").options(**options).load().select("topic", "partition", "offset")
     tasks = df.rdd.mapPartitions(where_read).collect()  # one stage: each task reads its range and reports it
 
-    assert len(tasks) == 8  # minPartitions splits each Kafka partition's 30 offsets in two ranges
+    summary = [(cwd, pid, sorted({p for _, p, _ in r}), len(r)) for cwd, pid, _, r in tasks]
+    assert len(tasks) == 8, summary  # minPartitions splits each Kafka partition's 30 offsets in two ranges
     import asyncconsumer
 
     workers = set()
@@ -57,7 +58,7 @@ def test_executors_on_both_workers_each_read_their_own_offset_ranges(
         assert worker, f"task ran outside the cluster's executors: {cwd}"
         workers.add(worker[0])
         # its own range: one Kafka partition, contiguous offsets
-        assert len({(t, p) for t, p, _ in read}) == 1
+        assert len({(t, p) for t, p, _ in read}) == 1, summary
         offsets = sorted(o for _, _, o in read)
         assert offsets == list(range(offsets[0], offsets[0] + len(offsets)))
     assert workers == {1, 2}
