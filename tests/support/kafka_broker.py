@@ -57,9 +57,12 @@ TEST_SETTINGS: Mapping[str, str] = {
     "transaction.state.log.num.partitions": "5",
     "num.partitions": "1",
     "log.retention.check.interval.ms": "3600000",
+    "log.retention.ms": "-1",
 }
 """Settings for tests: no initial rebalance delay, both group protocols, KIP-848 sessions short enough to wait out,
-fewer partitions for the internal topics (each costs start-up time)."""
+fewer partitions for the internal topics (each costs start-up time), and no time retention: tests write records
+stamped in the past (``1_700_000_000_000 + i``), which the first retention check (30 s after start) would delete,
+moving the log start to the end under a running test."""
 
 
 class KafkaUnavailable(RuntimeError):
