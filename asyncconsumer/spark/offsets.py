@@ -100,23 +100,22 @@ def starting_offsets(consumer: Consumer, tps: list[TopicPartition], options: Sou
 
 
 def limit(start: Offsets, latest: Offsets, max_offsets: int) -> Offsets:
-    """At most ``max_offsets`` offsets in all, split over the partitions in proportion to their lag."""
-    lags = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
+    """About ``max_offsets`` offsets in all, shared over the partitions in proportion to their lag, as Spark's Kafka
+    source splits ``maxOffsetsPerTrigger`` (``KafkaMicroBatchStream.rateLimit``): each partition with lag gets
+    ``max_offsets * lag / total`` offsets, rounded down, except that a share below one is rounded up so that no
+    partition starves. So a batch may hold a little less than ``max_offsets`` (the roundings down) or, with many
+    partitions of tiny lag, a little more (the roundings up)."""
+    lags = {tp: latest[tp] - start[tp] for tp in latest if tp in start and latest[tp] - start[tp] > 0}
     total = sum(lags.values())
     if total <= max_offsets:
         return dict(latest)
     out: Offsets = {}
-    for tp, lag in lags.items():
-        share = math.floor(max_offsets * lag / total)
-        out[tp] = start.get(tp, latest[tp]) + min(lag, share)
-    left = max_offsets - sum(out[tp] - start.get(tp, latest[tp]) for tp in lags)
-    for tp in sorted(lags, key=lambda t: -lags[t]):  # the rounding remainder to the largest lags
-        if left <= 0:
-            break
-        room = latest[tp] - out[tp]
-        take = min(room, left)
-        out[tp] += take
-        left -= take
+    for tp, end in latest.items():
+        if tp not in lags:
+            out[tp] = end
+            continue
+        share = max_offsets * lags[tp] / total
+        out[tp] = min(end, start[tp] + (math.ceil(share) if share < 1 else math.floor(share)))
     return out
 
 

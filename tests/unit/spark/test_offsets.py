@@ -26,8 +26,15 @@ def test_max_offsets_per_trigger_is_split_by_lag_and_never_exceeded() -> None:
     assert limited == {A0: 75, A1: 125, B0: 0}
     assert sum(limited[tp] - start[tp] for tp in start) == 100
     assert limit(start, latest, 1_000) == latest  # everything fits
-    odd = limit({A0: 0, A1: 0}, {A0: 3, A1: 3}, 5)  # the rounding remainder is handed out, not lost
-    assert sum(odd.values()) == 5 and all(odd[tp] <= 3 for tp in odd)
+
+
+def test_max_offsets_per_trigger_rounds_as_spark_kafka_source_does() -> None:
+    """Shares are rounded down (the remainder waits for the next batch) except shares below one, rounded up."""
+    assert limit({A0: 0, A1: 0}, {A0: 3, A1: 3}, 5) == {A0: 2, A1: 2}  # 2.5 each: 4 in all, not 5
+    assert limit({A0: 0, A1: 7}, {A0: 1000, A1: 8}, 10) == {A0: 9, A1: 8}  # 9.99 -> 9, 0.0099 -> 1: 10 in all
+    tiny = limit({A0: 0, A1: 0, B0: 0}, {A0: 1, A1: 1, B0: 98}, 4)  # 0.04, 0.04, 3.92 -> 1, 1, 3
+    assert tiny == {A0: 1, A1: 1, B0: 3}
+    assert limit({A0: 10, A1: 5}, {A0: 10, A1: 4}, 1) == {A0: 10, A1: 4}  # no lag (or a shrunk log): latest
 
 
 def test_plan_splits_for_min_partitions_and_reads_new_partitions_from_their_start() -> None:
