@@ -100,7 +100,7 @@ class KafkaBatchReader(_Reading, DataSourceReader):
             consumer = self.consumer()
             tps = plan.partitions(consumer, self.options)
             start = plan.starting_offsets(consumer, tps, self.options)
-            end = plan.resolve(consumer, tps, self.options.ending, "endingOffsets")
+            end = plan.ending_offsets(consumer, tps, self.options)
             return self.ranges(start, end)
         finally:
             self.close()
