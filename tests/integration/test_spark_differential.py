@@ -59,9 +59,17 @@ def assert_same(frames: dict[str, Any]) -> list[tuple[Any, ...]]:
     kafka, ours = frames["kafka"], frames["asyncconsumer"]
     assert ours.schema == kafka.schema
     expected, got = rows(kafka), rows(ours)
-    assert len(got) == len(expected)
+    assert len(got) == len(expected), f"rows per topic-partition: Spark's {counts(expected)}, ours {counts(got)}"
     assert got == expected
     return got
+
+
+def counts(found: list[tuple[Any, ...]]) -> dict[tuple[str, int], int]:
+    """Rows per (topic, partition), for failure messages."""
+    out: dict[tuple[str, int], int] = {}
+    for r in found:
+        out[r[2], r[3]] = out.get((r[2], r[3]), 0) + 1
+    return out
 
 
 def outcome(spark: Any, source: str, options: dict[str, str]) -> list[tuple[Any, ...]] | str:
