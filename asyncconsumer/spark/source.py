@@ -85,8 +85,10 @@ class _Reading:
         return [RangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        if not isinstance(partition, RangePartition):  # nothing planned: Spark still runs one task, with None
-            return iter(())
+        if not isinstance(partition, RangePartition):
+            if partition.value is None:  # nothing planned: Spark still runs one task, on InputPartition(None)
+                return iter(())
+            raise TypeError(f"not an offset range of this source: {partition!r}")
         if self.options.use_arrow:
             return read_arrow(self.options, partition.offset_range)
         return read_tuples(self.options, partition.offset_range)
