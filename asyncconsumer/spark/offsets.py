@@ -22,6 +22,9 @@ log = get_logger("asyncconsumer.spark")
 
 Offsets = dict[TopicPartition, int]
 
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+"""Kafka's own topics, which ``subscribePattern`` never matches (Spark lists topics without them)."""
+
 
 class DataLossError(KafkaError):
     """Offsets the query needs are gone (retention, or a topic recreated) and ``failOnDataLoss`` is true."""
@@ -49,7 +52,10 @@ def from_json(data: Mapping[str, Mapping[str, int]]) -> Offsets:
 
 
 def partitions(consumer: Consumer, options: SourceOptions) -> list[TopicPartition]:
-    """The partitions the options name now (a pattern or topic list is resolved against current metadata)."""
+    """The partitions the options name now (a pattern or topic list is resolved against current metadata).
+
+    ``subscribePattern`` matches a topic when it matches anywhere in its name, as Spark's Kafka source does
+    (``findFirstIn``, not a whole-name match): anchor it with ``^...$`` for a whole name."""
     if options.assign is not None:
         return [TopicPartition(t, p) for t, parts in options.assign.items() for p in parts]
     if options.subscribe is not None:
@@ -60,7 +66,12 @@ def partitions(consumer: Consumer, options: SourceOptions) -> list[TopicPartitio
     assert options.pattern is not None
     pattern = re.compile(options.pattern)
     topics = consumer.topics()
-    return [TopicPartition(t, p.partition) for t, infos in topics.items() if pattern.fullmatch(t) for p in infos]
+    return [
+        TopicPartition(t, p.partition)
+        for t, infos in topics.items()
+        if t not in INTERNAL_TOPICS and pattern.search(t)
+        for p in infos
+    ]
 
 
 def resolve(consumer: Consumer, tps: list[TopicPartition], spec: OffsetSpec, name: str) -> Offsets:
@@ -86,37 +97,79 @@ def resolve(consumer: Consumer, tps: list[TopicPartition], spec: OffsetSpec, nam
 
 
 def starting_offsets(consumer: Consumer, tps: list[TopicPartition], options: SourceOptions) -> Offsets:
-    """Where a new query starts: by timestamp when asked (no offset at or after it -> the latest), else by spec."""
+    """Where a new query starts: by timestamp when asked, else by ``startingOffsets``.
+
+    A partition with no offset at or after its timestamp follows ``startingOffsetsByTimestampStrategy``: an error
+    naming it ("error", Spark's default) or its latest offset ("latest")."""
     if options.starting_timestamp is None and options.starting_by_timestamp is None:
         return resolve(consumer, tps, options.starting, "startingOffsets")
-    if options.starting_timestamp is not None:
-        stamps = dict.fromkeys(tps, options.starting_timestamp)
-    else:
-        assert options.starting_by_timestamp is not None
-        stamps = {tp: options.starting_by_timestamp.get(tp.topic, {}).get(tp.partition, -1) for tp in tps}
-    found = consumer.offsets_for_times({tp: ts for tp, ts in stamps.items() if ts >= 0})
-    latest = consumer.end_offsets(tps)
-    return {tp: (found[tp].offset if found.get(tp) is not None else latest[tp]) for tp in tps}  # type: ignore[union-attr]
+    name = "startingTimestamp" if options.starting_timestamp is not None else "startingOffsetsByTimestamp"
+    stamps = _stamps(tps, options.starting_timestamp, options.starting_by_timestamp)
+    return by_timestamp(consumer, stamps, name=name, strategy=options.starting_timestamp_strategy)
+
+
+def ending_offsets(consumer: Consumer, tps: list[TopicPartition], options: SourceOptions) -> Offsets:
+    """Where a batch query ends: by timestamp when asked (no offset at or after it: the latest), else by
+    ``endingOffsets``."""
+    if options.ending_timestamp is None and options.ending_by_timestamp is None:
+        return resolve(consumer, tps, options.ending, "endingOffsets")
+    name = "endingTimestamp" if options.ending_timestamp is not None else "endingOffsetsByTimestamp"
+    stamps = _stamps(tps, options.ending_timestamp, options.ending_by_timestamp)
+    return by_timestamp(consumer, stamps, name=name, strategy="latest")
+
+
+def _stamps(
+    tps: list[TopicPartition], timestamp: int | None, per_partition: Mapping[str, Mapping[int, int]] | None
+) -> dict[TopicPartition, int | None]:
+    """Each partition's timestamp; None for a partition that ``per_partition`` leaves out (read from the latest)."""
+    if timestamp is not None:
+        return dict.fromkeys(tps, timestamp)
+    assert per_partition is not None
+    return {tp: per_partition.get(tp.topic, {}).get(tp.partition) for tp in tps}
+
+
+def by_timestamp(
+    consumer: Consumer, stamps: Mapping[TopicPartition, int | None], *, name: str, strategy: str
+) -> Offsets:
+    """Per partition, the first offset whose timestamp is at or after its stamp (the broker's ListOffsets answer);
+    a partition without a stamp, or without such an offset under ``strategy="latest"``, gets its latest offset;
+    without such an offset under ``strategy="error"`` it is a ``ConfigError`` naming ``name`` and the partition."""
+    asked: dict[TopicPartition | tuple[str, int], int] = {tp: ts for tp, ts in stamps.items() if ts is not None}
+    found = consumer.offsets_for_times(asked) if asked else {}
+    latest = consumer.end_offsets(list(stamps)) if stamps else {}
+    out: Offsets = {}
+    for tp in stamps:
+        hit = found.get(tp)
+        if hit is not None:
+            out[tp] = hit.offset
+            continue
+        if tp in asked and strategy == "error":
+            raise ConfigError(
+                name,
+                f"no offset of {tp} has a timestamp at or after {asked[tp]} (no offset matched); "
+                "startingOffsetsByTimestampStrategy=latest starts such partitions at their latest offset",
+            )
+        out[tp] = latest[tp]
+    return out
 
 
 def limit(start: Offsets, latest: Offsets, max_offsets: int) -> Offsets:
-    """At most ``max_offsets`` offsets in all, split over the partitions in proportion to their lag."""
-    lags = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
+    """About ``max_offsets`` offsets in all, shared over the partitions in proportion to their lag, as Spark's Kafka
+    source splits ``maxOffsetsPerTrigger`` (``KafkaMicroBatchStream.rateLimit``): each partition with lag gets
+    ``max_offsets * lag / total`` offsets, rounded down, except that a share below one is rounded up so that no
+    partition starves. So a batch may hold a little less than ``max_offsets`` (the roundings down) or, with many
+    partitions of tiny lag, a little more (the roundings up)."""
+    lags = {tp: latest[tp] - start[tp] for tp in latest if tp in start and latest[tp] - start[tp] > 0}
     total = sum(lags.values())
     if total <= max_offsets:
         return dict(latest)
     out: Offsets = {}
-    for tp, lag in lags.items():
-        share = math.floor(max_offsets * lag / total)
-        out[tp] = start.get(tp, latest[tp]) + min(lag, share)
-    left = max_offsets - sum(out[tp] - start.get(tp, latest[tp]) for tp in lags)
-    for tp in sorted(lags, key=lambda t: -lags[t]):  # the rounding remainder to the largest lags
-        if left <= 0:
-            break
-        room = latest[tp] - out[tp]
-        take = min(room, left)
-        out[tp] += take
-        left -= take
+    for tp, end in latest.items():
+        if tp not in lags:
+            out[tp] = end
+            continue
+        share = max_offsets * lags[tp] / total
+        out[tp] = min(end, start[tp] + (math.ceil(share) if share < 1 else math.floor(share)))
     return out
 
 
@@ -125,10 +178,18 @@ def plan(
 ) -> list[OffsetRange]:
     """The ranges to read, checked for vanished data, split so there are at least ``min_partitions`` when asked.
 
-    A partition new since ``start`` is read from its earliest offset, as Spark's Kafka source does.
+    A partition new since ``start`` is read from its earliest offset, as Spark's Kafka source does; like Spark's,
+    this counts as data loss when that offset is not 0, and so does a partition of ``start`` missing from ``end``
+    (its topic deleted). A log now shorter than ``start`` (the topic recreated) is read from its earliest offset
+    when ``failOnDataLoss`` is false, where Spark's source reads nothing of it and moves on (see docs/design.md).
     """
+    gone = sorted(set(start) - set(end))
+    if gone:
+        _lost(fail_on_data_loss, f"{', '.join(map(str, gone))}: gone from the topic metadata (topic deleted?)")
     ranges: list[OffsetRange] = []
     for tp in sorted(end):
+        if tp not in start and earliest.get(tp, 0) != 0:
+            _lost(fail_on_data_loss, f"{tp}: a partition added since the last batch starts at {earliest[tp]}, not 0")
         begin = start.get(tp, earliest.get(tp, 0))
         stop = end[tp]
         if stop < begin:

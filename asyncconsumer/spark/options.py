@@ -32,6 +32,9 @@ _KNOWN = frozenset(
         "endingoffsets",
         "startingtimestamp",
         "startingoffsetsbytimestamp",
+        "startingoffsetsbytimestampstrategy",
+        "endingtimestamp",
+        "endingoffsetsbytimestamp",
         "maxoffsetspertrigger",
         "minpartitions",
         "includeheaders",
@@ -57,6 +60,10 @@ class SourceOptions:
     ending: OffsetSpec = "latest"
     starting_timestamp: int | None = None
     starting_by_timestamp: dict[str, dict[int, int]] | None = None
+    starting_timestamp_strategy: str = "error"
+    """``startingOffsetsByTimestampStrategy``: no offset at or after the timestamp is an error, or the latest."""
+    ending_timestamp: int | None = None
+    ending_by_timestamp: dict[str, dict[int, int]] | None = None
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
     include_headers: bool = False
@@ -118,6 +125,20 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         values["starting_by_timestamp"] = _offsets_json(
             "startingOffsetsByTimestamp", lowered["startingoffsetsbytimestamp"]
         )
+    if "startingoffsetsbytimestampstrategy" in lowered:
+        strategy = lowered["startingoffsetsbytimestampstrategy"].strip().lower()
+        if strategy not in ("error", "latest"):
+            raise ConfigError("startingOffsetsByTimestampStrategy", f"must be error or latest, got {strategy!r}")
+        values["starting_timestamp_strategy"] = strategy
+    for key, name in (("endingtimestamp", "endingTimestamp"), ("endingoffsetsbytimestamp", "endingOffsetsByTimestamp")):
+        if key in lowered and streaming:
+            raise ConfigError(name, "is for batch queries only")
+    if "endingtimestamp" in lowered and "endingoffsetsbytimestamp" in lowered:
+        raise ConfigError("endingTimestamp", "give endingTimestamp or endingOffsetsByTimestamp, not both")
+    if "endingtimestamp" in lowered:
+        values["ending_timestamp"] = _integer("endingTimestamp", lowered["endingtimestamp"], 0)
+    if "endingoffsetsbytimestamp" in lowered:
+        values["ending_by_timestamp"] = _offsets_json("endingOffsetsByTimestamp", lowered["endingoffsetsbytimestamp"])
     if "maxoffsetspertrigger" in lowered:
         if not streaming:
             raise ConfigError("maxOffsetsPerTrigger", "is for streaming queries only")

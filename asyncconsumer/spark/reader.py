@@ -109,10 +109,25 @@ def below(table: Any, end: int) -> Any:
 
 def to_spark(table: Any, include_headers: bool) -> Any:
     """A ``poll_arrow`` table as Spark's Kafka schema (``arrow_schema``): columns reordered and renamed, the topic
-    decoded from its dictionary, timestamps to microseconds, ``timestampType`` widened; keys and values untouched."""
+    decoded from its dictionary, timestamps to microseconds, ``timestampType`` widened; keys and values untouched.
+    A record without headers has null ``headers``, as in Spark's Kafka source (not an empty array)."""
     target = arrow_schema(include_headers)
     names = [*_POLL_ARROW_COLUMNS, "headers"] if include_headers else list(_POLL_ARROW_COLUMNS)
-    return table.select(names).rename_columns(target.names).cast(target)
+    out = table.select(names).rename_columns(target.names).cast(target)
+    if include_headers and out.num_rows:
+        out = out.set_column(len(names) - 1, "headers", _null_when_empty(out.column("headers")))
+    return out
+
+
+def _null_when_empty(headers: Any) -> Any:
+    """The headers column with its empty lists made null (untouched, no copy, when every record has headers)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lengths = pc.list_value_length(headers)
+    if pc.min(lengths).as_py() != 0:
+        return headers
+    return pc.if_else(pc.equal(lengths, 0), pa.scalar(None, headers.type), headers)
 
 
 def arrow_batches(tables: Iterable[Any], end: int, include_headers: bool, batch_rows: int) -> Iterator[Any]:
@@ -166,5 +181,5 @@ def read_tuples(options: SourceOptions, r: OffsetRange) -> Iterator[tuple[Any, .
                 rec.timestamp_type,
             )
             if options.include_headers:
-                row += ([(k, v) for k, v in rec.headers],)
+                row += ([(k, v) for k, v in rec.headers] if rec.headers else None,)
             yield row

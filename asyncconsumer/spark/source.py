@@ -85,7 +85,10 @@ class _Reading:
         return [RangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):
+            if partition.value is None:  # nothing planned: Spark still runs one task, on InputPartition(None)
+                return iter(())
+            raise TypeError(f"not an offset range of this source: {partition!r}")
         if self.options.use_arrow:
             return read_arrow(self.options, partition.offset_range)
         return read_tuples(self.options, partition.offset_range)
@@ -99,7 +102,7 @@ class KafkaBatchReader(_Reading, DataSourceReader):
             consumer = self.consumer()
             tps = plan.partitions(consumer, self.options)
             start = plan.starting_offsets(consumer, tps, self.options)
-            end = plan.resolve(consumer, tps, self.options.ending, "endingOffsets")
+            end = plan.ending_offsets(consumer, tps, self.options)
             return self.ranges(start, end)
         finally:
             self.close()

@@ -58,3 +58,33 @@ def test_bootstrap_servers_are_required() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_options({"subscribe": "a"}, streaming=False)
     assert caught.value.key == "kafka.bootstrap.servers"
+
+
+def test_timestamp_options_with_spark_names_and_defaults() -> None:
+    options = parse_options(
+        {**BASE, "subscribe": "a", "startingTimestamp": "5", "endingOffsetsByTimestamp": '{"a": {"0": 9}}'},
+        streaming=False,
+    )
+    assert (options.starting_timestamp, options.starting_timestamp_strategy) == (5, "error")  # Spark's default
+    assert options.ending_by_timestamp == {"a": {0: 9}}
+    latest = parse_options(
+        {**BASE, "subscribe": "a", "startingOffsetsByTimestampStrategy": "LATEST", "endingTimestamp": "7"},
+        streaming=False,
+    )
+    assert (latest.starting_timestamp_strategy, latest.ending_timestamp) == ("latest", 7)
+
+
+@pytest.mark.parametrize(
+    ("options", "streaming", "key"),
+    [
+        ({"startingOffsetsByTimestampStrategy": "earliest"}, False, "startingOffsetsByTimestampStrategy"),
+        ({"endingTimestamp": "1"}, True, "endingTimestamp"),
+        ({"endingOffsetsByTimestamp": '{"a": {"0": 1}}'}, True, "endingOffsetsByTimestamp"),
+        ({"endingTimestamp": "1", "endingOffsetsByTimestamp": "{}"}, False, "endingTimestamp"),
+        ({"endingTimestamp": "-1"}, False, "endingTimestamp"),
+    ],
+)
+def test_bad_timestamp_options_name_themselves(options: dict[str, str], streaming: bool, key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_options({**BASE, "subscribe": "a", **options}, streaming=streaming)
+    assert caught.value.key == key

@@ -155,3 +155,16 @@ def test_read_arrow_raises_kafka_timeout_when_the_position_stops_moving(scripted
     batches = reader.read_arrow(options, OffsetRange("t", 3, 4, 8))
     with pytest.raises(KafkaTimeoutError, match=r"t-3.*no progress past offset 6 \(reading up to 8\)"):
         next(batches)
+
+
+def test_a_record_without_headers_has_null_headers_as_in_spark_kafka_source() -> None:
+    table = polled([1, 2, 3], include_headers=True)
+    table = table.set_column(
+        table.schema.get_field_index("headers"),
+        "headers",
+        pa.array([[], [{"key": "h", "value": None}], []], table.schema.field("headers").type),
+    )
+    got = [row["headers"] for row in rows(list(reader.arrow_batches([table], 100, True, 50)))]
+    assert got == [None, [{"key": "h", "value": None}], None]
+    untouched = polled([1, 2], include_headers=True)  # every record has headers: the column is kept as it is
+    assert reader.to_spark(untouched, True).column("headers").null_count == 0
