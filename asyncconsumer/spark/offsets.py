@@ -6,7 +6,6 @@ are ``dict[TopicPartition, int]``.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 
@@ -15,6 +14,7 @@ import attrs
 from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import ConfigError, KafkaError
 from asyncconsumer.records import TopicPartition
+from asyncconsumer.spark.limits import Span, split
 from asyncconsumer.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 from asyncconsumer.sync import Consumer
 
@@ -86,44 +86,74 @@ def resolve(consumer: Consumer, tps: list[TopicPartition], spec: OffsetSpec, nam
 
 
 def starting_offsets(consumer: Consumer, tps: list[TopicPartition], options: SourceOptions) -> Offsets:
-    """Where a new query starts: by timestamp when asked (no offset at or after it -> the latest), else by spec."""
+    """Where a new query starts: by ``startingTimestamp``, else ``startingOffsetsByTimestamp``, else
+    ``startingOffsets`` (Spark's order of preference)."""
     if options.starting_timestamp is None and options.starting_by_timestamp is None:
         return resolve(consumer, tps, options.starting, "startingOffsets")
-    if options.starting_timestamp is not None:
-        stamps = dict.fromkeys(tps, options.starting_timestamp)
+    return by_timestamp(consumer, tps, options, starting=True)
+
+
+def ending_offsets(consumer: Consumer, tps: list[TopicPartition], options: SourceOptions) -> Offsets:
+    """Where a batch query ends: by ``endingTimestamp``, else ``endingOffsetsByTimestamp``, else ``endingOffsets``;
+    a timestamp no record is at or after ends at the latest offset."""
+    if options.ending_timestamp is None and options.ending_by_timestamp is None:
+        return resolve(consumer, tps, options.ending, "endingOffsets")
+    return by_timestamp(consumer, tps, options, starting=False)
+
+
+def by_timestamp(consumer: Consumer, tps: list[TopicPartition], options: SourceOptions, *, starting: bool) -> Offsets:
+    """Each partition's first offset with a timestamp at or after the one asked (-2/-1 in the per-partition JSON:
+    earliest/latest, Kafka's ListOffsets codes). The per-partition JSON must name exactly the partitions read.
+
+    No such offset: at the start, ``startingOffsetsByTimestampStrategy`` decides (``error``, Spark's default, or
+    ``latest``); at the end, the latest offset.
+    """
+    end = "starting" if starting else "ending"
+    single = options.starting_timestamp if starting else options.ending_timestamp
+    if single is not None:
+        name, stamps = f"{end}Timestamp", dict.fromkeys(tps, single)
     else:
-        assert options.starting_by_timestamp is not None
-        stamps = {tp: options.starting_by_timestamp.get(tp.topic, {}).get(tp.partition, -1) for tp in tps}
+        name = f"{end}OffsetsByTimestamp"
+        per_partition = options.starting_by_timestamp if starting else options.ending_by_timestamp
+        assert per_partition is not None
+        named = {TopicPartition(t, p): ts for t, parts in per_partition.items() for p, ts in parts.items()}
+        if set(named) != set(tps):
+            raise ConfigError(name, f"names {sorted(named)}, but the partitions read are {sorted(tps)}")
+        stamps = named
+    if not tps:
+        return {}
     found = consumer.offsets_for_times({tp: ts for tp, ts in stamps.items() if ts >= 0})
-    latest = consumer.end_offsets(tps)
-    return {tp: (found[tp].offset if found.get(tp) is not None else latest[tp]) for tp in tps}  # type: ignore[union-attr]
-
-
-def limit(start: Offsets, latest: Offsets, max_offsets: int) -> Offsets:
-    """At most ``max_offsets`` offsets in all, split over the partitions in proportion to their lag."""
-    lags = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
-    total = sum(lags.values())
-    if total <= max_offsets:
-        return dict(latest)
+    earliest, latest = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
     out: Offsets = {}
-    for tp, lag in lags.items():
-        share = math.floor(max_offsets * lag / total)
-        out[tp] = start.get(tp, latest[tp]) + min(lag, share)
-    left = max_offsets - sum(out[tp] - start.get(tp, latest[tp]) for tp in lags)
-    for tp in sorted(lags, key=lambda t: -lags[t]):  # the rounding remainder to the largest lags
-        if left <= 0:
-            break
-        room = latest[tp] - out[tp]
-        take = min(room, left)
-        out[tp] += take
-        left -= take
+    for tp in tps:
+        if stamps[tp] < 0:
+            out[tp] = earliest[tp] if stamps[tp] == EARLIEST else latest[tp]
+            continue
+        hit = found.get(tp)
+        if hit is not None:
+            out[tp] = hit.offset
+        elif starting and options.by_timestamp_strategy == "error":
+            raise ConfigError(
+                name,
+                f"no offset of {tp} has a timestamp at or after {stamps[tp]}; "
+                "set startingOffsetsByTimestampStrategy=latest to start at the latest offset there",
+            )
+        else:
+            out[tp] = latest[tp]
     return out
 
 
 def plan(
-    start: Offsets, end: Offsets, earliest: Offsets, *, fail_on_data_loss: bool, min_partitions: int | None
+    start: Offsets,
+    end: Offsets,
+    earliest: Offsets,
+    *,
+    fail_on_data_loss: bool,
+    min_partitions: int | None,
+    max_records_per_partition: int | None = None,
 ) -> list[OffsetRange]:
-    """The ranges to read, checked for vanished data, split so there are at least ``min_partitions`` when asked.
+    """The ranges to read, checked for vanished data, split for ``minPartitions``/``maxRecordsPerPartition`` as
+    Spark's source splits them (``limits.split``).
 
     A partition new since ``start`` is read from its earliest offset, as Spark's Kafka source does.
     """
@@ -141,15 +171,9 @@ def plan(
             begin = earliest[tp]
         if stop > begin:
             ranges.append(OffsetRange(tp.topic, tp.partition, begin, stop))
-    if min_partitions is None or len(ranges) >= min_partitions or not ranges:
-        return ranges
-    total = sum(r.end - r.start for r in ranges)
-    split: list[OffsetRange] = []
-    for r in ranges:
-        pieces = max(1, round(min_partitions * (r.end - r.start) / total))
-        step = math.ceil((r.end - r.start) / pieces)
-        split += [OffsetRange(r.topic, r.partition, s, min(s + step, r.end)) for s in range(r.start, r.end, step)]
-    return split
+    spans = [Span(TopicPartition(r.topic, r.partition), r.start, r.end) for r in ranges]
+    pieces = split(spans, min_partitions=min_partitions, max_records=max_records_per_partition)
+    return [OffsetRange(p.tp.topic, p.tp.partition, p.start, p.end) for p in pieces]
 
 
 def _lost(fail: bool, what: str) -> None:
