@@ -118,7 +118,8 @@ class _Reading:
         return [RangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):  # pyspark's stand-in when there is nothing to read
+            return iter(())
         if self.options.use_arrow:
             return read_arrow(self.options, partition.offset_range)
         return read_tuples(self.options, partition.offset_range)

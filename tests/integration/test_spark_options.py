@@ -18,8 +18,7 @@ import pytest
 import trustme
 
 from tests.conftest import Broker, TopicFactory, _run_broker, unique_topic_name
-from tests.integration.test_security_kafka import SCRAM, _create_scram_user, _key_store, _sasl, _tls
-from tests.integration.test_spark import produce_exact
+from tests.integration.test_security_kafka import SCRAM, _key_store, _sasl, _tls
 from tests.integration.test_spark_differential import SOURCES, assert_same, read_both
 from tests.support.kafka_broker import KafkaCluster, Listener
 from tests.support.waiting import wait_for
@@ -53,7 +52,7 @@ def test_ranges_are_cut_into_the_same_spark_tasks(
 ) -> None:
     """Offsets given as numbers: Spark's source then cuts the very ranges we do."""
     name = topic(3)
-    produce_exact(broker.bootstrap_servers, name, 30, 3)
+    produce_uneven(broker.bootstrap_servers, name, (30, 30, 30))
     bounds = {
         "startingOffsets": json.dumps({name: {"0": 0, "1": 5, "2": 20}}),
         "endingOffsets": json.dumps({name: {"0": 30, "1": 30, "2": 30}}),
@@ -69,7 +68,7 @@ def test_max_records_per_partition_with_earliest_and_latest(spark: Any, broker: 
     """A difference found: Spark 4.2's batch read decides whether to cut on the unresolved offsets (earliest = -2,
     latest = -1: a "size" of 1), so ``maxRecordsPerPartition`` alone cuts nothing there. Ours cuts as documented."""
     name = topic(2)
-    produce_exact(broker.bootstrap_servers, name, 20, 2)
+    produce_uneven(broker.bootstrap_servers, name, (20, 20))
     frames = read_both(spark, batch_options(broker, name, maxRecordsPerPartition="5"))
     assert frames["asyncconsumer"].rdd.getNumPartitions() == 8
     assert frames["kafka"].rdd.getNumPartitions() == 2  # Spark's, pinned: a change there shows up here
@@ -105,7 +104,7 @@ def test_max_offsets_per_trigger_gives_the_same_batches(
 ) -> None:
     """Uneven lags (40, 13, 2 records): the same share per partition in every batch, Spark's rounding included."""
     name = topic(3)
-    produce_uneven(broker, name, (40, 13, 2))
+    produce_uneven(broker.bootstrap_servers, name, (40, 13, 2))
     options = batch_options(broker, name, startingOffsets="earliest", maxOffsetsPerTrigger="10")
     got = {source: run_available_now(spark, source, options, tmp_path / source).sizes for source in SOURCES}
     assert got["asyncconsumer"] == got["kafka"]
@@ -113,12 +112,27 @@ def test_max_offsets_per_trigger_gives_the_same_batches(
     assert len(got["asyncconsumer"]) >= 6 and all(sum(c.values()) <= 11 for c in got["asyncconsumer"].values())
 
 
-def produce_uneven(broker: Broker, name: str, counts: tuple[int, ...]) -> None:
+def produce_uneven(bootstrap: str, name: str, counts: tuple[int, ...], *, base_ms: int | None = None) -> int:
+    """``counts[p]`` records on each partition p, with a header and timestamps ``base_ms + i`` (default: a minute
+    ago). Recent on purpose: Kafka's first retention check (30 s after it starts) deletes records stamped older than
+    its 7-day retention, so ``produce_exact``'s 2023 timestamps can vanish mid-test. Returns ``base_ms``."""
     from tests.support.produce import Record, produce_batches
 
+    base = int(time.time() * 1000) - 60_000 if base_ms is None else base_ms
     for partition, count in enumerate(counts):
-        records = [Record(value=f"v-{partition}-{i}".encode(), partition=partition) for i in range(count)]
-        produce_batches(broker.bootstrap_servers, name, [records], partition=partition)
+        records = [
+            Record(
+                value=f"v-{partition}-{i}".encode(),
+                key=f"k-{i}".encode() if i % 2 else None,
+                headers=(("h", f"{i}".encode()),),
+                partition=partition,
+                timestamp_ms=base + i,
+            )
+            for i in range(count)
+        ]
+        if records:
+            produce_batches(bootstrap, name, [records], partition=partition)
+    return base
 
 
 def test_min_offsets_per_trigger_under_available_now(
@@ -128,7 +142,7 @@ def test_min_offsets_per_trigger_under_available_now(
     source holds them back, so its availableNow run ends without them; ours reads everything an availableNow run
     promises (it does not hold batches back under availableNow)."""
     name = topic(1)
-    produce_uneven(broker, name, (30,))
+    produce_uneven(broker.bootstrap_servers, name, (30,))
     options = batch_options(
         broker, name, startingOffsets="earliest", maxOffsetsPerTrigger="20", minOffsetsPerTrigger="15"
     )
@@ -143,11 +157,11 @@ def test_min_offsets_per_trigger_waits_for_enough_records_or_the_delay(
     spark: Any, broker: Broker, topic: TopicFactory, tmp_path: Path, source: str
 ) -> None:
     """Processing-time triggers every 200 ms. The first batch runs at once; a batch below minOffsetsPerTrigger (20)
-    waits until maxTriggerDelay (4 s) has passed since the last batch; one with enough records runs at once."""
+    waits until maxTriggerDelay (6 s) has passed since the last batch; one with enough records runs at once."""
     name = topic(1)
-    produce_uneven(broker, name, (5,))
+    produce_uneven(broker.bootstrap_servers, name, (5,))
     sink = Batches()
-    options = batch_options(broker, name, startingOffsets="earliest", minOffsetsPerTrigger="20", maxTriggerDelay="4s")
+    options = batch_options(broker, name, startingOffsets="earliest", minOffsetsPerTrigger="20", maxTriggerDelay="6s")
     df = spark.readStream.format(source).options(**options).load()
     query = (
         df.writeStream.foreachBatch(sink)
@@ -158,10 +172,11 @@ def test_min_offsets_per_trigger_waits_for_enough_records_or_the_delay(
     try:
         wait_for(lambda: sink.rows() == 5, timeout=60, message=lambda: f"the first batch; rows {sink.sizes}")
         first = max(sink.times.values())
-        produce_uneven(broker, name, (5,))
+        produce_uneven(broker.bootstrap_servers, name, (5,))
         wait_for(lambda: sink.rows() == 10, timeout=30, message=lambda: f"the delayed batch; rows {sink.sizes}")
-        assert max(sink.times.values()) - first >= 3.5  # held back for the delay (minus the trigger's own lag)
-        produce_uneven(broker, name, (25,))
+        # held back for the delay (counted from the first batch's planning, a moment before its foreachBatch ran)
+        assert max(sink.times.values()) - first >= 4.0
+        produce_uneven(broker.bootstrap_servers, name, (25,))
         produced = time.monotonic()
         wait_for(lambda: sink.rows() == 35, timeout=30, message=lambda: f"the full batch; rows {sink.sizes}")
         assert max(sink.times.values()) - produced < 3.0  # enough records: not held back
@@ -174,8 +189,8 @@ def test_starting_by_timestamp_strategy(spark: Any, broker: Broker, topic: Topic
     """A timestamp after every record: an error by default in both sources; with the strategy "latest", both start
     at the log end (an empty batch read)."""
     name = topic(2)
-    produce_exact(broker.bootstrap_servers, name, 10, 2)
-    after_all = str(1_700_000_000_000 + 1_000)
+    base = produce_uneven(broker.bootstrap_servers, name, (10, 10))
+    after_all = str(base + 1_000)
     for source in SOURCES:
         with pytest.raises(Exception, match=r"(?i)no offset"):
             spark.read.format(source).options(
@@ -183,9 +198,7 @@ def test_starting_by_timestamp_strategy(spark: Any, broker: Broker, topic: Topic
             ).load().collect()
     options = batch_options(broker, name, startingTimestamp=after_all, startingOffsetsByTimestampStrategy="latest")
     assert assert_same(read_both(spark, options)) == []
-    middle = batch_options(
-        broker, name, startingOffsetsByTimestamp=json.dumps({name: {"0": 1_700_000_000_004, "1": -2}})
-    )
+    middle = batch_options(broker, name, startingOffsetsByTimestamp=json.dumps({name: {"0": base + 4, "1": -2}}))
     assert len(assert_same(read_both(spark, middle))) == 6 + 10
 
 
@@ -202,13 +215,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaClu
     listener = Listener("SASL_SSL", {**_tls("SASL_SSL", server, directory / "ca.pem"), **_sasl("SASL_SSL", SCRAM)})
 
     def start() -> KafkaCluster:
-        cluster = KafkaCluster.start(listeners=[listener])
-        try:
-            _create_scram_user(cluster, *ALICE)
-        except BaseException:
-            cluster.stop(keep_logs=True)
-            raise
-        return cluster
+        users = [f"{mechanism}=[name={ALICE[0]},password={ALICE[1]}]" for mechanism in SCRAM]
+        return KafkaCluster.start(listeners=[listener], scram_users=users)
 
     for cluster in _run_broker(start):
         yield cluster, directory / "ca.pem"
@@ -220,7 +228,7 @@ def test_sasl_ssl_with_scram_through_java_security_options(spark: Any, secured: 
     cluster, ca_file = secured
     name = unique_topic_name("spark-sasl-ssl")
     cluster.create_topic(name, 2)
-    produce_exact(cluster.bootstrap_servers, name, 15, 2)  # over the plaintext listener
+    produce_uneven(cluster.bootstrap_servers, name, (15, 15))  # over the plaintext listener
     user, password = ALICE
     options = {
         "kafka.bootstrap.servers": cluster.listener_address("SASL_SSL"),
