@@ -6,7 +6,6 @@ are ``dict[TopicPartition, int]``.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 
@@ -15,6 +14,7 @@ import attrs
 from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import ConfigError, KafkaError
 from asyncconsumer.records import TopicPartition
+from asyncconsumer.spark.limits import Span, split
 from asyncconsumer.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 from asyncconsumer.sync import Consumer
 
@@ -97,86 +97,74 @@ def resolve(consumer: Consumer, tps: list[TopicPartition], spec: OffsetSpec, nam
 
 
 def starting_offsets(consumer: Consumer, tps: list[TopicPartition], options: SourceOptions) -> Offsets:
-    """Where a new query starts: by timestamp when asked, else by ``startingOffsets``.
-
-    A partition with no offset at or after its timestamp follows ``startingOffsetsByTimestampStrategy``: an error
-    naming it ("error", Spark's default) or its latest offset ("latest")."""
+    """Where a new query starts: by ``startingTimestamp``, else ``startingOffsetsByTimestamp``, else
+    ``startingOffsets`` (Spark's order of preference)."""
     if options.starting_timestamp is None and options.starting_by_timestamp is None:
         return resolve(consumer, tps, options.starting, "startingOffsets")
-    name = "startingTimestamp" if options.starting_timestamp is not None else "startingOffsetsByTimestamp"
-    stamps = _stamps(tps, options.starting_timestamp, options.starting_by_timestamp)
-    return by_timestamp(consumer, stamps, name=name, strategy=options.starting_timestamp_strategy)
+    return by_timestamp(consumer, tps, options, starting=True)
 
 
 def ending_offsets(consumer: Consumer, tps: list[TopicPartition], options: SourceOptions) -> Offsets:
-    """Where a batch query ends: by timestamp when asked (no offset at or after it: the latest), else by
-    ``endingOffsets``."""
+    """Where a batch query ends: by ``endingTimestamp``, else ``endingOffsetsByTimestamp``, else ``endingOffsets``;
+    a timestamp no record is at or after ends at the latest offset."""
     if options.ending_timestamp is None and options.ending_by_timestamp is None:
         return resolve(consumer, tps, options.ending, "endingOffsets")
-    name = "endingTimestamp" if options.ending_timestamp is not None else "endingOffsetsByTimestamp"
-    stamps = _stamps(tps, options.ending_timestamp, options.ending_by_timestamp)
-    return by_timestamp(consumer, stamps, name=name, strategy="latest")
+    return by_timestamp(consumer, tps, options, starting=False)
 
 
-def _stamps(
-    tps: list[TopicPartition], timestamp: int | None, per_partition: Mapping[str, Mapping[int, int]] | None
-) -> dict[TopicPartition, int | None]:
-    """Each partition's timestamp; None for a partition that ``per_partition`` leaves out (read from the latest)."""
-    if timestamp is not None:
-        return dict.fromkeys(tps, timestamp)
-    assert per_partition is not None
-    return {tp: per_partition.get(tp.topic, {}).get(tp.partition) for tp in tps}
+def by_timestamp(consumer: Consumer, tps: list[TopicPartition], options: SourceOptions, *, starting: bool) -> Offsets:
+    """Each partition's first offset with a timestamp at or after the one asked (-2/-1 in the per-partition JSON:
+    earliest/latest, Kafka's ListOffsets codes). The per-partition JSON must name exactly the partitions read.
 
-
-def by_timestamp(
-    consumer: Consumer, stamps: Mapping[TopicPartition, int | None], *, name: str, strategy: str
-) -> Offsets:
-    """Per partition, the first offset whose timestamp is at or after its stamp (the broker's ListOffsets answer);
-    a partition without a stamp, or without such an offset under ``strategy="latest"``, gets its latest offset;
-    without such an offset under ``strategy="error"`` it is a ``ConfigError`` naming ``name`` and the partition."""
-    asked: dict[TopicPartition | tuple[str, int], int] = {tp: ts for tp, ts in stamps.items() if ts is not None}
-    found = consumer.offsets_for_times(asked) if asked else {}
-    latest = consumer.end_offsets(list(stamps)) if stamps else {}
+    No such offset: at the start, ``startingOffsetsByTimestampStrategy`` decides (``error``, Spark's default, or
+    ``latest``); at the end, the latest offset.
+    """
+    end = "starting" if starting else "ending"
+    single = options.starting_timestamp if starting else options.ending_timestamp
+    if single is not None:
+        name, stamps = f"{end}Timestamp", dict.fromkeys(tps, single)
+    else:
+        name = f"{end}OffsetsByTimestamp"
+        per_partition = options.starting_by_timestamp if starting else options.ending_by_timestamp
+        assert per_partition is not None
+        named = {TopicPartition(t, p): ts for t, parts in per_partition.items() for p, ts in parts.items()}
+        if set(named) != set(tps):
+            raise ConfigError(name, f"names {sorted(named)}, but the partitions read are {sorted(tps)}")
+        stamps = named
+    if not tps:
+        return {}
+    found = consumer.offsets_for_times({tp: ts for tp, ts in stamps.items() if ts >= 0})
+    earliest, latest = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
     out: Offsets = {}
-    for tp in stamps:
+    for tp in tps:
+        if stamps[tp] < 0:
+            out[tp] = earliest[tp] if stamps[tp] == EARLIEST else latest[tp]
+            continue
         hit = found.get(tp)
         if hit is not None:
             out[tp] = hit.offset
-            continue
-        if tp in asked and strategy == "error":
+        elif starting and options.by_timestamp_strategy == "error":
             raise ConfigError(
                 name,
-                f"no offset of {tp} has a timestamp at or after {asked[tp]} (no offset matched); "
-                "startingOffsetsByTimestampStrategy=latest starts such partitions at their latest offset",
+                f"no offset of {tp} has a timestamp at or after {stamps[tp]}; "
+                "set startingOffsetsByTimestampStrategy=latest to start at the latest offset there",
             )
-        out[tp] = latest[tp]
-    return out
-
-
-def limit(start: Offsets, latest: Offsets, max_offsets: int) -> Offsets:
-    """About ``max_offsets`` offsets in all, shared over the partitions in proportion to their lag, as Spark's Kafka
-    source splits ``maxOffsetsPerTrigger`` (``KafkaMicroBatchStream.rateLimit``): each partition with lag gets
-    ``max_offsets * lag / total`` offsets, rounded down, except that a share below one is rounded up so that no
-    partition starves. So a batch may hold a little less than ``max_offsets`` (the roundings down) or, with many
-    partitions of tiny lag, a little more (the roundings up)."""
-    lags = {tp: latest[tp] - start[tp] for tp in latest if tp in start and latest[tp] - start[tp] > 0}
-    total = sum(lags.values())
-    if total <= max_offsets:
-        return dict(latest)
-    out: Offsets = {}
-    for tp, end in latest.items():
-        if tp not in lags:
-            out[tp] = end
-            continue
-        share = max_offsets * lags[tp] / total
-        out[tp] = min(end, start[tp] + (math.ceil(share) if share < 1 else math.floor(share)))
+        else:
+            out[tp] = latest[tp]
     return out
 
 
 def plan(
-    start: Offsets, end: Offsets, earliest: Offsets, *, fail_on_data_loss: bool, min_partitions: int | None
+    start: Offsets,
+    end: Offsets,
+    earliest: Offsets,
+    *,
+    fail_on_data_loss: bool,
+    min_partitions: int | None,
+    max_records_per_partition: int | None = None,
 ) -> list[OffsetRange]:
-    """The ranges to read, checked for vanished data, split so there are at least ``min_partitions`` when asked.
+    """The ranges to read, checked for vanished data, split for ``minPartitions``/``maxRecordsPerPartition`` as
+    Spark's source splits them (``limits.split``).
 
     A partition new since ``start`` is read from its earliest offset, as Spark's Kafka source does; like Spark's,
     this counts as data loss when that offset is not 0, and so does a partition of ``start`` missing from ``end``
@@ -202,15 +190,9 @@ def plan(
             begin = earliest[tp]
         if stop > begin:
             ranges.append(OffsetRange(tp.topic, tp.partition, begin, stop))
-    if min_partitions is None or len(ranges) >= min_partitions or not ranges:
-        return ranges
-    total = sum(r.end - r.start for r in ranges)
-    split: list[OffsetRange] = []
-    for r in ranges:
-        pieces = max(1, round(min_partitions * (r.end - r.start) / total))
-        step = math.ceil((r.end - r.start) / pieces)
-        split += [OffsetRange(r.topic, r.partition, s, min(s + step, r.end)) for s in range(r.start, r.end, step)]
-    return split
+    spans = [Span(TopicPartition(r.topic, r.partition), r.start, r.end) for r in ranges]
+    pieces = split(spans, min_partitions=min_partitions, max_records=max_records_per_partition)
+    return [OffsetRange(p.tp.topic, p.tp.partition, p.start, p.end) for p in pieces]
 
 
 def _lost(fail: bool, what: str) -> None:

@@ -1,7 +1,9 @@
 """The data source's options, checked before a query starts: the names of Spark's own Kafka source.
 
-``kafka.*`` options go to our consumer's configuration (``kafka.bootstrap.servers`` -> ``bootstrap.servers``);
-everything else must be one of the source options below. A mistake is a ``ConfigError`` naming the option.
+``kafka.*`` options go to our consumer's configuration (``kafka.bootstrap.servers`` -> ``bootstrap.servers``); the
+Java security settings Spark users write (``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location`` ...) are
+translated to ours. Everything else must be one of the source options below. A mistake is a ``ConfigError`` naming
+the option. README.md's option table says, option by option, what Spark's source does and what this one does.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from typing import Any
 
 import attrs
 
+from asyncconsumer._logs import get_logger
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import ConfigError
+
+log = get_logger("asyncconsumer.spark")
 
 EARLIEST = -2
 """In per-partition offset JSON: the partition's earliest offset (as Spark's Kafka source)."""
@@ -25,34 +30,69 @@ OffsetSpec = str | dict[str, dict[int, int]]
 """``"earliest"``, ``"latest"``, or topic -> partition -> offset (-2 earliest, -1 latest)."""
 
 _SUBSCRIPTIONS = ("subscribe", "subscribepattern", "assign")
+_STREAMING_ONLY = ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay")
+"""Spark's source ignores these in batch queries with a warning; so does this one."""
 _KNOWN = frozenset(
     {
         *_SUBSCRIPTIONS,
+        *_STREAMING_ONLY,
         "startingoffsets",
         "endingoffsets",
         "startingtimestamp",
-        "startingoffsetsbytimestamp",
-        "startingoffsetsbytimestampstrategy",
         "endingtimestamp",
+        "startingoffsetsbytimestamp",
         "endingoffsetsbytimestamp",
-        "maxoffsetspertrigger",
+        "startingoffsetsbytimestampstrategy",
         "minpartitions",
+        "maxrecordsperpartition",
         "includeheaders",
         "failondataloss",
+        "groupidprefix",
+        "kafkaconsumer.polltimeoutms",
+        "fetchoffset.numretries",
+        "fetchoffset.retryintervalms",
         "arrowbatchrows",
         "usearrow",
         "polltimeoutms",
     }
 )
-_CLIENT_OWNED = frozenset({"group.id", "enable.auto.commit", "auto.offset.reset"})
-"""Consumer settings the source decides itself (offsets live in Spark's checkpoint), as Spark's Kafka source."""
+_REJECTED_KAFKA = {
+    "enable.auto.commit": "the source keeps offsets in Spark's checkpoint and never commits (as Spark's source)",
+    "auto.offset.reset": "set startingOffsets to earliest or latest instead (as Spark's source)",
+    "key.deserializer": "keys are bytes; deserialize them with DataFrame operations (as Spark's source)",
+    "value.deserializer": "values are bytes; deserialize them with DataFrame operations (as Spark's source)",
+    "interceptor.classes": "interceptors could change records (refused by Spark's source too)",
+    "ssl.truststore.certificates": "give the CA certificates as a PEM file: kafka.ssl.truststore.location",
+    "ssl.keystore.certificate.chain": "give the key and chain as a PEM file: kafka.ssl.keystore.location",
+    "ssl.keystore.key": "give the key and chain as a PEM file: kafka.ssl.keystore.location",
+    "ssl.key.password": "asyncconsumer reads unencrypted PEM keys only",
+    "ssl.keystore.password": "asyncconsumer reads unencrypted PEM keys only",
+    "ssl.truststore.password": "a PEM trust store has no password",
+}
+"""``kafka.*`` settings refused, with why."""
+_GROUP_KEYS = ("group.id",)
+"""Accepted and not given to our consumers: see ``_consumer_settings``."""
+_JAAS = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<rest>.*?);?\s*$")
+_JAAS_OPTION = re.compile(r'\s*(?P<key>[\w.\-]+)\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s;"]+))')
+_LOGIN_MODULES = {
+    "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
+    "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
+}
+_DURATION = re.compile(r"^\s*(\d+)\s*(us|ms|s|sec|m|min|h|d)?\s*$")
+_DURATION_MS = {"us": 0.001, "ms": 1, None: 1, "s": 1000, "sec": 1000, "m": 60_000, "min": 60_000}
+_DURATION_MS |= {"h": 3_600_000, "d": 86_400_000}
+
+
+def _hide_password(consumer: dict[str, Any]) -> str:
+    return repr({k: ("***" if k == "sasl.password" else v) for k, v in consumer.items()})
 
 
 @attrs.define(frozen=True, slots=True)
 class SourceOptions:
     """Everything a reader needs, plain data only: it is pickled to Spark's executors."""
 
-    consumer: dict[str, Any]
+    consumer: dict[str, Any] = attrs.field(repr=_hide_password)
+    """Our consumer's settings (Java-style keys), security translated from Spark's Java names."""
     subscribe: tuple[str, ...] | None = None
     pattern: str | None = None
     assign: dict[str, tuple[int, ...]] | None = None
@@ -60,37 +100,40 @@ class SourceOptions:
     ending: OffsetSpec = "latest"
     starting_timestamp: int | None = None
     starting_by_timestamp: dict[str, dict[int, int]] | None = None
-    starting_timestamp_strategy: str = "error"
-    """``startingOffsetsByTimestampStrategy``: no offset at or after the timestamp is an error, or the latest."""
     ending_timestamp: int | None = None
     ending_by_timestamp: dict[str, dict[int, int]] | None = None
+    by_timestamp_strategy: str = "error"
+    """startingOffsetsByTimestampStrategy: a starting timestamp no record is at or after fails ("error") or starts
+    at the latest offset ("latest")."""
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60_000
+    """maxTriggerDelay: a batch below minOffsetsPerTrigger is held back at most this long (Spark's default 15m)."""
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
+    fetch_offset_retries: int = 3
+    """fetchOffset.numRetries: attempts at a driver-side offset lookup before its error is raised."""
+    fetch_offset_retry_interval_ms: int = 1_000
+    """fetchOffset.retryIntervalMs: the wait between those attempts."""
     arrow_batch_rows: int = 500_000
     use_arrow: bool = True
     poll_timeout_ms: int = 120_000
+    """pollTimeoutMs (or Spark's kafkaConsumer.pollTimeoutMs): an executor's read fails after this long without
+    progress; the default is Spark's (spark.network.timeout, 120 s)."""
 
 
 def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     """Checks every option and returns them typed; raises ``ConfigError`` naming the first bad one."""
     lowered = {str(k).lower(): str(v) for k, v in options.items()}
-    consumer: dict[str, Any] = {}
+    kafka: dict[str, str] = {}
     for key, value in lowered.items():
         if key.startswith("kafka."):
-            name = key[len("kafka.") :]
-            if name in _CLIENT_OWNED:
-                raise ConfigError(key, "is not supported: the source keeps offsets in Spark's checkpoint")
-            consumer[name] = value
+            kafka[key[len("kafka.") :]] = value
         elif key not in _KNOWN and key != "path":
             raise ConfigError(key, f"unknown option; the source takes kafka.* and {', '.join(sorted(_KNOWN))}")
-    if "bootstrap.servers" not in consumer:
-        raise ConfigError("kafka.bootstrap.servers", "is required")
-    try:
-        ConsumerConfig.from_kwargs(**consumer)
-    except ConfigError as exc:
-        raise ConfigError(f"kafka.{exc.key}", str(exc)) from exc
+    consumer = _consumer_settings(kafka)
     given = [k for k in _SUBSCRIPTIONS if k in lowered]
     if len(given) != 1:
         raise ConfigError("subscribe", f"exactly one of subscribe, subscribePattern, assign is required; got {given}")
@@ -101,54 +144,28 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
             raise ConfigError("subscribe", "needs at least one topic name")
         values["subscribe"] = topics
     elif "subscribepattern" in lowered:
+        pattern = lowered["subscribepattern"].strip()
+        if not pattern:
+            raise ConfigError("subscribePattern", "is empty")
         try:
-            re.compile(lowered["subscribepattern"])
+            re.compile(pattern)
         except re.error as exc:
             raise ConfigError("subscribePattern", f"not a regular expression: {exc}") from exc
-        values["pattern"] = lowered["subscribepattern"]
+        values["pattern"] = pattern
     else:
         values["assign"] = _assign(lowered["assign"])
-    values["starting"] = _offsets(
-        "startingOffsets", lowered.get("startingoffsets", "latest" if streaming else "earliest")
-    )
-    if "endingoffsets" in lowered:
-        if streaming:
-            raise ConfigError("endingOffsets", "is for batch queries only")
-        values["ending"] = _offsets("endingOffsets", lowered["endingoffsets"])
-        if values["ending"] == "earliest" or _has(values["ending"], EARLIEST):
-            raise ConfigError("endingOffsets", "cannot be earliest (-2)")
-    if "startingtimestamp" in lowered and "startingoffsetsbytimestamp" in lowered:
-        raise ConfigError("startingTimestamp", "give startingTimestamp or startingOffsetsByTimestamp, not both")
-    if "startingtimestamp" in lowered:
-        values["starting_timestamp"] = _integer("startingTimestamp", lowered["startingtimestamp"], 0)
-    if "startingoffsetsbytimestamp" in lowered:
-        values["starting_by_timestamp"] = _offsets_json(
-            "startingOffsetsByTimestamp", lowered["startingoffsetsbytimestamp"]
-        )
-    if "startingoffsetsbytimestampstrategy" in lowered:
-        strategy = lowered["startingoffsetsbytimestampstrategy"].strip().lower()
-        if strategy not in ("error", "latest"):
-            raise ConfigError("startingOffsetsByTimestampStrategy", f"must be error or latest, got {strategy!r}")
-        values["starting_timestamp_strategy"] = strategy
-    for key, name in (("endingtimestamp", "endingTimestamp"), ("endingoffsetsbytimestamp", "endingOffsetsByTimestamp")):
-        if key in lowered and streaming:
-            raise ConfigError(name, "is for batch queries only")
-    if "endingtimestamp" in lowered and "endingoffsetsbytimestamp" in lowered:
-        raise ConfigError("endingTimestamp", "give endingTimestamp or endingOffsetsByTimestamp, not both")
-    if "endingtimestamp" in lowered:
-        values["ending_timestamp"] = _integer("endingTimestamp", lowered["endingtimestamp"], 0)
-    if "endingoffsetsbytimestamp" in lowered:
-        values["ending_by_timestamp"] = _offsets_json("endingOffsetsByTimestamp", lowered["endingoffsetsbytimestamp"])
-    if "maxoffsetspertrigger" in lowered:
-        if not streaming:
-            raise ConfigError("maxOffsetsPerTrigger", "is for streaming queries only")
-        values["max_offsets_per_trigger"] = _integer("maxOffsetsPerTrigger", lowered["maxoffsetspertrigger"], 1)
-    if "minpartitions" in lowered:
-        values["min_partitions"] = _integer("minPartitions", lowered["minpartitions"], 1)
-    if "arrowbatchrows" in lowered:
-        values["arrow_batch_rows"] = _integer("arrowBatchRows", lowered["arrowbatchrows"], 1)
-    if "polltimeoutms" in lowered:
-        values["poll_timeout_ms"] = _integer("pollTimeoutMs", lowered["polltimeoutms"], 1)
+    values.update(_offset_options(lowered, streaming=streaming))
+    values.update(_trigger_options(lowered, streaming=streaming))
+    for key, name, field, minimum in (
+        ("minpartitions", "minPartitions", "min_partitions", 1),
+        ("maxrecordsperpartition", "maxRecordsPerPartition", "max_records_per_partition", 1),
+        ("fetchoffset.numretries", "fetchOffset.numRetries", "fetch_offset_retries", 1),
+        ("fetchoffset.retryintervalms", "fetchOffset.retryIntervalMs", "fetch_offset_retry_interval_ms", 0),
+        ("arrowbatchrows", "arrowBatchRows", "arrow_batch_rows", 1),
+    ):
+        if key in lowered:
+            values[field] = _integer(name, lowered[key], minimum)
+    values.update(_poll_timeout(lowered))
     for key, field in (
         ("includeheaders", "include_headers"),
         ("failondataloss", "fail_on_data_loss"),
@@ -156,6 +173,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     ):
         if key in lowered:
             values[field] = _boolean(key, lowered[key])
+    if "groupidprefix" in lowered and not lowered["groupidprefix"].strip():
+        raise ConfigError("groupIdPrefix", "is empty")
     return SourceOptions(**values)
 
 
@@ -165,6 +184,181 @@ def include_headers(options: Mapping[str, str]) -> bool:
         if str(key).lower() == "includeheaders":
             return _boolean("includeHeaders", str(value))
     return False
+
+
+def _consumer_settings(kafka: dict[str, str]) -> dict[str, Any]:
+    """``kafka.*`` options (without the prefix) as our consumer's settings, checked by ``ConsumerConfig``.
+
+    ``group.id`` (and the source option ``groupIdPrefix``) are accepted and not passed on. Spark's source gives its
+    consumers a group id but assigns partitions and never commits, so the id never reaches a group coordinator; our
+    consumer, given a group id, would look its coordinator up at once (one more request, and the group's DESCRIBE
+    ACL). Group offsets for monitoring are ``commit_batch``/``with_group_commit``'s job.
+    """
+    for name, why in _REJECTED_KAFKA.items():
+        if name in kafka:
+            raise ConfigError(f"kafka.{name}", f"is not supported: {why}")
+    if "group.id" in kafka:
+        log.warning("spark.group_id_unused", group_id=kafka["group.id"])
+    consumer = {k: v for k, v in kafka.items() if k not in _GROUP_KEYS}
+    consumer.update(_jaas(consumer.pop("sasl.jaas.config", None), consumer))
+    consumer.update(_store("truststore", consumer, "ssl.cafile"))
+    consumer.update(_store("keystore", consumer, "ssl.certfile"))
+    if "ssl.endpoint.identification.algorithm" in consumer:
+        algorithm = consumer.pop("ssl.endpoint.identification.algorithm").strip().lower()
+        if algorithm not in ("", "https"):
+            raise ConfigError(
+                "kafka.ssl.endpoint.identification.algorithm", f'must be "https" or "", got {algorithm!r}'
+            )
+        consumer["ssl.check.hostname"] = "true" if algorithm == "https" else "false"
+    if "bootstrap.servers" not in consumer:
+        raise ConfigError("kafka.bootstrap.servers", "is required")
+    try:
+        ConsumerConfig.from_kwargs(**consumer)
+    except ConfigError as exc:
+        raise ConfigError(f"kafka.{exc.key}", str(exc)) from exc
+    return consumer
+
+
+def _jaas(text: str | None, consumer: Mapping[str, str]) -> dict[str, str]:
+    """``sasl.jaas.config`` (Java's ``<LoginModule> required username="..." password="...";``) as our
+    ``sasl.username``/``sasl.password``: SCRAM and PLAIN login modules only, matching ``sasl.mechanism``."""
+    if text is None:
+        return {}
+    key = "kafka.sasl.jaas.config"
+    match = _JAAS.match(text)
+    if match is None:
+        raise ConfigError(key, 'expected "<LoginModule class> required username=\\"...\\" password=\\"...\\";"')
+    module = match["module"]
+    if module not in _LOGIN_MODULES:
+        raise ConfigError(key, f"login module {module} is not supported; asyncconsumer speaks SCRAM and PLAIN")
+    mechanism = consumer.get("sasl.mechanism", "GSSAPI").strip().upper()  # Java's default mechanism is GSSAPI
+    if mechanism not in _LOGIN_MODULES[module]:
+        raise ConfigError(key, f"{module.rsplit('.', 1)[-1]} does not serve kafka.sasl.mechanism={mechanism}")
+    rest = match["rest"]
+    found: dict[str, str] = {}
+    position = 0
+    while position < len(rest.rstrip()):
+        option = _JAAS_OPTION.match(rest, position)
+        if option is None:
+            raise ConfigError(key, f"cannot read the login module options at {rest[position : position + 20]!r}")
+        value = option["quoted"] if option["quoted"] is not None else option["bare"]
+        found[option["key"]] = re.sub(r"\\(.)", r"\1", value)
+        position = option.end()
+    for name in ("username", "password"):
+        if name not in found:
+            raise ConfigError(key, f"has no {name}")
+        if f"sasl.{name}" in consumer:
+            raise ConfigError(f"kafka.sasl.{name}", "given twice: also in kafka.sasl.jaas.config")
+    return {"sasl.username": found["username"], "sasl.password": found["password"]}
+
+
+def _store(kind: str, consumer: dict[str, str], ours: str) -> dict[str, str]:
+    """``ssl.<kind>.location`` as our PEM file setting ``ours``; only ``ssl.<kind>.type=PEM`` (Java's default is
+    JKS, which Python's ssl module cannot read)."""
+    location = consumer.pop(f"ssl.{kind}.location", None)
+    store_type = consumer.pop(f"ssl.{kind}.type", None)
+    if location is None:
+        if store_type is not None and store_type.strip().upper() != "PEM":
+            raise ConfigError(f"kafka.ssl.{kind}.type", f"{store_type} is not supported; asyncconsumer reads PEM files")
+        return {}
+    if store_type is None or store_type.strip().upper() != "PEM":
+        spelled = "JKS (Java's default)" if store_type is None else store_type
+        convert = "keytool -exportcert -rfc" if kind == "truststore" else "openssl pkcs12 -nodes"
+        raise ConfigError(
+            f"kafka.ssl.{kind}.type",
+            f"{spelled} is not supported: asyncconsumer reads PEM files; convert the store ({convert}) and set "
+            f"kafka.ssl.{kind}.type=PEM",
+        )
+    if ours in consumer:
+        raise ConfigError(f"kafka.{ours}", f"given twice: also as kafka.ssl.{kind}.location")
+    return {ours: location}
+
+
+def _offset_options(lowered: Mapping[str, str], *, streaming: bool) -> dict[str, Any]:
+    """Where reading starts and (batch) ends: offsets, timestamps, and the no-match strategy. As Spark's source, a
+    timestamp option wins over the offsets option of the same end (startingTimestamp > startingOffsetsByTimestamp >
+    startingOffsets)."""
+    values: dict[str, Any] = {}
+    starting = _offsets("startingOffsets", lowered.get("startingoffsets", "latest" if streaming else "earliest"))
+    if not streaming and (starting == "latest" or _has(starting, LATEST)):
+        raise ConfigError("startingOffsets", "cannot be latest (-1) in a batch query")
+    values["starting"] = starting
+    ends = [n for n in ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp") if n.lower() in lowered]
+    if streaming and ends:
+        raise ConfigError(ends[0], "is for batch queries only")
+    if "endingoffsets" in lowered:
+        values["ending"] = _offsets("endingOffsets", lowered["endingoffsets"])
+        if values["ending"] == "earliest" or _has(values["ending"], EARLIEST):
+            raise ConfigError("endingOffsets", "cannot be earliest (-2)")
+    for end in ("starting", "ending"):
+        if f"{end}timestamp" in lowered:
+            values[f"{end}_timestamp"] = _integer(f"{end}Timestamp", lowered[f"{end}timestamp"], 0)
+        if f"{end}offsetsbytimestamp" in lowered:
+            values[f"{end}_by_timestamp"] = _offsets_json(
+                f"{end}OffsetsByTimestamp", lowered[f"{end}offsetsbytimestamp"]
+            )
+    if "startingoffsetsbytimestampstrategy" in lowered:
+        strategy = lowered["startingoffsetsbytimestampstrategy"].strip().lower()
+        if strategy not in ("error", "latest"):
+            raise ConfigError("startingOffsetsByTimestampStrategy", f'must be "error" or "latest", got {strategy!r}')
+        values["by_timestamp_strategy"] = strategy
+    first, last = values["starting"], values.get("ending")
+    by_time = ("startingtimestamp", "startingoffsetsbytimestamp", "endingtimestamp", "endingoffsetsbytimestamp")
+    if isinstance(first, dict) and isinstance(last, dict) and not any(k in lowered for k in by_time):
+        _check_range("startingOffsets", first, last)
+    return values
+
+
+def _check_range(name: str, start: dict[str, dict[int, int]], end: dict[str, dict[int, int]]) -> None:
+    """Per-partition starting and ending offsets name the same partitions, each start at or before its end."""
+    starts = {(t, p): o for t, parts in start.items() for p, o in parts.items()}
+    ends = {(t, p): o for t, parts in end.items() for p, o in parts.items()}
+    if starts.keys() != ends.keys():
+        raise ConfigError(name, f"names partitions {sorted(starts)} but endingOffsets names {sorted(ends)}")
+    for tp, offset in starts.items():
+        if offset >= 0 and ends[tp] >= 0 and offset > ends[tp]:
+            raise ConfigError(name, f"{tp[0]}-{tp[1]}: starts at {offset}, after its ending offset {ends[tp]}")
+
+
+def _trigger_options(lowered: Mapping[str, str], *, streaming: bool) -> dict[str, Any]:
+    """maxOffsetsPerTrigger, minOffsetsPerTrigger and maxTriggerDelay: streaming only (a batch query logs that it
+    ignores them, as Spark's source)."""
+    if not streaming:
+        for key in _STREAMING_ONLY:
+            if key in lowered:
+                log.warning("spark.option_ignored_in_batch", option=key)
+        return {}
+    values: dict[str, Any] = {}
+    if "maxoffsetspertrigger" in lowered:
+        values["max_offsets_per_trigger"] = _integer("maxOffsetsPerTrigger", lowered["maxoffsetspertrigger"], 1)
+    if "minoffsetspertrigger" in lowered:
+        values["min_offsets_per_trigger"] = _integer("minOffsetsPerTrigger", lowered["minoffsetspertrigger"], 1)
+    if "maxtriggerdelay" in lowered:
+        values["max_trigger_delay_ms"] = _duration_ms("maxTriggerDelay", lowered["maxtriggerdelay"])
+    low, high = values.get("min_offsets_per_trigger"), values.get("max_offsets_per_trigger")
+    if low is not None and high is not None and low > high:
+        raise ConfigError("minOffsetsPerTrigger", f"{low} is above maxOffsetsPerTrigger ({high})")
+    return values
+
+
+def _poll_timeout(lowered: Mapping[str, str]) -> dict[str, int]:
+    """pollTimeoutMs, or Spark's name for it, kafkaConsumer.pollTimeoutMs (both: they must agree)."""
+    given = {
+        name: _integer(name, lowered[name.lower()], 1)
+        for name in ("kafkaConsumer.pollTimeoutMs", "pollTimeoutMs")
+        if name.lower() in lowered
+    }
+    if len(set(given.values())) > 1:
+        raise ConfigError("pollTimeoutMs", f"disagrees with kafkaConsumer.pollTimeoutMs: {given}")
+    return {"poll_timeout_ms": next(iter(given.values()))} if given else {}
+
+
+def _duration_ms(name: str, text: str) -> int:
+    """Spark's time strings: ``500`` (ms), ``500ms``, ``10s``, ``5m``/``5min``, ``1h``, ``1d``."""
+    match = _DURATION.match(text.lower())
+    if match is None:
+        raise ConfigError(name, f"must be a duration like 500ms, 10s, 5m, 1h; got {text!r}")
+    return int(int(match[1]) * _DURATION_MS[match[2]])
 
 
 def _has(spec: OffsetSpec, value: int) -> bool:

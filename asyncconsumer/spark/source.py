@@ -6,18 +6,32 @@ checkpoint as per-topic-partition JSON; nothing is committed to Kafka by the sou
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import StructType
 
 import asyncconsumer.spark.offsets as plan
-from asyncconsumer.spark.offsets import OffsetRange, Offsets
+from asyncconsumer._clock import SystemClock
+from asyncconsumer._logs import get_logger
+from asyncconsumer.errors import ConfigError, KafkaError
+from asyncconsumer.spark.limits import TriggerDelay, rate_limit
+from asyncconsumer.spark.offsets import DataLossError, OffsetRange, Offsets
 from asyncconsumer.spark.options import SourceOptions, include_headers, parse_options
 from asyncconsumer.spark.reader import read_arrow, read_tuples, schema
 from asyncconsumer.sync import Consumer
+
+log = get_logger("asyncconsumer.spark")
+T = TypeVar("T")
 
 
 class RangePartition(InputPartition):
@@ -73,6 +87,24 @@ class _Reading:
             self._consumer.close()
             self._consumer = None
 
+    def retrying(self, what: str, body: Callable[[Consumer], T]) -> T:
+        """``body`` with the driver's consumer, tried ``fetchOffset.numRetries`` times in all, with a new consumer
+        after ``fetchOffset.retryIntervalMs`` each time it fails (Spark's source retries its offset lookups so).
+        Bad options and data loss are raised at once: trying again would not change them."""
+        attempts = self.options.fetch_offset_retries
+        for attempt in range(1, attempts + 1):
+            try:
+                return body(self.consumer())
+            except (ConfigError, DataLossError):
+                raise
+            except KafkaError as exc:
+                if attempt == attempts:
+                    raise
+                log.warning("spark.offsets_retry", what=what, attempt=attempt, error=str(exc))
+                self.close()
+                time.sleep(self.options.fetch_offset_retry_interval_ms / 1000)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
     def ranges(self, start: Offsets, end: Offsets) -> list[RangePartition]:
         earliest = dict(self.consumer().beginning_offsets(list(end))) if end else {}
         ranges = plan.plan(
@@ -81,6 +113,7 @@ class _Reading:
             earliest,
             fail_on_data_loss=self.options.fail_on_data_loss,
             min_partitions=self.options.min_partitions,
+            max_records_per_partition=self.options.max_records_per_partition,
         )
         return [RangePartition(r) for r in ranges]
 
@@ -99,57 +132,93 @@ class KafkaBatchReader(_Reading, DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         try:
-            consumer = self.consumer()
-            tps = plan.partitions(consumer, self.options)
-            start = plan.starting_offsets(consumer, tps, self.options)
-            end = plan.ending_offsets(consumer, tps, self.options)
-            return self.ranges(start, end)
+            return self.retrying("batch offsets", self._plan)
         finally:
             self.close()
 
+    def _plan(self, consumer: Consumer) -> list[RangePartition]:
+        tps = plan.partitions(consumer, self.options)
+        start = plan.starting_offsets(consumer, tps, self.options)
+        end = plan.ending_offsets(consumer, tps, self.options)
+        return self.ranges(start, end)
+
 
 class KafkaStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Micro-batches from offsets in the checkpoint; ``maxOffsetsPerTrigger`` split by lag."""
+    """Micro-batches from offsets in the checkpoint, admitted as Spark's Kafka source admits them:
+    ``maxOffsetsPerTrigger`` split by lag, ``minOffsetsPerTrigger`` held back up to ``maxTriggerDelay``."""
 
     _target: Offsets | None = None
     """``trigger(availableNow=True)``: the log ends when the query started; nothing later is read."""
-    _latest: Offsets | None = None
+    _reported: Offsets | None = None
     """The log ends the last ``latestOffset`` saw (before any read limit): what ``reportLatestOffset`` reports."""
 
+    def __init__(self, options: SourceOptions) -> None:
+        super().__init__(options)
+        self._clock = SystemClock()
+        self._delay: TriggerDelay | None = None
+        if options.min_offsets_per_trigger is not None:
+            self._delay = TriggerDelay(options.min_offsets_per_trigger, options.max_trigger_delay_ms)
+
     def prepareForTriggerAvailableNow(self) -> None:
-        consumer = self.consumer()
-        self._target = dict(consumer.end_offsets(plan.partitions(consumer, self.options)))
+        self._target = self.retrying(
+            "availableNow offsets", lambda c: dict(c.end_offsets(plan.partitions(c, self.options)))
+        )
 
     def initialOffset(self) -> dict[str, Any]:
-        consumer = self.consumer()
-        tps = plan.partitions(consumer, self.options)
-        return plan.to_json(plan.starting_offsets(consumer, tps, self.options))
+        def initial(consumer: Consumer) -> Offsets:
+            return plan.starting_offsets(consumer, plan.partitions(consumer, self.options), self.options)
+
+        return plan.to_json(self.retrying("starting offsets", initial))
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        consumer = self.consumer()
+        begin, latest = self.retrying("latest offsets", lambda c: self._latest(c, plan.from_json(start)))
+        self._reported = latest
+        if isinstance(limit, ReadAllAvailable):  # Trigger.Once, or no limit asked
+            return plan.to_json(latest)
+        if self._delay is not None and self._target is None:  # availableNow: see README's option table
+            available = sum(max(0, end - begin[tp]) for tp, end in latest.items())
+            if not self._delay.admit(self._clock.now_ms(), available):
+                log.debug("spark.batch_delayed", available=available, min_offsets=self._delay.min_offsets)
+                return start
+        if isinstance(limit, ReadMaxRows):
+            return plan.to_json(rate_limit(begin, latest, limit.max_rows))
+        return plan.to_json(latest)
+
+    def _latest(self, consumer: Consumer, known: Offsets) -> tuple[Offsets, Offsets]:
+        """Where each partition's batch begins (new partitions at their earliest offset) and the latest offsets
+        (capped at the availableNow target). A latest offset below a known one is asked again, up to
+        ``fetchOffset.numRetries`` times, as Spark's source does (a lagging broker's answer)."""
         tps = plan.partitions(consumer, self.options)
-        latest = dict(consumer.end_offsets(tps))
         if self._target is not None:
             tps = list(self._target)
+        for attempt in range(1, self.options.fetch_offset_retries + 1):
+            latest = dict(consumer.end_offsets(tps))
+            behind = {tp: (known[tp], end) for tp, end in latest.items() if tp in known and end < known[tp]}
+            if not behind or attempt == self.options.fetch_offset_retries:
+                break
+            log.warning("spark.latest_offsets_behind", partitions=str(behind), attempt=attempt)
+            time.sleep(self.options.fetch_offset_retry_interval_ms / 1000)
+        if self._target is not None:
             latest = {tp: min(latest.get(tp, end), end) for tp, end in self._target.items()}
-        begin = plan.from_json(start)
+        begin = dict(known)
         new = [tp for tp in tps if tp not in begin]
         if new:  # new partitions are read from their start
             begin.update(consumer.beginning_offsets(new))
-        self._latest = latest
-        if isinstance(limit, ReadMaxRows):
-            latest = plan.limit(begin, latest, limit.max_rows)
-        return plan.to_json(latest)
+        return begin, latest
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """The progress's ``latestOffset``, as Spark's Kafka source reports it: the log ends ``latestOffset`` saw,
         whatever ``maxOffsetsPerTrigger`` let the batch take (``offsets_behind_latest`` turns the two into Spark's
         source metrics, which a Python source cannot report itself)."""
-        return plan.to_json(self._latest) if self._latest else None
+        return plan.to_json(self._reported) if self._reported else None
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        """The maximum when one is set (the minimum is kept by ``latestOffset`` itself: the Python data source API
+        carries one limit, not Spark's composite one); else the minimum; else everything."""
         if self.options.max_offsets_per_trigger is not None:
             return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
         return ReadAllAvailable()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:

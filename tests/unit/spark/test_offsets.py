@@ -1,9 +1,11 @@
-"""The Spark source's offset planning, without Spark or a broker: checkpoint JSON, maxOffsetsPerTrigger, splitting
-ranges for minPartitions, and offsets that vanished (failOnDataLoss)."""
+"""The Spark source's offset planning, without Spark or a broker: checkpoint JSON, splitting ranges for
+minPartitions/maxRecordsPerPartition, offsets that vanished (failOnDataLoss), and starting/ending by timestamp
+(with a stand-in for the driver's consumer)."""
 
 from __future__ import annotations
 
 import itertools
+from typing import Any, cast
 
 import pytest
 
@@ -12,14 +14,14 @@ from asyncconsumer.records import OffsetAndTimestamp, PartitionInfo, TopicPartit
 from asyncconsumer.spark.offsets import (
     DataLossError,
     OffsetRange,
-    by_timestamp,
+    ending_offsets,
     from_json,
-    limit,
     partitions,
     plan,
+    starting_offsets,
     to_json,
 )
-from asyncconsumer.spark.options import SourceOptions
+from asyncconsumer.spark.options import SourceOptions, parse_options
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
 
@@ -30,30 +32,19 @@ def test_checkpoint_json_round_trips_with_string_partition_keys() -> None:
     assert from_json(to_json(offsets)) == offsets
 
 
-def test_max_offsets_per_trigger_is_split_by_lag_and_never_exceeded() -> None:
-    start = {A0: 0, A1: 100, B0: 0}
-    latest = {A0: 300, A1: 200, B0: 0}  # lags 300, 100, 0
-    limited = limit(start, latest, 100)
-    assert limited == {A0: 75, A1: 125, B0: 0}
-    assert sum(limited[tp] - start[tp] for tp in start) == 100
-    assert limit(start, latest, 1_000) == latest  # everything fits
-
-
-def test_max_offsets_per_trigger_rounds_as_spark_kafka_source_does() -> None:
-    """Shares are rounded down (the remainder waits for the next batch) except shares below one, rounded up."""
-    assert limit({A0: 0, A1: 0}, {A0: 3, A1: 3}, 5) == {A0: 2, A1: 2}  # 2.5 each: 4 in all, not 5
-    assert limit({A0: 0, A1: 7}, {A0: 1000, A1: 8}, 10) == {A0: 9, A1: 8}  # 9.99 -> 9, 0.0099 -> 1: 10 in all
-    tiny = limit({A0: 0, A1: 0, B0: 0}, {A0: 1, A1: 1, B0: 98}, 4)  # 0.04, 0.04, 3.92 -> 1, 1, 3
-    assert tiny == {A0: 1, A1: 1, B0: 3}
-    assert limit({A0: 10, A1: 5}, {A0: 10, A1: 4}, 1) == {A0: 10, A1: 4}  # no lag (or a shrunk log): latest
-
-
 def test_plan_splits_for_min_partitions_and_reads_new_partitions_from_their_start() -> None:
     ranges = plan({A0: 0}, {A0: 100, A1: 10}, {A0: 0, A1: 0}, fail_on_data_loss=True, min_partitions=4)
     assert OffsetRange("a", 1, 0, 10) in ranges
     a0 = sorted((r.start, r.end) for r in ranges if r.partition == 0)
     assert a0[0][0] == 0 and a0[-1][1] == 100 and len(a0) >= 3
     assert all(x[1] == y[0] for x, y in itertools.pairwise(a0))  # contiguous, no gap, no overlap
+
+
+def test_plan_cuts_ranges_to_max_records_per_partition() -> None:
+    ranges = plan({A0: 0, A1: 0}, {A0: 10, A1: 3}, {}, fail_on_data_loss=True, min_partitions=None,
+                  max_records_per_partition=4)  # fmt: skip
+    assert ranges == [OffsetRange("a", 0, 0, 3), OffsetRange("a", 0, 3, 6), OffsetRange("a", 0, 6, 10),
+                      OffsetRange("a", 1, 0, 3)]  # fmt: skip
 
 
 def test_vanished_offsets_raise_or_are_skipped_as_fail_on_data_loss_says() -> None:
@@ -108,11 +99,52 @@ def test_subscribe_pattern_matches_anywhere_in_a_name_and_never_kafka_internal_t
     assert sorted(partitions(consumer, anchored)) == [A0, A1]  # type: ignore[arg-type]
 
 
-def test_by_timestamp_follows_the_strategy_when_no_offset_matches() -> None:
-    consumer = FakeConsumer({}, 50, {A0: 7})
-    stamps = {A0: 100, A1: 200, B0: None}  # A1: nothing at or after 200; B0: left out of the option
-    got = by_timestamp(consumer, stamps, name="startingTimestamp", strategy="latest")  # type: ignore[arg-type]
-    assert got == {A0: 7, A1: 50, B0: 50}
-    with pytest.raises(ConfigError, match=r"a-1.*200.*no offset matched") as caught:
-        by_timestamp(consumer, stamps, name="startingOffsetsByTimestamp", strategy="error")  # type: ignore[arg-type]
+class Offsets:
+    """The driver consumer's offset lookups over a fixed log: offsets 0..9, timestamps 100 + 10 * offset."""
+
+    def beginning_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return dict.fromkeys(tps, 0)
+
+    def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return dict.fromkeys(tps, 10)
+
+    def offsets_for_times(self, stamps: dict[TopicPartition, int]) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        out: dict[TopicPartition, OffsetAndTimestamp | None] = {}
+        for tp, ts in stamps.items():
+            offset = max(0, -(-(ts - 100) // 10))
+            out[tp] = OffsetAndTimestamp(offset, 100 + 10 * offset) if offset < 10 else None
+        return out
+
+
+def options(streaming: bool = False, **extra: str) -> SourceOptions:
+    return parse_options({"kafka.bootstrap.servers": "h:1", "subscribe": "a", **extra}, streaming=streaming)
+
+
+def test_starting_by_timestamp_takes_the_first_offset_at_or_after_it_and_no_match_is_an_error_by_default() -> None:
+    tps, log = [A0, A1], cast(Any, Offsets())
+    assert starting_offsets(log, tps, options(startingTimestamp="125")) == {A0: 3, A1: 3}
+    by_partition = options(startingOffsetsByTimestamp='{"a": {"0": 100, "1": -1}}')
+    assert starting_offsets(log, tps, by_partition) == {A0: 0, A1: 10}
+    with pytest.raises(ConfigError, match=r"no offset of a-0 .* 500") as caught:  # Spark's default: error
+        starting_offsets(log, tps, options(startingTimestamp="500"))
+    assert caught.value.key == "startingTimestamp"
+    latest = options(startingTimestamp="500", startingOffsetsByTimestampStrategy="LATEST")
+    assert starting_offsets(log, tps, latest) == {A0: 10, A1: 10}
+    # startingTimestamp wins over startingOffsetsByTimestamp and startingOffsets, as in Spark's source
+    both = options(startingTimestamp="100", startingOffsetsByTimestamp='{"a": {"0": 150}}', startingOffsets="earliest")
+    assert starting_offsets(log, tps, both) == {A0: 0, A1: 0}
+
+
+def test_per_partition_timestamps_must_name_exactly_the_partitions_read() -> None:
+    with pytest.raises(ConfigError) as caught:
+        starting_offsets(cast(Any, Offsets()), [A0, A1], options(startingOffsetsByTimestamp='{"a": {"0": 100}}'))
     assert caught.value.key == "startingOffsetsByTimestamp"
+
+
+def test_ending_by_timestamp_ends_before_the_first_record_at_or_after_it_or_at_the_latest() -> None:
+    tps, log = [A0, A1], cast(Any, Offsets())
+    assert ending_offsets(log, tps, options(endingTimestamp="150")) == {A0: 5, A1: 5}
+    assert ending_offsets(log, tps, options(endingTimestamp="999")) == {A0: 10, A1: 10}
+    per = options(endingOffsetsByTimestamp='{"a": {"0": 120, "1": 999}}')
+    assert ending_offsets(log, tps, per) == {A0: 2, A1: 10}
+    assert ending_offsets(log, tps, options(endingOffsets='{"a": {"0": 4, "1": -1}}')) == {A0: 4, A1: 10}

@@ -44,8 +44,27 @@ def test_per_partition_offsets_json_is_typed() -> None:
         ({"subscribe": "a", "startingOffsets": '{"a": {"0": -3}}'}, "startingOffsets"),
         ({"subscribe": "a", "minPartitions": "0"}, "minPartitions"),
         ({"subscribe": "a", "failOnDataLoss": "maybe"}, "failondataloss"),
-        ({"subscribe": "a", "startingTimestamp": "1", "startingOffsetsByTimestamp": "{}"}, "startingTimestamp"),
         ({"subscribe": "a", "kafka.enable.auto.commit": "true"}, "kafka.enable.auto.commit"),
+        ({"subscribe": "a", "kafka.auto.offset.reset": "earliest"}, "kafka.auto.offset.reset"),
+        ({"subscribe": "a", "kafka.value.deserializer": "x"}, "kafka.value.deserializer"),
+        ({"subscribe": "a", "startingOffsets": "latest"}, "startingOffsets"),  # batch: as Spark's source
+        ({"subscribe": "a", "startingOffsets": '{"a": {"0": -1}}'}, "startingOffsets"),
+        (
+            {"subscribe": "a", "startingOffsets": '{"a": {"0": 5}}', "endingOffsets": '{"a": {"0": 4}}'},
+            "startingOffsets",
+        ),
+        (
+            {"subscribe": "a", "startingOffsets": '{"a": {"0": 1}}', "endingOffsets": '{"a": {"1": 4}}'},
+            "startingOffsets",
+        ),
+        ({"subscribe": "a", "startingOffsetsByTimestampStrategy": "earliest"}, "startingOffsetsByTimestampStrategy"),
+        ({"subscribe": "a", "maxRecordsPerPartition": "0"}, "maxRecordsPerPartition"),
+        ({"subscribe": "a", "fetchOffset.numRetries": "0"}, "fetchOffset.numRetries"),
+        ({"subscribe": "a", "fetchOffset.retryIntervalMs": "-1"}, "fetchOffset.retryIntervalMs"),
+        ({"subscribe": "a", "kafkaConsumer.pollTimeoutMs": "0"}, "kafkaConsumer.pollTimeoutMs"),
+        ({"subscribe": "a", "kafkaConsumer.pollTimeoutMs": "5", "pollTimeoutMs": "6"}, "pollTimeoutMs"),
+        ({"subscribe": "a", "groupIdPrefix": " "}, "groupIdPrefix"),
+        ({"subscribePattern": " "}, "subscribePattern"),
     ],
 )
 def test_a_bad_option_is_a_config_error_naming_it(options: dict[str, str], key: str) -> None:
@@ -60,31 +79,182 @@ def test_bootstrap_servers_are_required() -> None:
     assert caught.value.key == "kafka.bootstrap.servers"
 
 
-def test_timestamp_options_with_spark_names_and_defaults() -> None:
+def test_streaming_only_and_batch_only_options() -> None:
+    stream = parse_options(
+        {
+            **BASE,
+            "subscribe": "a",
+            "maxOffsetsPerTrigger": "100",
+            "minOffsetsPerTrigger": "10",
+            "maxTriggerDelay": "2m",
+        },
+        streaming=True,
+    )
+    assert (stream.max_offsets_per_trigger, stream.min_offsets_per_trigger, stream.max_trigger_delay_ms) == (
+        100,
+        10,
+        120_000,
+    )
+    assert parse_options({**BASE, "subscribe": "a"}, streaming=True).max_trigger_delay_ms == 15 * 60_000  # Spark's
+    for text, ms in (("250", 250), ("250ms", 250), ("10s", 10_000), ("5min", 300_000), ("1h", 3_600_000)):
+        assert (
+            parse_options({**BASE, "subscribe": "a", "maxTriggerDelay": text}, streaming=True).max_trigger_delay_ms
+            == ms
+        )
+    with pytest.raises(ConfigError) as caught:
+        parse_options(
+            {**BASE, "subscribe": "a", "minOffsetsPerTrigger": "11", "maxOffsetsPerTrigger": "10"}, streaming=True
+        )
+    assert caught.value.key == "minOffsetsPerTrigger"
+    with pytest.raises(ConfigError) as caught:
+        parse_options({**BASE, "subscribe": "a", "maxTriggerDelay": "soon"}, streaming=True)
+    assert caught.value.key == "maxTriggerDelay"
+    # a batch query ignores the trigger options (Spark's source logs a warning and carries on)
+    batch = parse_options(
+        {**BASE, "subscribe": "a", "maxOffsetsPerTrigger": "5", "minOffsetsPerTrigger": "9"}, streaming=False
+    )
+    assert (batch.max_offsets_per_trigger, batch.min_offsets_per_trigger) == (None, None)
+    for ending in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+        with pytest.raises(ConfigError) as caught:
+            parse_options({**BASE, "subscribe": "a", ending: "1"}, streaming=True)
+        assert caught.value.key == ending
+
+
+def test_spark_names_for_retries_poll_timeout_splits_and_timestamps() -> None:
     options = parse_options(
-        {**BASE, "subscribe": "a", "startingTimestamp": "5", "endingOffsetsByTimestamp": '{"a": {"0": 9}}'},
+        {
+            **BASE,
+            "subscribe": "a",
+            "fetchOffset.numRetries": "5",
+            "fetchOffset.retryIntervalMs": "10",
+            "kafkaConsumer.pollTimeoutMs": "3000",
+            "maxRecordsPerPartition": "1000",
+            "endingTimestamp": "1700000000000",
+            "startingOffsetsByTimestamp": '{"a": {"0": 1699999999999}}',
+            "startingOffsetsByTimestampStrategy": "Latest",
+        },
         streaming=False,
     )
-    assert (options.starting_timestamp, options.starting_timestamp_strategy) == (5, "error")  # Spark's default
-    assert options.ending_by_timestamp == {"a": {0: 9}}
-    latest = parse_options(
-        {**BASE, "subscribe": "a", "startingOffsetsByTimestampStrategy": "LATEST", "endingTimestamp": "7"},
+    assert (options.fetch_offset_retries, options.fetch_offset_retry_interval_ms, options.poll_timeout_ms) == (
+        5,
+        10,
+        3000,
+    )
+    assert options.max_records_per_partition == 1000
+    assert (options.ending_timestamp, options.starting_by_timestamp) == (
+        1_700_000_000_000,
+        {"a": {0: 1_699_999_999_999}},
+    )
+    assert options.by_timestamp_strategy == "latest"
+    assert (
+        parse_options({**BASE, "subscribe": "a"}, streaming=False).by_timestamp_strategy == "error"
+    )  # Spark's default
+
+
+def test_group_id_and_its_prefix_are_accepted_and_not_given_to_the_consumers() -> None:
+    options = parse_options({**BASE, "subscribe": "a", "kafka.group.id": "g", "groupIdPrefix": "p"}, streaming=True)
+    assert options.consumer == {"bootstrap.servers": "h:1"}
+
+
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_JAAS = SCRAM_MODULE + r' required username="alice" password="a\\b\"c;d=e";'
+"""A JAAS line as Java reads it: inside quotes a backslash escapes the next character, so the password is
+``a\\b"c;d=e``."""
+
+
+def test_java_security_settings_become_ours() -> None:
+    options = parse_options(
+        {
+            **BASE,
+            "subscribe": "a",
+            "kafka.security.protocol": "SASL_SSL",
+            "kafka.sasl.mechanism": "SCRAM-SHA-512",
+            "kafka.sasl.jaas.config": SCRAM_JAAS,
+            "kafka.ssl.truststore.location": "/certs/ca.pem",
+            "kafka.ssl.truststore.type": "pem",
+            "kafka.ssl.endpoint.identification.algorithm": "",
+        },
         streaming=False,
     )
-    assert (latest.starting_timestamp_strategy, latest.ending_timestamp) == ("latest", 7)
+    assert options.consumer == {
+        "bootstrap.servers": "h:1",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "alice",
+        "sasl.password": 'a\\b"c;d=e',
+        "ssl.cafile": "/certs/ca.pem",
+        "ssl.check.hostname": "false",
+    }
+    assert "p\\w" not in repr(options) and "alice" in repr(options)
+    plain = parse_options(
+        {
+            **BASE,
+            "subscribe": "a",
+            "kafka.security.protocol": "SASL_PLAINTEXT",
+            "kafka.sasl.mechanism": "PLAIN",
+            "kafka.sasl.jaas.config": f"{PLAIN_MODULE} required username=bob password=pw;",
+            "kafka.ssl.keystore.type": "PEM",
+        },
+        streaming=False,
+    )
+    assert (plain.consumer["sasl.username"], plain.consumer["sasl.password"]) == ("bob", "pw")
 
 
 @pytest.mark.parametrize(
-    ("options", "streaming", "key"),
+    ("settings", "key", "says"),
     [
-        ({"startingOffsetsByTimestampStrategy": "earliest"}, False, "startingOffsetsByTimestampStrategy"),
-        ({"endingTimestamp": "1"}, True, "endingTimestamp"),
-        ({"endingOffsetsByTimestamp": '{"a": {"0": 1}}'}, True, "endingOffsetsByTimestamp"),
-        ({"endingTimestamp": "1", "endingOffsetsByTimestamp": "{}"}, False, "endingTimestamp"),
-        ({"endingTimestamp": "-1"}, False, "endingTimestamp"),
+        ({"kafka.ssl.truststore.location": "/ca.jks"}, "kafka.ssl.truststore.type", "JKS"),
+        (
+            {"kafka.ssl.truststore.location": "/ca.p12", "kafka.ssl.truststore.type": "PKCS12"},
+            "kafka.ssl.truststore.type",
+            "PEM",
+        ),
+        (
+            {"kafka.ssl.keystore.location": "/me.jks", "kafka.ssl.keystore.type": "JKS"},
+            "kafka.ssl.keystore.type",
+            "PEM",
+        ),
+        ({"kafka.ssl.truststore.password": "x"}, "kafka.ssl.truststore.password", "no password"),
+        ({"kafka.ssl.key.password": "x"}, "kafka.ssl.key.password", "unencrypted"),
+        ({"kafka.ssl.truststore.certificates": "-----BEGIN"}, "kafka.ssl.truststore.certificates", "PEM file"),
+        (
+            {"kafka.ssl.endpoint.identification.algorithm": "ldap"},
+            "kafka.ssl.endpoint.identification.algorithm",
+            "https",
+        ),
+        (
+            {
+                "kafka.sasl.mechanism": "GSSAPI",
+                "kafka.sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required;",
+            },
+            "kafka.sasl.jaas.config",
+            "SCRAM and PLAIN",
+        ),
+        (
+            {"kafka.sasl.mechanism": "PLAIN", "kafka.sasl.jaas.config": SCRAM_JAAS},
+            "kafka.sasl.jaas.config",
+            "PLAIN",
+        ),
+        (
+            {
+                "kafka.sasl.mechanism": "SCRAM-SHA-256",
+                "kafka.sasl.jaas.config": f"{SCRAM_MODULE} required username=u;",
+            },
+            "kafka.sasl.jaas.config",
+            "password",
+        ),
+        (
+            {"kafka.sasl.mechanism": "SCRAM-SHA-256", "kafka.sasl.jaas.config": SCRAM_JAAS, "kafka.sasl.username": "u"},
+            "kafka.sasl.username",
+            "twice",
+        ),
+        ({"kafka.ssl.cipher.suites": "x"}, "kafka.ssl.cipher.suites", "unknown"),
     ],
 )
-def test_bad_timestamp_options_name_themselves(options: dict[str, str], streaming: bool, key: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        parse_options({**BASE, "subscribe": "a", **options}, streaming=streaming)
+def test_security_settings_our_client_cannot_honour_are_refused_by_name(
+    settings: dict[str, str], key: str, says: str
+) -> None:
+    with pytest.raises(ConfigError, match=says) as caught:
+        parse_options({**BASE, "subscribe": "a", "kafka.security.protocol": "SASL_SSL", **settings}, streaming=False)
     assert caught.value.key == key
