@@ -732,6 +732,7 @@ def run_shape(
         "runs": {v: [] for v in variants},
     }
     options = source_options(bootstrap, topic, args.arrow_batch_rows)
+    options.update(kv.split("=", 1) for kv in args.option)
     run = functools.partial(
         run_variant,
         spark=spark,
@@ -862,6 +863,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shuffle-partitions", type=int, default=2)
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
     parser.add_argument("--arrow-batch-rows", type=int, help="the source's arrowBatchRows (default: the source's)")
+    parser.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE", help="more options for both sources"
+    )
     parser.add_argument("--batch-bytes", type=int, default=262_144, help="producer batch size")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     parser.add_argument("--quiet-cores", type=float, default=0.3, help="wait for others to use fewer cores first")
