@@ -1,25 +1,35 @@
-"""Spark read throughput of the ``asyncconsumer`` data source, against our plain consumer, in one run.
+"""Spark read throughput of the ``asyncconsumer`` data source against Spark's own Kafka source and our plain
+consumer, in one run.
 
-    python benchmarks/bench_spark.py                              # 1M x 100 B, 4 partitions, local[2], 5 reps
-    python benchmarks/bench_spark.py --records 200000 --reps 5 --variants spark-arrow,consumer
-    python benchmarks/bench_spark.py --report benchmarks/results/spark-XXXXXXX.json   # print a saved run again
+    python benchmarks/bench_spark.py --broker kafka              # both sources, 1M x 100 B and 200k x 1 KB, 5 reps
+    python benchmarks/bench_spark.py --broker kafka --shapes 1000000x100 --variants spark-arrow,kafka-count
+    python benchmarks/bench_spark.py                             # Tansu: our source against our consumer
+    python benchmarks/bench_spark.py --report benchmarks/results/spark-XXXXXXX-kafka.json   # print a saved run again
 
-Starts an embedded Tansu broker, produces ``--records`` values of ``--size`` bytes into one topic of
-``--partitions`` partitions (the last record of every partition in a batch of its own, so that Tansu's
-ListOffsets LATEST is the log end), starts one local Spark session (its start-up is reported, not timed), runs
-one unmeasured pass of every Spark variant, then the reps, interleaved (rep 1: every variant, rep 2: ...):
+Starts a broker (``--broker tansu``, the default: an embedded Tansu; ``--broker kafka``: a one-node Apache Kafka
+from ``tests/support/kafka_broker.py``), produces one topic per ``--shapes`` entry (``RECORDSxBYTES``; default
+``--records`` x ``--size``, and on Kafka 1M x 100 B and 200k x 1,000 B) of ``--partitions`` partitions (the last
+record of every partition in a batch of its own, so that Tansu's ListOffsets LATEST is the log end), starts one
+local Spark session (its start-up is reported, not timed; on Kafka with Spark's Kafka source,
+``spark-sql-kafka-0-10`` from ``tests/support/spark_kafka.py``, on ``spark.jars``), and per shape runs one
+unmeasured pass of every Spark variant, then the reps, interleaved (rep 1: every variant, rep 2: ...):
 
 - ``spark-arrow``: ``spark.read.format("asyncconsumer")...load().count()``, the Arrow record batch path (the
   executors' batches made from ``Consumer.poll_arrow``'s columns);
 - ``spark-tuples``: the same with ``useArrow=false`` (one tuple per row, from ``poll``'s records);
 - ``stream-arrow``: ``readStream`` with ``trigger(availableNow=True)`` and ``foreachBatch`` doing
   ``batch.count()``, a fresh checkpoint per run;
+- ``agg-arrow``: ``sum(length(value))`` and ``count(*)`` over our source (the values are read and summed);
+- ``kafka-count``, ``kafka-agg``, ``kafka-stream``: the same three queries on Spark's Kafka source
+  (``format("kafka")``), the reference our ``spark-arrow``, ``agg-arrow`` and ``stream-arrow`` are compared with;
 - ``consumer``: the non-Spark reference, a fresh subprocess with ``asyncconsumer.Consumer``, manual assignment of
   every partition, ``poll(max_records=10000)`` until the end, summing ``len(value)``.
 
-Every run must see exactly the produced rows, or the run fails (exit 1). Prints rows/s medians and each variant's
-ratio to ``consumer`` as a markdown table, and writes every run to ``benchmarks/results/spark-<code>.json``.
-See benchmarks/README.md.
+Every run must see exactly the produced rows (and the aggregations exactly the produced value bytes), or the run
+fails (exit 1). Per run it measures the CPU of Spark's process tree (the JVM, its Python workers) and of the
+driver's Python, and the peak RSS of the JVM and of the driver's Python. Prints rows/s medians, each variant's
+ratio to ``consumer`` and ours to Spark's Kafka source as markdown tables, and writes every run to
+``benchmarks/results/spark-<code>.json`` (Kafka: ``spark-<code>-kafka.json``). See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -34,32 +44,62 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench_consume import _busy_cpu_s, _process_cpu_s, produce, wait_until_quiet
-from benchcommon import RESULT_MARKER, ChildFailed, child_argv, code_version, machine, spawn_child
+from bench_consume import _CLOCK_TICKS, _busy_cpu_s, _process_cpu_s, produce, wait_until_quiet
+from benchcommon import (
+    BROKERS,
+    RESULT_MARKER,
+    ChildFailed,
+    child_argv,
+    code_version,
+    default_results_path,
+    kafka_broker_module,
+    machine,
+    spawn_child,
+    start_broker,
+)
 
 Result = dict[str, Any]
 
 VARIANTS: dict[str, str] = {
-    "spark-arrow": "(a) batch read, `count()`, Arrow batches",
-    "spark-tuples": "(b) batch read, `count()`, `useArrow=false`",
-    "stream-arrow": "(c) `availableNow` stream, `foreachBatch` `count()`",
+    "spark-arrow": "(a) ours: batch read, `count()`, Arrow batches",
+    "spark-tuples": "(b) ours: batch read, `count()`, `useArrow=false`",
+    "stream-arrow": "(c) ours: `availableNow` stream, `foreachBatch` `count()`",
+    "agg-arrow": "(e) ours: batch read, `sum(length(value))`, `count(*)`",
+    "kafka-count": "(a') Spark's Kafka source: batch read, `count()`",
+    "kafka-agg": "(e') Spark's Kafka source: batch read, `sum(length(value))`, `count(*)`",
+    "kafka-stream": "(c') Spark's Kafka source: `availableNow` stream, `foreachBatch` `count()`",
     "consumer": "(d) `asyncconsumer.Consumer`, manual assign, no Spark",
 }
-SPARK_VARIANTS = ("spark-arrow", "spark-tuples", "stream-arrow")
+OURS = ("spark-arrow", "spark-tuples", "stream-arrow", "agg-arrow")
+SPARKS = ("kafka-count", "kafka-agg", "kafka-stream")
+"""Variants on Spark's own Kafka source (``format("kafka")``): they need its jars on ``spark.jars``."""
+SPARK_VARIANTS = OURS + SPARKS
+PAIRS: dict[str, str] = {"spark-arrow": "kafka-count", "agg-arrow": "kafka-agg", "stream-arrow": "kafka-stream"}
+"""Ours -> Spark's Kafka source running the same query on the same topic."""
+DEFAULT_VARIANTS = {
+    "tansu": ("spark-arrow", "spark-tuples", "stream-arrow", "consumer"),
+    "kafka": ("spark-arrow", "kafka-count", "agg-arrow", "kafka-agg", "stream-arrow", "kafka-stream", "consumer"),
+}
+DEFAULT_SHAPES = {"kafka": ((1_000_000, 100), (200_000, 1_000))}
+"""Issue 23's two workloads (bench_consume.py's ``small`` and ``large``); on Tansu: ``--records`` x ``--size``."""
 BASELINE = "consumer"
 TARGET_ROWS_PER_S = 300_000
 """The first Spark issue's target for every Spark variant on local[2]."""
 ARROW_TARGET_ROWS_PER_S = 2 * 903_000
 """Issue 22's target for ``spark-arrow`` on local[2]: twice its 903k rows/s in results/spark-41b3e04.json."""
+PAIR_TARGET = 1.0
+"""Issue 23's target: ours at least as fast as Spark's Kafka source, in rows/s, for each pair."""
 STALL_S = 30.0
 POLL_MAX_RECORDS = 10_000
-RESULTS = Path(__file__).resolve().parent / "results"
+RSS_SAMPLE_S = 0.05
 
 
 # ==========================================================================================================
@@ -150,7 +190,122 @@ def check_log_ends(bootstrap: str, topic: str, counts: list[int]) -> None:
         raise ChildFailed(f"log ends {got}, expected {dict(enumerate(counts))} (Tansu's LATEST quirk?)")
 
 
-def start_spark(master: str, shuffle_partitions: int) -> tuple[Any, float, dict[str, str]]:
+# --- what a run cost: CPU of Spark's process tree, peak RSS -------------------------------------------------
+
+
+def parse_stat(text: str) -> tuple[int, int, int]:
+    """``(pid, ppid, CPU ticks)`` from one ``/proc/<pid>/stat`` line: utime + stime + cutime + cstime, so that a
+    child that exited and was reaped by a process of the tree (a Python worker) stays counted in its parent."""
+    pid = int(text.split(" ", 1)[0])
+    fields = text.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces and parentheses
+    return pid, int(fields[1]), sum(int(x) for x in fields[11:15])
+
+
+def tree_ticks(stats: Mapping[int, tuple[int, int]], root: int) -> int:
+    """CPU ticks of ``root`` and every descendant in ``stats`` (pid -> (ppid, ticks))."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo, seen = 0, [root], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen or pid not in stats:
+            continue
+        seen.add(pid)
+        total += stats[pid][1]
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def _all_stats() -> dict[int, tuple[int, int]]:
+    stats: dict[int, tuple[int, int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            pid, ppid, ticks = parse_stat((entry / "stat").read_text())
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        stats[pid] = (ppid, ticks)
+    return stats
+
+
+def tree_cpu_s(root: int | None) -> float | None:
+    """CPU seconds of ``root``'s process tree so far (None off Linux or without a root)."""
+    if root is None or not Path("/proc/self/stat").exists():
+        return None
+    return tree_ticks(_all_stats(), root) / _CLOCK_TICKS
+
+
+def rss_bytes(pid: int | str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+@contextmanager
+def peak_rss(pids: Mapping[str, int | str | None]) -> Iterator[dict[str, int | None]]:
+    """Samples ``VmRSS`` of each named process every 50 ms while the block runs; the dict holds the peaks."""
+    peaks: dict[str, int | None] = {name: None for name in pids}
+    stop = threading.Event()
+
+    def sample() -> None:
+        while True:
+            for name, pid in pids.items():
+                value = None if pid is None else rss_bytes(pid)
+                if value is not None and (peaks[name] is None or value > (peaks[name] or 0)):
+                    peaks[name] = value
+            if stop.wait(RSS_SAMPLE_S):
+                return
+
+    thread = threading.Thread(target=sample, name="bench-rss", daemon=True)
+    thread.start()
+    try:
+        yield peaks
+    finally:
+        stop.set()
+        thread.join()
+        sample_once = {name: None if pid is None else rss_bytes(pid) for name, pid in pids.items()}
+        for name, value in sample_once.items():
+            if value is not None and (peaks[name] is None or value > (peaks[name] or 0)):
+                peaks[name] = value
+
+
+def spark_jvm_pid(spark: Any) -> int | None:
+    """The Spark JVM (``spark-submit`` execs into it); in ``local`` mode driver and executors in one, and the
+    parent of the Python workers."""
+    try:
+        return int(spark.sparkContext._gateway.proc.pid)
+    except AttributeError:
+        return None
+
+
+# --- the Spark side -------------------------------------------------------------------------------------------
+
+
+def spark_kafka_jars() -> list[str]:
+    """``spark-sql-kafka-0-10`` and its dependencies (fetched by Maven into the jar cache on first use)."""
+    kafka_broker_module()  # puts the repository root on sys.path
+    from tests.support.spark_kafka import jars
+
+    jars_list: list[str] = jars()
+    return jars_list
+
+
+def spark_kafka_version() -> str:
+    kafka_broker_module()
+    from tests.support.spark_kafka import SPARK_KAFKA_VERSION
+
+    return str(SPARK_KAFKA_VERSION)
+
+
+def start_spark(
+    master: str, shuffle_partitions: int, jars: Sequence[str], extra_conf: Mapping[str, str]
+) -> tuple[Any, float, dict[str, str]]:
     """A local session on loopback; returns it, the seconds it took (imports included) and its settings."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable  # the Python workers import asyncconsumer from this environment
@@ -162,6 +317,9 @@ def start_spark(master: str, shuffle_partitions: int) -> tuple[Any, float, dict[
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
     }
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
+    conf.update(extra_conf)
     t0 = time.perf_counter()
     from pyspark.sql import SparkSession
 
@@ -177,22 +335,41 @@ def start_spark(master: str, shuffle_partitions: int) -> tuple[Any, float, dict[
 
 
 def source_options(bootstrap: str, topic: str, arrow_batch_rows: int | None) -> dict[str, str]:
-    """What every Spark variant reads: the whole topic."""
+    """What every Spark variant reads: the whole topic. Spark's Kafka source gets the same minus ours's own."""
     options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest"}
     if arrow_batch_rows is not None:
         options["arrowBatchRows"] = str(arrow_batch_rows)
     return options
 
 
-def spark_batch(spark: Any, options: dict[str, str], *, use_arrow: bool) -> Result:
+_OUR_OWN = ("arrowBatchRows", "useArrow")
+
+
+def spark_source(variant: str, options: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """The format and options of ``variant``'s source: Spark's Kafka source for ``kafka-*``, else ours."""
+    if variant in SPARKS:
+        return "kafka", {k: v for k, v in options.items() if k not in _OUR_OWN}
+    return "asyncconsumer", {**options, "useArrow": "false" if variant == "spark-tuples" else "true"}
+
+
+def spark_batch(spark: Any, fmt: str, options: Mapping[str, str]) -> Result:
     """From ``load()`` to ``count()``'s answer: driver planning (metadata, offsets), tasks, the reads, the count."""
     t0 = time.perf_counter()
-    df = spark.read.format("asyncconsumer").options(**options, useArrow=str(use_arrow).lower()).load()
-    rows = df.count()
+    rows = spark.read.format(fmt).options(**options).load().count()
     return {"rows": rows, "wall_s": time.perf_counter() - t0}
 
 
-def spark_stream(spark: Any, options: dict[str, str], *, use_arrow: bool, timeout_s: float) -> Result:
+def spark_agg(spark: Any, fmt: str, options: Mapping[str, str]) -> Result:
+    """From ``load()`` to the answer of ``sum(length(value))`` and ``count(*)``: every value is read and measured."""
+    from pyspark.sql import functions as F
+
+    t0 = time.perf_counter()
+    df = spark.read.format(fmt).options(**options).load()
+    row = df.agg(F.sum(F.length("value")).alias("value_bytes"), F.count(F.lit(1)).alias("rows")).collect()[0]
+    return {"rows": row["rows"], "value_bytes": row["value_bytes"], "wall_s": time.perf_counter() - t0}
+
+
+def spark_stream(spark: Any, fmt: str, options: Mapping[str, str], timeout_s: float) -> Result:
     """From ``load()`` to the end of an ``availableNow`` query: offsets, every micro-batch, checkpoint writes."""
     batches: list[tuple[int, int]] = []
     spans: list[tuple[float, float]] = []  # each foreachBatch call: (start, end) seconds after t0
@@ -204,7 +381,7 @@ def spark_stream(spark: Any, options: dict[str, str], *, use_arrow: bool, timeou
 
     with tempfile.TemporaryDirectory(prefix="bench-spark-checkpoint-") as checkpoint:
         t0 = time.perf_counter()
-        df = spark.readStream.format("asyncconsumer").options(**options, useArrow=str(use_arrow).lower()).load()
+        df = spark.readStream.format(fmt).options(**options).load()
         query = (
             df.writeStream.foreachBatch(count)
             .option("checkpointLocation", checkpoint)
@@ -219,18 +396,31 @@ def spark_stream(spark: Any, options: dict[str, str], *, use_arrow: bool, timeou
     return {"rows": sum(n for _, n in batches), "wall_s": wall, "batches": len(batches), "foreach_batch_s": spans}
 
 
-def measure(run: Callable[[], Result], broker_pid: int | None) -> Result:
-    """``run()`` plus what the machine did meanwhile: busy CPU-s of every core, and the broker's share."""
-    busy0, broker0, t0 = _busy_cpu_s(), _process_cpu_s(broker_pid), time.perf_counter()
-    result = run()
+def measure(run: Callable[[], Result], broker_pid: int | None, jvm_pid: int | None) -> Result:
+    """``run()`` plus what the machine did meanwhile: busy CPU-s of every core, the broker's share, Spark's
+    process tree's (JVM and Python workers), the driver's Python, and the peak RSS of the JVM and the driver."""
+    busy0, broker0, tree0 = _busy_cpu_s(), _process_cpu_s(broker_pid), tree_cpu_s(jvm_pid)
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    with peak_rss({"jvm": jvm_pid, "driver_py": "self"}) as peaks:
+        result = run()
     interval = time.perf_counter() - t0
-    busy1, broker1 = _busy_cpu_s(), _process_cpu_s(broker_pid)
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    busy1, broker1, tree1 = _busy_cpu_s(), _process_cpu_s(broker_pid), tree_cpu_s(jvm_pid)
     broker = None if broker0 is None or broker1 is None else broker1 - broker0
     busy = None if busy0 is None or busy1 is None else busy1 - busy0
     result["broker_cpu_s"] = broker
     # Spark's JVM, its Python workers and the driver (or the consumer child, imports included), and anyone else
     result["machine_cpu_s"] = None if busy is None else max(0.0, busy - (broker or 0.0))
     result["interval_s"] = interval
+    if jvm_pid is not None and tree0 is not None and tree1 is not None:
+        driver = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)  # includes the RSS sampler's
+        result["spark_tree_cpu_s"] = tree1 - tree0
+        result["driver_py_cpu_s"] = driver
+        result["jvm_peak_rss"] = peaks["jvm"]
+        result["driver_py_peak_rss"] = peaks["driver_py"]
+        if result["machine_cpu_s"] is not None:
+            result["others_cpu_s"] = max(0.0, result["machine_cpu_s"] - result["spark_tree_cpu_s"] - driver)
     # The consumer child's own getrusage over its timed interval; for Spark, everything but the broker.
     result["client_cpu_s"] = result.get("process_cpu_s", result["machine_cpu_s"])
     return result
@@ -243,20 +433,27 @@ def run_variant(
     bootstrap: str,
     topic: str,
     counts: list[int],
-    args: argparse.Namespace,
+    size: int,
+    timeout_s: float,
 ) -> Result:
-    if variant == "spark-arrow":
-        return spark_batch(spark, options, use_arrow=True)
-    if variant == "spark-tuples":
-        return spark_batch(spark, options, use_arrow=False)
-    if variant == "stream-arrow":
-        return spark_stream(spark, options, use_arrow=True, timeout_s=args.timeout)
+    if variant in SPARK_VARIANTS:
+        fmt, opts = spark_source(variant, options)
+        if variant in ("stream-arrow", "kafka-stream"):
+            return spark_stream(spark, fmt, opts, timeout_s)
+        if variant in ("agg-arrow", "kafka-agg"):
+            result = spark_agg(spark, fmt, opts)
+            if result["value_bytes"] != sum(counts) * size:
+                raise ChildFailed(
+                    f"{variant}: summed {result['value_bytes']} value bytes, expected {sum(counts) * size}"
+                )
+            return result
+        return spark_batch(spark, fmt, opts)
     argv = child_argv(__file__, child="consumer", bootstrap=bootstrap, topic=topic, partitions=len(counts))
     argv += ["--expect", str(sum(counts))]
-    result = spawn_child(argv, variant, args.timeout)
+    result = spawn_child(argv, variant, timeout_s)
     problems = []
-    if result["value_bytes"] != sum(counts) * args.size:
-        problems.append(f"summed {result['value_bytes']} value bytes, expected {sum(counts) * args.size}")
+    if result["value_bytes"] != sum(counts) * size:
+        problems.append(f"summed {result['value_bytes']} value bytes, expected {sum(counts) * size}")
     positions = {int(p): o for p, o in result["positions"].items()}
     if positions != dict(enumerate(counts)):
         problems.append(f"final positions {positions}, expected {dict(enumerate(counts))}")
@@ -265,26 +462,49 @@ def run_variant(
     return result
 
 
-def summarise(runs: dict[str, list[Result]]) -> dict[str, Result]:
+# --- the report -----------------------------------------------------------------------------------------------
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def summarise(runs: Mapping[str, list[Result]]) -> dict[str, Result]:
     summary: dict[str, Result] = {}
     for variant, results in runs.items():
         if not results:
             continue
         rates = [r["rows"] / r["wall_s"] for r in results]
         cpu = [r["client_cpu_s"] / r["rows"] * 1e6 for r in results if r.get("client_cpu_s") is not None]
-        broker = [r["broker_cpu_s"] for r in results if r.get("broker_cpu_s") is not None]
+
+        def spark_cpu(r: Result) -> float | None:
+            if r.get("spark_tree_cpu_s") is None:
+                return None
+            return float(r["spark_tree_cpu_s"] + r["driver_py_cpu_s"])
+
         summary[variant] = {
             "reps": len(results),
+            "rows": results[0]["rows"],  # every run read exactly the produced rows
             "rows_per_s": statistics.median(rates),
             "rows_per_s_min": min(rates),
             "rows_per_s_max": max(rates),
             "wall_s": statistics.median(r["wall_s"] for r in results),
             "client_cpu_s_per_m_rows": statistics.median(cpu) if cpu else None,
-            "broker_cpu_s": statistics.median(broker) if broker else None,
+            "broker_cpu_s": _median([r.get("broker_cpu_s") for r in results]),
+            "spark_cpu_s": _median([spark_cpu(r) for r in results]),
+            "spark_tree_cpu_s": _median([r.get("spark_tree_cpu_s") for r in results]),
+            "driver_py_cpu_s": _median([r.get("driver_py_cpu_s") for r in results]),
+            "others_cpu_s": _median([r.get("others_cpu_s") for r in results]),
+            "jvm_peak_rss": _median([r.get("jvm_peak_rss") for r in results]),
+            "driver_py_peak_rss": _median([r.get("driver_py_peak_rss") for r in results]),
         }
     base = summary.get(BASELINE)
     for entry in summary.values():
         entry["ratio_to_consumer"] = entry["rows_per_s"] / base["rows_per_s"] if base else None
+    for ours, theirs in PAIRS.items():
+        if ours in summary and theirs in summary:
+            summary[ours]["ratio_to_spark_kafka"] = summary[ours]["rows_per_s"] / summary[theirs]["rows_per_s"]
     return summary
 
 
@@ -292,7 +512,11 @@ def _fmt(value: float | None, spec: str) -> str:
     return "?" if value is None else format(value, spec)
 
 
-def table(summary: dict[str, Result], target: int) -> str:
+def _mb(value: float | None) -> str:
+    return "?" if value is None else f"{value / 2**20:,.0f}"
+
+
+def table(summary: Mapping[str, Result], target: int) -> str:
     lines = [
         "| variant | what | rows/s | ratio to consumer | wall s | rows/s min-max | reps "
         f"| CPU-s / M rows (all but broker) | broker CPU-s | >= {target / 1000:.0f}k rows/s |",
@@ -308,15 +532,57 @@ def table(summary: dict[str, Result], target: int) -> str:
             f"| {entry['rows_per_s_min'] / 1e3:,.0f}-{entry['rows_per_s_max'] / 1e3:,.0f} k "
             f"| {entry['reps']} "
             f"| {_fmt(entry['client_cpu_s_per_m_rows'], '.2f')} "
-            f"| {_fmt(entry['broker_cpu_s'], '.2f')} | {met} |"
+            f"| {_fmt(entry.get('broker_cpu_s'), '.2f')} | {met} |"
         )
     return "\n".join(lines)
 
 
-def verdict(summary: dict[str, Result], target: int, master: str) -> str:
-    spark = {v: e["rows_per_s"] for v, e in summary.items() if v in SPARK_VARIANTS}
+PAIR_QUERIES = {
+    "spark-arrow": "batch `count()`",
+    "agg-arrow": "batch `sum(length(value))`",
+    "stream-arrow": "`availableNow` stream",
+}
+
+
+def pair_table(summary: Mapping[str, Result]) -> str:
+    """Ours against Spark's Kafka source, query by query: rows/s, the ratio, CPU per run and peak RSS."""
+    lines = [
+        "| query | ours rows/s | Spark's rows/s | ours / Spark's | >= 1.0x "
+        "| Spark CPU-s ours / Spark's | per M rows ours / Spark's | JVM peak RSS MB ours / Spark's "
+        "| driver Python RSS MB ours / Spark's |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for ours, theirs in PAIRS.items():
+        if ours not in summary or theirs not in summary:
+            continue
+        a, b = summary[ours], summary[theirs]
+        ratio = a["ratio_to_spark_kafka"]
+        per_m = [None if e["spark_cpu_s"] is None else e["spark_cpu_s"] / e["rows"] * 1e6 for e in (a, b)]
+        lines.append(
+            f"| {PAIR_QUERIES[ours]} | {a['rows_per_s'] / 1e3:,.0f} k | {b['rows_per_s'] / 1e3:,.0f} k "
+            f"| {ratio:.2f}x | {'yes' if ratio >= PAIR_TARGET else '**no**'} "
+            f"| {_fmt(a['spark_cpu_s'], '.2f')} / {_fmt(b['spark_cpu_s'], '.2f')} "
+            f"| {_fmt(per_m[0], '.2f')} / {_fmt(per_m[1], '.2f')} "
+            f"| {_mb(a['jvm_peak_rss'])} / {_mb(b['jvm_peak_rss'])} "
+            f"| {_mb(a['driver_py_peak_rss'])} / {_mb(b['driver_py_peak_rss'])} |"
+        )
+    return "\n".join(lines)
+
+
+def pair_verdict(summary: Mapping[str, Result], label: str) -> str | None:
+    ratios = {o: summary[o]["ratio_to_spark_kafka"] for o in PAIRS if "ratio_to_spark_kafka" in summary.get(o, {})}
+    if not ratios:
+        return None
+    listed = ", ".join(f"{PAIR_QUERIES[o]} {r:.2f}x" for o, r in ratios.items())
+    missed = [o for o, r in ratios.items() if r < PAIR_TARGET]
+    state = "MET" if not missed else f"NOT MET by {len(missed)} of {len(ratios)}"
+    return f"{label}: ours >= {PAIR_TARGET:.1f}x Spark's Kafka source: {state} ({listed})"
+
+
+def verdict(summary: Mapping[str, Result], target: int, master: str) -> str:
+    spark = {v: e["rows_per_s"] for v, e in summary.items() if v in OURS}
     if not spark:
-        return "no Spark variant ran: target not assessed"
+        return "no Spark variant on our source ran: target not assessed"
     missed = sorted(v for v, rate in spark.items() if rate < target)
     listed = ", ".join(f"{v} {rate / 1e3:,.0f}k" for v, rate in spark.items())
     if not missed:
@@ -324,7 +590,7 @@ def verdict(summary: dict[str, Result], target: int, master: str) -> str:
     return f"target >= {target:,} rows/s on {master}: NOT MET by {', '.join(missed)} ({listed})"
 
 
-def arrow_verdict(summary: dict[str, Result], master: str) -> str:
+def arrow_verdict(summary: Mapping[str, Result], master: str) -> str:
     entry = summary.get("spark-arrow")
     if entry is None:
         return "spark-arrow did not run: the Arrow target not assessed"
@@ -332,34 +598,63 @@ def arrow_verdict(summary: dict[str, Result], master: str) -> str:
     return f"Arrow target >= {ARROW_TARGET_ROWS_PER_S:,} rows/s on {master}: {met} ({entry['rows_per_s'] / 1e3:,.0f}k)"
 
 
+def shapes_of(report: Result) -> list[Result]:
+    """A report's shapes: one per topic (a report from before shapes existed is its own single shape)."""
+    if "shapes" in report:
+        shapes: list[Result] = report["shapes"]
+        return shapes
+    return [{"workload": report["workload"], "runs": report["runs"]}]
+
+
 def print_report(report: Result) -> None:
-    info, spark, workload = report["machine"], report["spark"], report["workload"]
-    summary = summarise(report["runs"])
-    print(
-        f"\n### {workload['records']:,} x {workload['value_size']} B in {workload['partitions']} partitions, ", end=""
-    )
-    print(f"Spark {spark['master']}, medians of {report['args']['reps']} reps (ratio to consumer)\n")
-    print(table(summary, report["target_rows_per_s"]))
+    info, spark = report["machine"], report["spark"]
+    target = report.get("target_rows_per_s", TARGET_ROWS_PER_S)
+    for shape in shapes_of(report):
+        workload = shape["workload"]
+        summary = summarise(shape["runs"])
+        label = f"{workload['records']:,} x {workload['value_size']} B in {workload['partitions']} partitions"
+        print(f"\n### {label}, Spark {spark['master']}, medians of {report['args']['reps']} reps (ratio to consumer)\n")
+        print(table(summary, target))
+        pairs = pair_table(summary)
+        if pairs.count("\n") > 1:
+            print(f"\nOurs against Spark's Kafka source ({label}):\n")
+            print(pairs)
+        base = shape["runs"].get(BASELINE)
+        if base:
+            poll = statistics.median(r["rows"] / r["poll_wall_s"] for r in base)
+            print(f"\nconsumer from its first poll only (as bench_consume.py measures): {poll / 1e3:,.0f} k rows/s")
+        for variant in ("stream-arrow", "kafka-stream"):
+            stream = [r for r in shape["runs"].get(variant, []) if r.get("foreach_batch_s")]
+            if stream:
+                before = statistics.median(r["foreach_batch_s"][0][0] for r in stream)
+                inside = statistics.median(sum(end - begin for begin, end in r["foreach_batch_s"]) for r in stream)
+                print(
+                    f"{variant}: {before:.2f} s from load() to the first foreachBatch call (query start, offsets, "
+                    f"checkpoint), {inside:.2f} s inside foreachBatch (medians)"
+                )
+        others = [
+            r["others_cpu_s"] / r["interval_s"] for rs in shape["runs"].values() for r in rs if "others_cpu_s" in r
+        ]
+        if others:
+            print(
+                f"load from other processes during the Spark runs: median {statistics.median(others):.2f} cores, "
+                f"max {max(others):.2f} (of {info['cpus']})"
+            )
+        print(verdict(summary, target, spark["master"]))
+        print(arrow_verdict(summary, spark["master"]))
+        pv = pair_verdict(summary, label)
+        if pv:
+            print(pv)
     cold = ", ".join(f"{v} {s:.1f} s" for v, s in spark["cold_s"].items())
     print(
-        f"\nSpark session start-up (excluded from every timing): {spark['startup_s']:.1f} s; "
+        f"\nSpark session start-up (excluded from every timing): {_fmt(spark['startup_s'], '.1f')} s; "
         f"first, unmeasured pass of each Spark variant: {cold or 'none'}"
     )
-    base = report["runs"].get(BASELINE)
-    if base:
-        poll = statistics.median(r["rows"] / r["poll_wall_s"] for r in base)
-        print(f"consumer from its first poll only (as bench_consume.py measures): {poll / 1e3:,.0f} k rows/s")
-    stream = [r for r in report["runs"].get("stream-arrow", []) if r.get("foreach_batch_s")]
-    if stream:
-        before = statistics.median(r["foreach_batch_s"][0][0] for r in stream)
-        inside = statistics.median(sum(end - begin for begin, end in r["foreach_batch_s"]) for r in stream)
-        print(
-            f"stream-arrow: {before:.2f} s from load() to the first foreachBatch call (query start, offsets, "
-            f"checkpoint), {inside:.2f} s inside foreachBatch (medians)"
-        )
-    print(verdict(summary, report["target_rows_per_s"], spark["master"]))
-    print(arrow_verdict(summary, spark["master"]))
-    print(f"machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, code {info['code']}")
+    broker = info.get("broker", "?")
+    print(
+        f"machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, code {info['code']}, "
+        f"broker {broker}, pyspark {info.get('pyspark', '?')}, spark-sql-kafka {info.get('spark_sql_kafka', '-')}"
+    )
 
 
 def java_version() -> str:
@@ -371,86 +666,158 @@ def java_version() -> str:
     return lines[0] if lines else "unknown"
 
 
-def parent_main(args: argparse.Namespace) -> int:
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+def parse_shapes(text: str | None, broker: str, records: int, size: int) -> list[tuple[int, int]]:
+    """``--shapes`` (``RECORDSxBYTES,...``, ``k``/``m`` suffixes on the count) or the broker's default."""
+    if not text:
+        return list(DEFAULT_SHAPES.get(broker, ((records, size),)))
+    shapes = []
+    for part in (p.strip().lower() for p in text.split(",")):
+        if not part:
+            continue
+        count, sep, value = part.partition("x")
+        scale = {"k": 1_000, "m": 1_000_000}.get(count[-1:], 1)
+        try:
+            shape = (int(count.rstrip("km")) * scale, int(value))
+        except ValueError:
+            raise ValueError(f"--shapes: {part!r} is not RECORDSxBYTES (e.g. 1mx100, 200000x1000)") from None
+        if not sep or shape[0] < 1 or shape[1] < 1:
+            raise ValueError(f"--shapes: {part!r} is not RECORDSxBYTES (e.g. 1mx100, 200000x1000)")
+        shapes.append(shape)
+    return shapes
+
+
+def parse_variants(text: str | None, broker: str) -> list[str]:
+    if not text:
+        return list(DEFAULT_VARIANTS[broker])
+    variants = [v.strip() for v in text.split(",") if v.strip()]
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
-        print(f"unknown variant(s) {unknown}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
-        return 2
-    if args.records < args.partitions:
-        print("--records must be at least --partitions", file=sys.stderr)
-        return 2
-    from asyncconsumer.tools.embedded_broker import EmbeddedBroker
+        raise ValueError(f"unknown variant(s) {unknown}; choose from {', '.join(VARIANTS)}")
+    return variants
 
+
+def run_shape(
+    args: argparse.Namespace,
+    broker: Any,
+    spark: Any,
+    spark_info: Result,
+    variants: Sequence[str],
+    records: int,
+    size: int,
+) -> Result:
+    """One topic of ``records`` x ``size``: produce, warm up, interleaved reps; its runs."""
+    bootstrap = broker.bootstrap_servers
+    topic = f"bench-spark-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, args.partitions)
+    t0 = time.perf_counter()
+    counts = produce_topic(bootstrap, topic, args.partitions, records, size, args.batch_bytes)
+    produce_s = time.perf_counter() - t0
+    check_log_ends(bootstrap, topic, counts)
+    print(
+        f"# topic {topic}: {records:,} x {size} B in {args.partitions} partitions, produced in {produce_s:.1f} s, "
+        f"log ends {counts}",
+        flush=True,
+    )
+    shape: Result = {
+        "workload": {
+            "records": records,
+            "value_size": size,
+            "partitions": args.partitions,
+            "topic": topic,
+            "produce_s": produce_s,
+            "counts": counts,
+        },
+        "runs": {v: [] for v in variants},
+    }
+    options = source_options(bootstrap, topic, args.arrow_batch_rows)
+    options.update(kv.split("=", 1) for kv in args.option)
+    run = functools.partial(
+        run_variant,
+        spark=spark,
+        options=options,
+        bootstrap=bootstrap,
+        topic=topic,
+        counts=counts,
+        size=size,
+        timeout_s=args.timeout,
+    )
+    jvm = spark_jvm_pid(spark) if spark is not None else None
+    for variant in [v for v in variants if v in SPARK_VARIANTS] * args.warmup:
+        result = run(variant)  # Python workers, JIT
+        spark_info["cold_s"].setdefault(f"{variant} {records}x{size}", result["wall_s"])
+        print(f"  warm-up {variant:<13} {result['wall_s']:6.2f} s (not counted)", flush=True)
+    for rep in range(1, args.reps + 1):
+        for variant in variants:
+            load = wait_until_quiet(broker.pid, args.quiet_cores, args.quiet_wait)
+            if load is not None and load >= args.quiet_cores:
+                print(f"  (machine still busy: {load:.2f} cores used by others; measuring anyway)")
+            result = measure(functools.partial(run, variant), broker.pid, jvm if variant in SPARK_VARIANTS else None)
+            result["others_before_cores"] = load
+            if result["rows"] != sum(counts):
+                raise ChildFailed(f"{variant} rep {rep}: {result['rows']} rows, expected exactly {sum(counts)}")
+            shape["runs"][variant].append(result)
+            spark_cpu = None
+            if result.get("spark_tree_cpu_s") is not None:
+                spark_cpu = result["spark_tree_cpu_s"] + result["driver_py_cpu_s"]
+            print(
+                f"  rep {rep} {variant:<13} {result['rows'] / result['wall_s'] / 1e3:7.0f} k rows/s "
+                f"{result['wall_s']:6.2f} s  CPU (all but broker) {_fmt(result['client_cpu_s'], '.2f')} s  "
+                f"Spark tree+driver {_fmt(spark_cpu, '.2f')} s  broker {_fmt(result['broker_cpu_s'], '.2f')} s  "
+                f"others {_fmt(result.get('others_cpu_s'), '.2f')} s  JVM RSS {_mb(result.get('jvm_peak_rss'))} MB",
+                flush=True,
+            )
+    shape["summary"] = summarise(shape["runs"])
+    return shape
+
+
+def parent_main(args: argparse.Namespace) -> int:
+    try:
+        variants = parse_variants(args.variants, args.broker)
+        shapes = parse_shapes(args.shapes, args.broker, args.records, args.size)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if any(records < args.partitions for records, _ in shapes):
+        print("every shape needs at least --partitions records", file=sys.stderr)
+        return 2
     info = machine(("aiokafka", "pyspark", "pyarrow"))
     info["java"] = java_version()
     info["code"] = code_version()
-    out = Path(args.json) if args.json else RESULTS / f"spark-{info['code']}.json"
+    jars: list[str] = []
+    if any(v in SPARKS for v in variants):
+        jars = spark_kafka_jars()
+        info["spark_sql_kafka"] = spark_kafka_version()
+    out = Path(args.json) if args.json else default_results_path("spark", info["code"], broker=args.broker)
     print(f"# machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, {info['platform']}")
     print(
         f"# pyspark {info['pyspark']}, pyarrow {info['pyarrow']}, {info['java']}; asyncconsumer code at {info['code']}"
+        + (f"; spark-sql-kafka-0-10 {info['spark_sql_kafka']}" if jars else "")
     )
-    broker = EmbeddedBroker.start()
+    broker = start_broker(args.broker)
     spark: Any = None
     try:
-        version = subprocess.run([broker.binary, "--version"], capture_output=True, text=True, check=False)
-        info["broker"] = version.stdout.strip() or "tansu (version unknown)"
-        bootstrap = broker.bootstrap_servers
-        topic = f"bench-spark-{uuid.uuid4().hex[:8]}"
-        broker.create_topic(topic, args.partitions)
-        t0 = time.perf_counter()
-        counts = produce_topic(bootstrap, topic, args.partitions, args.records, args.size, args.batch_bytes)
-        produce_s = time.perf_counter() - t0
-        check_log_ends(bootstrap, topic, counts)
-        print(
-            f"# broker {bootstrap} ({info['broker']}); topic {topic}: {args.records:,} x {args.size} B in "
-            f"{args.partitions} partitions, produced in {produce_s:.1f} s, log ends {counts}"
-        )
+        info["broker"] = broker.description
+        print(f"# broker {broker.bootstrap_servers} ({broker.description})", flush=True)
         spark_info: Result = {"master": args.master, "startup_s": None, "cold_s": {}, "conf": {}}
-        options = source_options(bootstrap, topic, args.arrow_batch_rows)
         if any(v in SPARK_VARIANTS for v in variants):
-            spark, spark_info["startup_s"], spark_info["conf"] = start_spark(args.master, args.shuffle_partitions)
+            extra = dict(kv.split("=", 1) for kv in args.conf)
+            spark, spark_info["startup_s"], spark_info["conf"] = start_spark(
+                args.master, args.shuffle_partitions, jars, extra
+            )
             print(f"# Spark {args.master} session started in {spark_info['startup_s']:.1f} s (not timed below)")
         report: Result = {
             "machine": info,
             "args": vars(args),
-            "workload": {
-                "records": args.records,
-                "value_size": args.size,
-                "partitions": args.partitions,
-                "topic": topic,
-                "produce_s": produce_s,
-                "counts": counts,
-            },
+            "variants": variants,
             "spark": spark_info,
             "target_rows_per_s": TARGET_ROWS_PER_S,
-            "runs": {v: [] for v in variants},
+            "shapes": [],
         }
-        for variant in [v for v in variants if v in SPARK_VARIANTS] * args.warmup:
-            result = run_variant(variant, spark, options, bootstrap, topic, counts, args)  # Python workers, JIT
-            spark_info["cold_s"].setdefault(variant, result["wall_s"])
-            print(f"  warm-up {variant:<13} {result['wall_s']:6.2f} s (not counted)", flush=True)
-        for rep in range(1, args.reps + 1):
-            for variant in variants:
-                load = wait_until_quiet(broker.pid, args.quiet_cores, args.quiet_wait)
-                if load is not None and load >= args.quiet_cores:
-                    print(f"  (machine still busy: {load:.2f} cores used by others; measuring anyway)")
-                run = functools.partial(run_variant, variant, spark, options, bootstrap, topic, counts, args)
-                result = measure(run, broker.pid)
-                result["others_before_cores"] = load
-                if result["rows"] != sum(counts):
-                    raise ChildFailed(f"{variant} rep {rep}: {result['rows']} rows, expected exactly {sum(counts)}")
-                report["runs"][variant].append(result)
-                print(
-                    f"  rep {rep} {variant:<13} {result['rows'] / result['wall_s'] / 1e3:7.0f} k rows/s "
-                    f"{result['wall_s']:6.2f} s  CPU (all but broker) {_fmt(result['client_cpu_s'], '.2f')} s  "
-                    f"broker CPU {_fmt(result['broker_cpu_s'], '.2f')} s",
-                    flush=True,
-                )
-        summary = summarise(report["runs"])
-        report["summary"] = summary
-        report["verdict"] = verdict(summary, TARGET_ROWS_PER_S, args.master)
-        report["arrow_verdict"] = arrow_verdict(summary, args.master)
+        for records, size in shapes:
+            shape = run_shape(args, broker, spark, spark_info, variants, records, size)
+            report["shapes"].append(shape)
+            shape["verdict"] = verdict(shape["summary"], TARGET_ROWS_PER_S, args.master)
+            shape["pair_verdict"] = pair_verdict(shape["summary"], f"{records:,} x {size} B")
         info["code_at_end"] = code_version()
         if info["code_at_end"] != info["code"]:
             print(
@@ -474,20 +841,36 @@ def parent_main(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--broker", choices=BROKERS, default="tansu", help="tansu (embedded) or kafka (one node)")
+    parser.add_argument(
+        "--shapes",
+        help="comma-separated RECORDSxBYTES topics, e.g. 1mx100,200kx1000 (default: --records x --size on tansu, "
+        "1mx100,200kx1000 on kafka)",
+    )
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="value bytes")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured passes of each Spark variant first")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated: {', '.join(VARIANTS)}")
+    parser.add_argument(
+        "--variants",
+        help=f"comma-separated: {', '.join(VARIANTS)} (default on tansu: {','.join(DEFAULT_VARIANTS['tansu'])}; "
+        f"on kafka: {','.join(DEFAULT_VARIANTS['kafka'])})",
+    )
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--shuffle-partitions", type=int, default=2)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
     parser.add_argument("--arrow-batch-rows", type=int, help="the source's arrowBatchRows (default: the source's)")
+    parser.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE", help="more options for both sources"
+    )
     parser.add_argument("--batch-bytes", type=int, default=262_144, help="producer batch size")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     parser.add_argument("--quiet-cores", type=float, default=0.3, help="wait for others to use fewer cores first")
     parser.add_argument("--quiet-wait", type=float, default=60.0, help="longest wait for quiet, seconds")
-    parser.add_argument("--json", help="write the results here (default: benchmarks/results/spark-<code>.json)")
+    parser.add_argument(
+        "--json", help="write the results here (default: benchmarks/results/spark-<code>.json, -kafka on kafka)"
+    )
     parser.add_argument("--report", metavar="JSON", help="print the tables of a saved run and exit")
     parser.add_argument("--child", choices=("consumer",), help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)

@@ -51,6 +51,19 @@ def arrow_schema(include_headers: bool) -> Any:
 
 _POLL_MS = 500
 """One poll's wait: short, so that the no-progress timeout is checked often."""
+_EXECUTOR_CONSUMER = {
+    "max.poll.records": "100000",
+    "fetch.max.wait.ms": "100",
+    "max.partition.fetch.bytes": str(8 << 20),
+    "fetch.buffer.bytes": str(32 << 20),
+}
+"""The executor consumer's settings unless the user's ``kafka.*`` options say otherwise. It reads one partition,
+so a fetch carries one partition and fetches are not pipelined across partitions: 8 MiB per fetch (instead of 1 MiB)
+takes an eighth of the round trips, and a 32 MiB buffer keeps the next fetches coming while a poll's rows are turned
+into Arrow batches (measured on Apache Kafka, 1M x 100 B: less broker and Python worker CPU per row)."""
+_BATCH_BYTES = 8 << 20
+"""Polls are joined only until their columns hold this much: a poll this large becomes a Spark batch as it is
+(no copy), and Spark gets batches while the partition is still being read instead of one at its end."""
 _COALESCE_BYTES = 1 << 30
 """Polls are joined into one batch only while their bytes stay under this (Arrow's binary columns hold < 2 GiB)."""
 _POLL_ARROW_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestamp_type")
@@ -60,7 +73,7 @@ _POLL_ARROW_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestam
 def _polling(options: SourceOptions, r: OffsetRange) -> Iterator[Consumer]:
     """A consumer assigned ``r``'s partition at ``r.start``, yielded for one poll at a time until its position
     reaches ``r.end``; ``KafkaTimeoutError`` when the position stays put for ``pollTimeoutMs``."""
-    config = {"max.poll.records": "100000", "fetch.max.wait.ms": "100", **options.consumer}  # the user's win
+    config = {**_EXECUTOR_CONSUMER, **options.consumer}  # the user's win
     tp = TopicPartition(r.topic, r.partition)
     with Consumer(**config) as consumer:
         consumer.assign([tp])
@@ -130,9 +143,12 @@ def _null_when_empty(headers: Any) -> Any:
     return pc.if_else(pc.equal(lengths, 0), pa.scalar(None, headers.type), headers)
 
 
-def arrow_batches(tables: Iterable[Any], end: int, include_headers: bool, batch_rows: int) -> Iterator[Any]:
+def arrow_batches(
+    tables: Iterable[Any], end: int, include_headers: bool, batch_rows: int, batch_bytes: int = _BATCH_BYTES
+) -> Iterator[Any]:
     """``poll_arrow`` tables of one partition as Spark record batches of the offsets below ``end``, each of at most
-    ``batch_rows`` rows: small polls are joined (their columns copied once), a large one is sliced (no copy)."""
+    ``batch_rows`` rows: small polls are joined (their columns copied once) until they hold ``batch_bytes``, a poll
+    that large on its own passes as it is, one with more than ``batch_rows`` rows is sliced (no copy)."""
     import pyarrow as pa
 
     pending: list[Any] = []  # Spark-schema tables, together under _COALESCE_BYTES unless one alone is larger
@@ -151,12 +167,16 @@ def arrow_batches(tables: Iterable[Any], end: int, include_headers: bool, batch_
             yield from _batches(joined.slice(0, batch_rows))
             rest = joined.slice(batch_rows)
             pending, rows, size = ([rest], rest.num_rows, rest.nbytes) if rest.num_rows else ([], 0, 0)
+        if size >= batch_bytes:
+            yield from _batches(pa.concat_tables(pending))
+            pending, rows, size = [], 0, 0
     if pending:
         yield from _batches(pa.concat_tables(pending))
 
 
 def _batches(table: Any) -> list[Any]:
-    """``table``'s rows as record batches: one, unless its columns hold more than ``_COALESCE_BYTES`` together."""
+    """``table``'s rows as record batches: one, unless its columns hold more than ``_COALESCE_BYTES`` together
+    (a table of one chunk per column stays as it is: no copy)."""
     if table.nbytes <= _COALESCE_BYTES:
         table = table.combine_chunks()
     return [batch for batch in table.to_batches() if batch.num_rows]

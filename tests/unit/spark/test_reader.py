@@ -105,9 +105,11 @@ class ScriptedConsumer:
     moves the position past it."""
 
     script: list[Any] = []
+    last_config: dict[str, Any] = {}
 
     def __init__(self, **config: Any) -> None:
         self.config = config
+        ScriptedConsumer.last_config = config
         self.position_ = -1
         self.tables = list(self.script)
 
@@ -168,3 +170,28 @@ def test_a_record_without_headers_has_null_headers_as_in_spark_kafka_source() ->
     assert got == [None, [{"key": "h", "value": None}], None]
     untouched = polled([1, 2], include_headers=True)  # every record has headers: the column is kept as it is
     assert reader.to_spark(untouched, True).column("headers").null_count == 0
+
+
+def test_polls_are_joined_only_until_they_hold_batch_bytes_and_a_large_poll_passes_without_a_copy() -> None:
+    offsets = list(range(12))
+    cuts = [(0, 2), (2, 4), (4, 10), (10, 12)]
+    tables = [polled(offsets[a:b]) for a, b in cuts]
+    one_row = reader.to_spark(polled([0]), False).nbytes
+    batches = list(reader.arrow_batches(tables, 100, False, 1000, batch_bytes=3 * one_row))
+    assert [b.num_rows for b in batches] == [4, 6, 2]  # 2 + 2 joined; 6 alone; the last 2 at the end
+    assert rows(batches) == [spark_row(o) for o in offsets]
+    big = reader.to_spark(tables[2], False)
+    alone = list(reader.arrow_batches([tables[2]], 100, False, 1000, batch_bytes=one_row))
+    assert [b.num_rows for b in alone] == [6]
+    assert alone[0].column(1).buffers()[2].address == big.column("value").chunks[0].buffers()[2].address  # no copy
+
+
+def test_the_executor_consumer_fetches_large_unless_the_user_says_otherwise(scripted: type[ScriptedConsumer]) -> None:
+    from asyncconsumer.config import ConsumerConfig
+
+    scripted.script = [polled([4])]
+    options = SourceOptions(consumer={"bootstrap.servers": "h:1", "max.partition.fetch.bytes": "1024"})
+    assert rows(list(reader.read_arrow(options, OffsetRange("t", 3, 4, 5)))) == [spark_row(4)]
+    config = ConsumerConfig.from_kwargs(**scripted.last_config)
+    assert config.max_partition_fetch_bytes == 1024  # the user's
+    assert config.fetch_buffer_bytes == 32 << 20 and config.max_poll_records == 100_000
