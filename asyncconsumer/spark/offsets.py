@@ -173,20 +173,20 @@ def plan(
     """
     gone = sorted(set(start) - set(end))
     if gone:
-        _lost(fail_on_data_loss, f"{', '.join(map(str, gone))}: gone from the topic metadata (topic deleted?)")
+        lost(fail_on_data_loss, f"{', '.join(map(str, gone))}: gone from the topic metadata (topic deleted?)")
     ranges: list[OffsetRange] = []
     for tp in sorted(end):
         if tp not in start and earliest.get(tp, 0) != 0:
-            _lost(fail_on_data_loss, f"{tp}: a partition added since the last batch starts at {earliest[tp]}, not 0")
+            lost(fail_on_data_loss, f"{tp}: a partition added since the last batch starts at {earliest[tp]}, not 0")
         begin = start.get(tp, earliest.get(tp, 0))
         stop = end[tp]
         if stop < begin:
-            _lost(fail_on_data_loss, f"{tp}: the end offset {stop} is before the start {begin} (topic recreated?)")
+            lost(fail_on_data_loss, f"{tp}: the end offset {stop} is before the start {begin} (topic recreated?)")
             begin = earliest.get(tp, 0)
             if stop < begin:
                 continue
         if tp in earliest and begin < earliest[tp]:
-            _lost(fail_on_data_loss, f"{tp}: offsets {begin}..{earliest[tp] - 1} are gone (retention?)")
+            lost(fail_on_data_loss, f"{tp}: offsets {begin}..{earliest[tp] - 1} are gone (retention?)")
             begin = earliest[tp]
         if stop > begin:
             ranges.append(OffsetRange(tp.topic, tp.partition, begin, stop))
@@ -195,7 +195,9 @@ def plan(
     return [OffsetRange(p.tp.topic, p.tp.partition, p.start, p.end) for p in pieces]
 
 
-def _lost(fail: bool, what: str) -> None:
+def lost(fail: bool, what: str) -> None:
+    """Offsets the query needs are gone: ``DataLossError`` under ``failOnDataLoss``, else a warning (the driver's
+    plan and the executors' reads both report through here)."""
     if fail:
         raise DataLossError(f"{what}; set failOnDataLoss=false to skip what is gone and carry on")
     log.warning("spark.data_lost", detail=what)

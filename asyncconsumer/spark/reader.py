@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import Any
 
-from asyncconsumer.errors import KafkaTimeoutError
+from asyncconsumer.errors import KafkaTimeoutError, OffsetOutOfRangeError
 from asyncconsumer.records import ConsumerRecord, TopicPartition
-from asyncconsumer.spark.offsets import OffsetRange
+from asyncconsumer.spark.offsets import OffsetRange, lost
 from asyncconsumer.spark.options import SourceOptions
 from asyncconsumer.sync import Consumer
 
@@ -56,6 +56,7 @@ _EXECUTOR_CONSUMER = {
     "fetch.max.wait.ms": "100",
     "max.partition.fetch.bytes": str(8 << 20),
     "fetch.buffer.bytes": str(32 << 20),
+    "auto.offset.reset": "none",
 }
 """The executor consumer's settings unless the user's ``kafka.*`` options say otherwise. It reads one partition,
 so a fetch carries one partition and fetches are not pipelined across partitions: 8 MiB per fetch (instead of 1 MiB)
@@ -95,7 +96,11 @@ def records(options: SourceOptions, r: OffsetRange) -> Iterator[list[ConsumerRec
     """The records of ``r`` in order, in chunks; ``KafkaTimeoutError`` if the broker stops giving any."""
     tp = TopicPartition(r.topic, r.partition)
     for consumer in _polling(options, r):
-        batch = consumer.poll(timeout_ms=_POLL_MS).get(tp, [])
+        try:
+            batch = consumer.poll(timeout_ms=_POLL_MS).get(tp, [])
+        except OffsetOutOfRangeError:
+            _gone(consumer, options, r)
+            continue
         if batch and batch[-1].offset >= r.end:
             batch = [rec for rec in batch if rec.offset < r.end]
         if batch:
@@ -106,9 +111,25 @@ def tables(options: SourceOptions, r: OffsetRange) -> Iterator[Any]:
     """The rows of ``r`` in order, as ``poll_arrow``'s tables (rows at ``r.end`` and past it included: see ``below``);
     ``KafkaTimeoutError`` if the broker stops giving any."""
     for consumer in _polling(options, r):
-        table = consumer.poll_arrow(timeout_ms=_POLL_MS, include_headers=options.include_headers)
+        try:
+            table = consumer.poll_arrow(timeout_ms=_POLL_MS, include_headers=options.include_headers)
+        except OffsetOutOfRangeError:
+            _gone(consumer, options, r)
+            continue
         if table.num_rows:
             yield table
+
+
+def _gone(consumer: Consumer, options: SourceOptions, r: OffsetRange) -> None:
+    """Offsets of ``r`` vanished after the driver planned it (retention, DeleteRecords, a recreated topic): as Spark's
+    source, ``DataLossError`` under ``failOnDataLoss``, else a warning and on from the earliest offset left (which
+    ends the range if that is past its end). Without this, ``auto.offset.reset`` would skip them silently."""
+    tp = TopicPartition(r.topic, r.partition)
+    position = consumer.position(tp)
+    earliest = consumer.beginning_offsets([tp])[tp]
+    lost(options.fail_on_data_loss, f"{tp}: offsets from {position} are gone while reading [{r.start}, {r.end})")
+    # below the log's start: on from there; past its end (a shorter, recreated log): nothing of the range is left
+    consumer.seek(tp, earliest if position < earliest else r.end)
 
 
 def below(table: Any, end: int) -> Any:

@@ -106,6 +106,8 @@ class ScriptedConsumer:
 
     script: list[Any] = []
     last_config: dict[str, Any] = {}
+    earliest = 0
+    """What ``beginning_offsets`` answers (a scripted exception stands for records deleted under the read)."""
 
     def __init__(self, **config: Any) -> None:
         self.config = config
@@ -132,8 +134,13 @@ class ScriptedConsumer:
         if not self.tables:
             return polled([], include_headers=include_headers)
         table = self.tables.pop(0)
+        if isinstance(table, Exception):
+            raise table
         self.position_ = table.column("offset")[-1].as_py() + 1
         return table
+
+    def beginning_offsets(self, partitions: list[Any]) -> dict[Any, int]:
+        return dict.fromkeys(partitions, self.earliest)
 
 
 @pytest.fixture
@@ -141,6 +148,7 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[ScriptedConsumer]
     monkeypatch.setattr(reader, "Consumer", ScriptedConsumer)
     yield ScriptedConsumer
     ScriptedConsumer.script = []
+    ScriptedConsumer.earliest = 0
 
 
 def test_read_arrow_stops_at_the_end_of_its_range(scripted: type[ScriptedConsumer]) -> None:
@@ -195,3 +203,20 @@ def test_the_executor_consumer_fetches_large_unless_the_user_says_otherwise(scri
     config = ConsumerConfig.from_kwargs(**scripted.last_config)
     assert config.max_partition_fetch_bytes == 1024  # the user's
     assert config.fetch_buffer_bytes == 32 << 20 and config.max_poll_records == 100_000
+
+
+def test_records_deleted_under_a_read_follow_fail_on_data_loss_instead_of_being_skipped_silently(
+    scripted: type[ScriptedConsumer],
+) -> None:
+    from asyncconsumer.errors import OffsetOutOfRangeError
+    from asyncconsumer.spark.offsets import DataLossError
+
+    r = OffsetRange("t", 3, 4, 10)
+    scripted.script, scripted.earliest = [polled([4, 5]), OffsetOutOfRangeError("t-3 at 6"), polled([8, 9])], 8
+    with pytest.raises(DataLossError, match=r"t-3: offsets from 6 are gone while reading \[4, 10\)"):
+        list(reader.read_arrow(SourceOptions(consumer={"bootstrap.servers": "h:1"}), r))
+    assert scripted.last_config["auto.offset.reset"] == "none"  # never reset past them silently
+    lenient = SourceOptions(consumer={"bootstrap.servers": "h:1"}, fail_on_data_loss=False)
+    assert rows(list(reader.read_arrow(lenient, r))) == [spark_row(o) for o in (4, 5, 8, 9)]  # on from the earliest
+    scripted.script, scripted.earliest = [polled([4, 5]), OffsetOutOfRangeError("t-3 at 6")], 0  # a shorter log
+    assert rows(list(reader.read_arrow(lenient, r))) == [spark_row(o) for o in (4, 5)]  # nothing of the range left
