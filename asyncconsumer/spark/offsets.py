@@ -146,7 +146,7 @@ def by_timestamp(consumer: Consumer, tps: list[TopicPartition], options: SourceO
         elif starting and options.by_timestamp_strategy == "error":
             raise ConfigError(
                 name,
-                f"no offset of {tp} has a timestamp at or after {stamps[tp]}; "
+                f"no offset of {tp} has a timestamp at or after {stamps[tp]} (no offset matched); "
                 "set startingOffsetsByTimestampStrategy=latest to start at the latest offset there",
             )
         else:
