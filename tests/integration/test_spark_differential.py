@@ -315,7 +315,12 @@ class Batches:
         self.by_id[batch_id] = rows(df)
 
     def all(self) -> list[tuple[Any, ...]]:
-        return sorted((r for batch in self.by_id.values() for r in batch), key=lambda r: (r[2], r[3], r[4]))
+        return self.since(set())
+
+    def since(self, seen: set[int]) -> list[tuple[Any, ...]]:
+        """The rows of the batches whose ids are not in ``seen``, in (topic, partition, offset) order."""
+        chosen = (r for batch_id, batch in self.by_id.items() if batch_id not in seen for r in batch)
+        return sorted(chosen, key=lambda r: (r[2], r[3], r[4]))
 
     def sizes(self) -> list[dict[tuple[str, int], int]]:
         """Per batch (in id order), rows per topic-partition: how the source split the offsets."""
@@ -459,13 +464,7 @@ def test_a_topic_deleted_and_recreated_between_micro_batches(
     produce_varied(broker.bootstrap_servers, name, 1, recreated_with, start=100)
     before = {source: set(sinks[source].by_id) for source in SOURCES}
     found = {source: stream_outcome(spark, source, options, sinks[source], checkpoints[source]) for source in SOURCES}
-    after = {
-        source: sorted(
-            (r for i, batch in sinks[source].by_id.items() if i not in before[source] for r in batch),
-            key=lambda r: (r[2], r[3], r[4]),
-        )
-        for source in SOURCES
-    }
+    after = {source: sinks[source].since(before[source]) for source in SOURCES}
     assert found["asyncconsumer"] == found["kafka"], (found, after)
     if fail_on_data_loss == "false" and recreated_with < 20:
         assert after["kafka"] == []
@@ -494,13 +493,7 @@ def test_records_deleted_between_micro_batches(
         future.result(timeout=30)  # partition 0 loses 10..24 (read next), partition 1 keeps all
     before = {source: set(sinks[source].by_id) for source in SOURCES}
     found = {source: stream_outcome(spark, source, options, sinks[source], checkpoints[source]) for source in SOURCES}
-    after = {
-        source: sorted(
-            (r for i, batch in sinks[source].by_id.items() if i not in before[source] for r in batch),
-            key=lambda r: (r[2], r[3], r[4]),
-        )
-        for source in SOURCES
-    }
+    after = {source: sinks[source].since(before[source]) for source in SOURCES}
     assert found["asyncconsumer"] == found["kafka"], (found, after)
     assert after["asyncconsumer"] == after["kafka"], found
     if fail_on_data_loss == "false":
