@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 import attrs
 
 from asyncconsumer.config import DEFAULT_RECEIVE_MESSAGE_MAX_BYTES
-from asyncconsumer.protocol.aiokafka_parts import DefaultRecordBatch
 from asyncconsumer.protocol.codecs import GZIP, LZ4, SNAPPY, DecompressionLimitError, decompress
 from asyncconsumer.protocol.v2decode import DecodeError, fill_records
 
@@ -88,6 +87,15 @@ def _google_crc32c() -> Callable[[memoryview], int] | None:
 
 _crc32c = _compiled_crc32c() or _google_crc32c()
 """The CRC32C ``RecordBatchView`` checks v2 batches with: compiled, else google-crc32c's; ``None``: aiokafka's."""
+
+
+def _aiokafka_batch(buffer: memoryview) -> Any:
+    """aiokafka's Cython reader over one v2 batch, imported at first use: the C decoder and ``_crc32c`` do the
+    usual work, and importing aiokafka costs ~40 ms of every process's start (a Spark query's Python runner)."""
+    from asyncconsumer.protocol.aiokafka_parts import DefaultRecordBatch
+
+    return DefaultRecordBatch(buffer)
+
 
 __all__ = [
     "BatchError",
@@ -190,7 +198,7 @@ class RecordBatchView:
             if check_crc and not self._crc_ok():
                 raise BatchError(self.base_offset, "CRC check failed")
             codec = self.buffer[_V2_CODEC_AT] & _CODEC_MASK
-            batch: Any = DefaultRecordBatch(self._decompressed(codec, max_bytes) if codec else self.buffer)
+            batch: Any = _aiokafka_batch(self._decompressed(codec, max_bytes) if codec else self.buffer)
             # Records are decoded as taken, so a decoded batch is never held whole in memory. aiokafka's batch is its
             # own iterator and refuses a second ``iter()``; the generator can be resumed across polls.
             return _taken_as_decoded(iter(batch), self.base_offset)
@@ -230,7 +238,7 @@ class RecordBatchView:
         if _crc32c is not None:
             stored = int(_U32.unpack_from(self.buffer, _V2_CRC_AT)[0])
             return _crc32c(self.buffer[_V2_ATTRIBUTES_AT:]) == stored
-        return bool(DefaultRecordBatch(self.buffer).validate_crc())
+        return bool(_aiokafka_batch(self.buffer).validate_crc())
 
     def _legacy_crc_ok(self) -> bool:
         """A magic 0/1 message's CRC32 (over the bytes from its magic byte on)."""

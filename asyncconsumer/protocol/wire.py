@@ -1,7 +1,7 @@
 """Kafka wire primitives: a zero-copy reader over one response buffer and an appending writer.
 
 Responses are decoded from a single ``bytes`` object through ``memoryview`` slices, so record sets are never
-copied on the background thread. Requests are encoded with aiokafka's primitive encoders where they exist.
+copied on the background thread. Nothing here imports aiokafka: importing it costs a Spark streaming query's start.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, Self, TypeVar
 
 from asyncconsumer.errors import CorruptResponseError
-from asyncconsumer.protocol.aiokafka_parts import UnsignedVarInt32, VarInt32
 
 T = TypeVar("T")
 
@@ -24,6 +23,22 @@ _I64 = struct.Struct(">q")
 _F64 = struct.Struct(">d")
 
 ZERO_UUID = uuid.UUID(int=0)
+
+
+def encode_uvarint(value: int) -> bytes:
+    """An unsigned varint of the value's low 32 bits (Kafka's UNSIGNED_VARINT: 7 bits a byte, low bits first)."""
+    value &= 0xFFFFFFFF
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_varint(value: int) -> bytes:
+    """A signed 32-bit varint, zigzag-encoded (Kafka's VARINT): small magnitudes of either sign stay short."""
+    return encode_uvarint((value << 1) ^ (value >> 31))
 
 
 class Struct(Protocol):
@@ -247,10 +262,10 @@ class Writer:
         self.buf += v.bytes
 
     def uvarint(self, v: int) -> None:
-        self.buf += UnsignedVarInt32.encode(v)
+        self.buf += encode_uvarint(v)
 
     def varint(self, v: int) -> None:
-        self.buf += VarInt32.encode(v)
+        self.buf += encode_varint(v)
 
     def raw(self, data: bytes | bytearray | memoryview) -> None:
         self.buf += data

@@ -26,6 +26,7 @@ def test_a_consumer_decodes_records_without_aiokafkas_client() -> None:
         """
         import sys
         import asyncconsumer
+        from asyncconsumer.protocol import aiokafka_parts
         from asyncconsumer.protocol.records import iter_batches
         from tests.support.batches import build_batch
 
@@ -44,6 +45,25 @@ def test_a_consumer_decodes_records_without_aiokafkas_client() -> None:
     assert module == f"_InitDeferred {aiokafka.__version__}"
 
 
+def test_a_consumer_and_the_spark_source_import_no_aiokafka() -> None:
+    """aiokafka's reader is imported when a batch is first decoded with it, not before: its import is ~40 ms of
+    every Spark streaming query's start (a fresh Python process for the driver-side source)."""
+    out = run(
+        """
+        import sys
+        import asyncconsumer, asyncconsumer.spark.source
+        from asyncconsumer.protocol.records import iter_batches
+
+        print(sorted(m for m in sys.modules if m.split(".")[0] == "aiokafka"))
+        from tests.support.batches import build_batch  # aiokafka's builders
+
+        batch = next(iter_batches(memoryview(build_batch(5, [b"a"]))))
+        print([r.value for r in batch.decode(check_crc=True)])
+        """
+    )
+    assert out.splitlines() == ["[]", "[b'a']"]
+
+
 @pytest.mark.parametrize(
     "use",
     [
@@ -60,7 +80,7 @@ def test_an_application_using_aiokafka_after_us_gets_all_of_it(use: str) -> None
     out = run(
         f"""
         import sys, types
-        import asyncconsumer
+        from asyncconsumer.protocol import aiokafka_parts
         {use}
         import aiokafka
         print(type(aiokafka) is types.ModuleType, sorted(aiokafka.__all__)[:2], "aiokafka.producer" in sys.modules)
@@ -86,7 +106,7 @@ def test_many_threads_asking_for_aiokafka_at_once_all_get_it() -> None:
     out = run(
         """
         import threading
-        import asyncconsumer
+        from asyncconsumer.protocol import aiokafka_parts
         start = threading.Barrier(8)
         got = []
 
