@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import attrs
 
 from asyncconsumer._logs import get_logger
-from asyncconsumer.errors import ConfigError, KafkaError
+from asyncconsumer.errors import ConfigError, KafkaError, UnknownTopicOrPartitionError
 from asyncconsumer.records import TopicPartition
 from asyncconsumer.spark.limits import Span, split
 from asyncconsumer.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
@@ -55,13 +55,20 @@ def partitions(consumer: Consumer, options: SourceOptions) -> list[TopicPartitio
     """The partitions the options name now (a pattern or topic list is resolved against current metadata).
 
     ``subscribePattern`` matches a topic when it matches anywhere in its name, as Spark's Kafka source does
-    (``findFirstIn``, not a whole-name match): anchor it with ``^...$`` for a whole name."""
+    (``findFirstIn``, not a whole-name match): anchor it with ``^...$`` for a whole name. A ``subscribe`` topic that
+    does not exist is an ``UnknownTopicOrPartitionError`` naming it (retried as any lookup), as Spark's source fails
+    on it: never an empty read."""
     if options.assign is not None:
         return [TopicPartition(t, p) for t, parts in options.assign.items() for p in parts]
     if options.subscribe is not None:
-        found = []
+        found, missing = [], []
         for topic in options.subscribe:
-            found += [TopicPartition(topic, p.partition) for p in consumer.partitions_for(topic)]
+            infos = consumer.partitions_for(topic)
+            found += [TopicPartition(topic, p.partition) for p in infos]
+            if not infos:
+                missing.append(topic)
+        if missing:
+            raise UnknownTopicOrPartitionError(f"subscribed topic(s) {', '.join(map(repr, missing))} do not exist")
         return found
     assert options.pattern is not None
     pattern = re.compile(options.pattern)

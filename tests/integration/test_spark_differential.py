@@ -166,6 +166,31 @@ def test_assign_reads_only_the_named_partitions(spark: Any, broker: Broker, topi
     assert sorted({(r[2], r[3]) for r in got}) == sorted([(a, 0), (a, 2), (b, 1)])
 
 
+def test_assign_naming_a_partition_that_does_not_exist(spark: Any, broker: Broker, topic: TopicFactory) -> None:
+    """Kept difference: Spark's source drops an assigned partition the topic does not have and reads the rest; ours
+    fails the query with an error naming it (a typo, as an unknown option is one, is refused before anything runs)."""
+    a = topic(3)
+    produce_varied(broker.bootstrap_servers, a, 3, 10)
+    options = options_for(broker, assign=json.dumps({a: [0, 7]}), **{"fetchOffset.retryIntervalMs": "10"})
+    spark_rows = outcome(spark, "kafka", options)
+    assert isinstance(spark_rows, list) and {(r[2], r[3]) for r in spark_rows} == {(a, 0)}
+    ours = outcome(spark, "asyncconsumer", options)
+    assert isinstance(ours, str) and f"partition 7 of topic '{a}' does not exist (it has 3 partitions)" in ours
+
+
+def test_subscribe_to_a_topic_that_does_not_exist_fails_on_both(
+    spark: Any, broker: Broker, topic: TopicFactory
+) -> None:
+    """Spark's source fails (its admin's describeTopics); ours read nothing here once, and now fails naming it."""
+    present, missing = topic(1), f"missing-{uuid.uuid4().hex[:8]}"
+    produce_varied(broker.bootstrap_servers, present, 1, 3)
+    options = options_for(broker, subscribe=f"{present},{missing}", **{"fetchOffset.retryIntervalMs": "10"})
+    found = {source: outcome(spark, source, options) for source in SOURCES}
+    assert isinstance(found["kafka"], str) and "UnknownTopicOrPartitionException" in found["kafka"]
+    assert isinstance(found["asyncconsumer"], str)
+    assert f"subscribed topic(s) '{missing}' do not exist" in found["asyncconsumer"]
+
+
 # Batch: where ranges start and end ------------------------------------------------------------------------------
 
 

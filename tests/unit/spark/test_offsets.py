@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 
-from asyncconsumer.errors import ConfigError
+from asyncconsumer.errors import ConfigError, UnknownTopicOrPartitionError
 from asyncconsumer.records import OffsetAndTimestamp, PartitionInfo, TopicPartition
 from asyncconsumer.spark.offsets import (
     DataLossError,
@@ -84,6 +84,9 @@ class FakeConsumer:
     def topics(self) -> dict[str, list[PartitionInfo]]:
         return {t: [PartitionInfo(t, p, 1, (1,), (1,)) for p in range(n)] for t, n in self._topics.items()}
 
+    def partitions_for(self, topic: str) -> list[PartitionInfo]:
+        return self.topics().get(topic, [])
+
     def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         return dict.fromkeys(tps, self._latest)
 
@@ -97,6 +100,13 @@ def test_subscribe_pattern_matches_anywhere_in_a_name_and_never_kafka_internal_t
     assert sorted(partitions(consumer, options)) == [A0, A1, TopicPartition("xab", 0)]  # type: ignore[arg-type]
     anchored = SourceOptions(consumer={}, pattern="^a$")
     assert sorted(partitions(consumer, anchored)) == [A0, A1]  # type: ignore[arg-type]
+
+
+def test_a_subscribed_topic_that_does_not_exist_is_an_error_naming_it_not_an_empty_read() -> None:
+    consumer = FakeConsumer({"a": 2}, 0, {})
+    assert sorted(partitions(consumer, SourceOptions(consumer={}, subscribe=("a",)))) == [A0, A1]  # type: ignore[arg-type]
+    with pytest.raises(UnknownTopicOrPartitionError, match="topic\\(s\\) 'b', 'c' do not exist"):
+        partitions(consumer, SourceOptions(consumer={}, subscribe=("a", "b", "c")))  # type: ignore[arg-type]
 
 
 class Offsets:
