@@ -22,6 +22,9 @@ unmeasured pass of every Spark variant, then the reps, interleaved (rep 1: every
 - ``agg-arrow``: ``sum(length(value))`` and ``count(*)`` over our source (the values are read and summed);
 - ``kafka-count``, ``kafka-agg``, ``kafka-stream``: the same three queries on Spark's Kafka source
   (``format("kafka")``), the reference our ``spark-arrow``, ``agg-arrow`` and ``stream-arrow`` are compared with;
+- ``stream-floor``: the ``stream-arrow`` query on a do-nothing Python streaming source (``floor_source``) that
+  yields the same rows from one pre-built Arrow batch, no Kafka: what Spark's Python data source machinery alone
+  costs, the least any Python source can take;
 - ``consumer``: the non-Spark reference, a fresh subprocess with ``asyncconsumer.Consumer``, manual assignment of
   every partition, ``poll(max_records=10000)`` until the end, summing ``len(value)``.
 
@@ -76,12 +79,15 @@ VARIANTS: dict[str, str] = {
     "kafka-count": "(a') Spark's Kafka source: batch read, `count()`",
     "kafka-agg": "(e') Spark's Kafka source: batch read, `sum(length(value))`, `count(*)`",
     "kafka-stream": "(c') Spark's Kafka source: `availableNow` stream, `foreachBatch` `count()`",
+    "stream-floor": "(c0) a do-nothing Python streaming source, same rows from one pre-built Arrow batch, no Kafka",
     "consumer": "(d) `asyncconsumer.Consumer`, manual assign, no Spark",
 }
 OURS = ("spark-arrow", "spark-tuples", "stream-arrow", "agg-arrow")
 SPARKS = ("kafka-count", "kafka-agg", "kafka-stream")
 """Variants on Spark's own Kafka source (``format("kafka")``): they need its jars on ``spark.jars``."""
-SPARK_VARIANTS = OURS + SPARKS
+FLOOR = "stream-floor"
+SPARK_VARIANTS = (*OURS, *SPARKS, FLOOR)
+STREAMS = ("stream-arrow", "kafka-stream", FLOOR)
 PAIRS: dict[str, str] = {"spark-arrow": "kafka-count", "agg-arrow": "kafka-agg", "stream-arrow": "kafka-stream"}
 """Ours -> Spark's Kafka source running the same query on the same topic."""
 DEFAULT_VARIANTS = {
@@ -331,7 +337,72 @@ def start_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     asyncconsumer.spark.register(spark)
+    spark.dataSource.register(floor_source())
     return spark, time.perf_counter() - t0, conf
+
+
+def floor_source() -> Any:
+    """``format("bench-floor")``: a streaming source whose one micro-batch is ``counts`` rows per partition of
+    ``size``-byte values in our schema, yielded as one pre-built Arrow batch (sliced at the end), in batches of 8 MiB
+    as our reader yields them. No Kafka and no decoding: what is left is Spark's own cost for a Python source (its
+    per-query Python runner, the Arrow handover to the JVM). Defined in a function, so that Spark pickles the
+    classes by value and its Python workers need not import this script."""
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+    from asyncconsumer.spark.reader import schema
+
+    class FloorSource(DataSource):  # type: ignore[misc]
+        @classmethod
+        def name(cls) -> str:
+            return "bench-floor"
+
+        def schema(self) -> str:
+            return schema(False)
+
+        def streamReader(self, schema: Any) -> Any:
+            counts = [int(c) for c in self.options["counts"].split(",")]
+            return FloorReader(counts, int(self.options["size"]))
+
+    class FloorReader(DataSourceStreamReader):  # type: ignore[misc]
+        def __init__(self, counts: list[int], size: int) -> None:
+            self.counts, self.size = counts, size
+
+        def initialOffset(self) -> dict[str, int]:
+            return {"batch": 0}
+
+        def latestOffset(self) -> dict[str, int]:
+            return {"batch": 1}
+
+        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Any]:
+            return [InputPartition((p, n)) for p, n in enumerate(self.counts)]
+
+        def read(self, partition: Any) -> Iterator[Any]:
+            import datetime
+
+            import pyarrow as pa
+
+            from asyncconsumer.spark.reader import arrow_schema
+
+            p, n = partition.value
+            rows = max(1, min(n, (8 << 20) // (self.size + 40)))
+            stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+            columns = [
+                pa.nulls(rows, pa.binary()),
+                pa.array([b"x" * self.size] * rows, pa.binary()),
+                pa.array(["t"] * rows),
+                pa.array([p] * rows, pa.int32()),
+                pa.array(range(rows), pa.int64()),
+                pa.array([stamp] * rows, pa.timestamp("us", tz="UTC")),
+                pa.array([0] * rows, pa.int32()),
+            ]
+            batch = pa.RecordBatch.from_arrays(columns, schema=arrow_schema(False))
+            for begin in range(0, n, rows):
+                yield batch if begin + rows <= n else batch.slice(0, n - begin)
+
+        def commit(self, end: dict[str, int]) -> None:
+            pass
+
+    return FloorSource
 
 
 def source_options(bootstrap: str, topic: str, arrow_batch_rows: int | None) -> dict[str, str]:
@@ -349,6 +420,8 @@ def spark_source(variant: str, options: Mapping[str, str]) -> tuple[str, dict[st
     """The format and options of ``variant``'s source: Spark's Kafka source for ``kafka-*``, else ours."""
     if variant in SPARKS:
         return "kafka", {k: v for k, v in options.items() if k not in _OUR_OWN}
+    if variant == FLOOR:
+        return "bench-floor", dict(options)
     return "asyncconsumer", {**options, "useArrow": "false" if variant == "spark-tuples" else "true"}
 
 
@@ -437,8 +510,10 @@ def run_variant(
     timeout_s: float,
 ) -> Result:
     if variant in SPARK_VARIANTS:
+        if variant == FLOOR:  # the same rows per partition as the topic holds
+            options = {"counts": ",".join(map(str, counts)), "size": str(size)}
         fmt, opts = spark_source(variant, options)
-        if variant in ("stream-arrow", "kafka-stream"):
+        if variant in STREAMS:
             return spark_stream(spark, fmt, opts, timeout_s)
         if variant in ("agg-arrow", "kafka-agg"):
             result = spark_agg(spark, fmt, opts)
@@ -623,7 +698,7 @@ def print_report(report: Result) -> None:
         if base:
             poll = statistics.median(r["rows"] / r["poll_wall_s"] for r in base)
             print(f"\nconsumer from its first poll only (as bench_consume.py measures): {poll / 1e3:,.0f} k rows/s")
-        for variant in ("stream-arrow", "kafka-stream"):
+        for variant in STREAMS:
             stream = [r for r in shape["runs"].get(variant, []) if r.get("foreach_batch_s")]
             if stream:
                 before = statistics.median(r["foreach_batch_s"][0][0] for r in stream)
@@ -632,6 +707,13 @@ def print_report(report: Result) -> None:
                     f"{variant}: {before:.2f} s from load() to the first foreachBatch call (query start, offsets, "
                     f"checkpoint), {inside:.2f} s inside foreachBatch (medians)"
                 )
+        walls = {v: statistics.median(r["wall_s"] for r in shape["runs"].get(v) or [{"wall_s": 0.0}]) for v in STREAMS}
+        if all(walls.values()):
+            print(
+                f"streams, median wall: ours {walls['stream-arrow']:.2f} s, Spark's Kafka source "
+                f"{walls['kafka-stream']:.2f} s, the do-nothing Python source {walls[FLOOR]:.2f} s: ours is "
+                f"{walls['stream-arrow'] - walls[FLOOR]:.2f} s above what any Python source takes here"
+            )
         others = [
             r["others_cpu_s"] / r["interval_s"] for rs in shape["runs"].values() for r in rs if "others_cpu_s" in r
         ]
