@@ -345,19 +345,21 @@ def floor_source() -> Any:
     """``format("bench-floor")``: a streaming source whose one micro-batch is ``counts`` rows per partition of
     ``size``-byte values in our schema, yielded as one pre-built Arrow batch (sliced at the end), in batches of 8 MiB
     as our reader yields them. No Kafka and no decoding: what is left is Spark's own cost for a Python source (its
-    per-query Python runner, the Arrow handover to the JVM). Defined in a function, so that Spark pickles the
-    classes by value and its Python workers need not import this script."""
+    per-query Python runner, the Arrow handover to the JVM). It imports no asyncconsumer, in its runner or its
+    workers. Defined in a function, so that Spark pickles the classes by value and its Python workers need not import
+    this script."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-
-    from asyncconsumer.spark.reader import schema
 
     class FloorSource(DataSource):  # type: ignore[misc]
         @classmethod
         def name(cls) -> str:
             return "bench-floor"
 
-        def schema(self) -> str:
-            return schema(False)
+        def schema(self) -> str:  # our schema without headers, spelled out: nothing here imports asyncconsumer
+            return (
+                "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+                "timestampType int"
+            )
 
         def streamReader(self, schema: Any) -> Any:
             counts = [int(c) for c in self.options["counts"].split(",")]
@@ -381,8 +383,6 @@ def floor_source() -> Any:
 
             import pyarrow as pa
 
-            from asyncconsumer.spark.reader import arrow_schema
-
             p, n = partition.value
             rows = max(1, min(n, (8 << 20) // (self.size + 40)))
             stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
@@ -395,7 +395,8 @@ def floor_source() -> Any:
                 pa.array([stamp] * rows, pa.timestamp("us", tz="UTC")),
                 pa.array([0] * rows, pa.int32()),
             ]
-            batch = pa.RecordBatch.from_arrays(columns, schema=arrow_schema(False))
+            names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+            batch = pa.RecordBatch.from_arrays(columns, names=names)
             for begin in range(0, n, rows):
                 yield batch if begin + rows <= n else batch.slice(0, n - begin)
 
