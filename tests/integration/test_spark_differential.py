@@ -449,6 +449,23 @@ def test_processing_time_with_max_offsets_per_trigger_through_a_restart(
     assert len(sinks["kafka"].all()) == 70
 
 
+def test_a_stream_subscribed_to_a_topic_that_does_not_exist_fails_on_both(
+    spark: Any, broker: Broker, checkpoints: dict[str, Path]
+) -> None:
+    """Neither source waits for the topic: Spark's fails on its admin's describeTopics, ours names the topic."""
+    missing = f"missing-{uuid.uuid4().hex[:8]}"
+    options = options_for(broker, subscribe=missing, **{"fetchOffset.retryIntervalMs": "10"})
+    errors: dict[str, str] = {}
+    for source in SOURCES:
+        sink = Batches()
+        with pytest.raises(Exception) as failed:  # each source fails with its own types
+            run_available_now(spark, source, options, sink, checkpoints[source])
+        errors[source] = str(failed.value)
+        assert sink.by_id == {}
+    assert "UnknownTopicOrPartitionException" in errors["kafka"]
+    assert f"subscribed topic(s) '{missing}' do not exist" in errors["asyncconsumer"]
+
+
 # failOnDataLoss ------------------------------------------------------------------------------------------------------
 
 
