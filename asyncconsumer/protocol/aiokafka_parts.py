@@ -1,4 +1,5 @@
-"""The parts of aiokafka we use (protocol varints, its Cython record-batch reader, its codecs), without its client.
+"""The part of aiokafka we use, without its client: its Cython record-batch reader (``RecordBatchView.decode``, a
+second reading for the fuzz tests, and the CRC check when no ``_crc32c`` is built).
 
 Importing any ``aiokafka.x`` first runs aiokafka's package ``__init__``, which imports its whole client (producer,
 consumer, connections): 3 MB of resident memory that a consumer built on asyncconsumer never uses. So when the
@@ -69,8 +70,6 @@ def _register_deferred() -> None:
 
 _register_deferred()
 
-from aiokafka.codec import gzip_decode, lz4_decode, snappy_decode  # noqa: E402
-from aiokafka.protocol.types import UnsignedVarInt32, VarInt32  # noqa: E402
 from aiokafka.record.default_records import DefaultRecordBatch  # noqa: E402
 
-__all__ = ["DefaultRecordBatch", "UnsignedVarInt32", "VarInt32", "gzip_decode", "lz4_decode", "snappy_decode"]
+__all__ = ["DefaultRecordBatch"]
