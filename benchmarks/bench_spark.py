@@ -421,8 +421,6 @@ def spark_source(variant: str, options: Mapping[str, str]) -> tuple[str, dict[st
     """The format and options of ``variant``'s source: Spark's Kafka source for ``kafka-*``, else ours."""
     if variant in SPARKS:
         return "kafka", {k: v for k, v in options.items() if k not in _OUR_OWN}
-    if variant == FLOOR:
-        return "bench-floor", dict(options)
     return "asyncconsumer", {**options, "useArrow": "false" if variant == "spark-tuples" else "true"}
 
 
@@ -512,8 +510,9 @@ def run_variant(
 ) -> Result:
     if variant in SPARK_VARIANTS:
         if variant == FLOOR:  # the same rows per partition as the topic holds
-            options = {"counts": ",".join(map(str, counts)), "size": str(size)}
-        fmt, opts = spark_source(variant, options)
+            fmt, opts = "bench-floor", {"counts": ",".join(map(str, counts)), "size": str(size)}
+        else:
+            fmt, opts = spark_source(variant, options)
         if variant in STREAMS:
             return spark_stream(spark, fmt, opts, timeout_s)
         if variant in ("agg-arrow", "kafka-agg"):
@@ -708,8 +707,8 @@ def print_report(report: Result) -> None:
                     f"{variant}: {before:.2f} s from load() to the first foreachBatch call (query start, offsets, "
                     f"checkpoint), {inside:.2f} s inside foreachBatch (medians)"
                 )
-        walls = {v: statistics.median(r["wall_s"] for r in shape["runs"].get(v) or [{"wall_s": 0.0}]) for v in STREAMS}
-        if all(walls.values()):
+        if all(shape["runs"].get(v) for v in STREAMS):
+            walls = {v: statistics.median(r["wall_s"] for r in shape["runs"][v]) for v in STREAMS}
             print(
                 f"streams, median wall: ours {walls['stream-arrow']:.2f} s, Spark's Kafka source "
                 f"{walls['kafka-stream']:.2f} s, the do-nothing Python source {walls[FLOOR]:.2f} s: ours is "
