@@ -19,7 +19,8 @@ LAYERS: list[set[str]] = [
     {"managers", "assignors"},
     {"network"},
     {"plugins"},
-    {"_runtime"},
+    {"_background"},
+    {"_caller"},
     {"consumer", "sync"},
     {"tools", "spark", "__init__"},
 ]

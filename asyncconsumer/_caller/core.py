@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from asyncconsumer._background.builder import build
+from asyncconsumer._caller import arrow_table
+from asyncconsumer._caller.fetch_collector import FetchCollector
 from asyncconsumer._clock import Clock, SystemClock
 from asyncconsumer._logs import get_logger
-from asyncconsumer._runtime import arrow_table
-from asyncconsumer._runtime.builder import build
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import (
     ClientClosedError,
@@ -98,6 +99,7 @@ class ConsumerCore:
         self.clock: Clock = clock or SystemClock()
         self.parts = build(config, self.clock)
         self.subscriptions = self.parts.subscriptions
+        self.collector = FetchCollector(config, self.subscriptions, self.parts.buffer)
         self.meter = RateMeter()
         self.listener: ConsumerRebalanceListener | None = None
         """Set by ``subscribe`` on the caller's thread; read there only (callbacks run inside the caller's poll)."""
@@ -325,7 +327,7 @@ class ConsumerCore:
         if self.parts.group is None:
             raise IllegalStateError("subscribe() needs a consumer group: set group_id")
         if compiled is not None and self.config.group_protocol == "consumer":
-            from asyncconsumer._runtime.group import server_side_regex
+            from asyncconsumer.managers.heartbeat_consumer import server_side_regex
 
             server_side_regex(compiled)  # a flag the coordinator cannot be told is a ConfigError now, not later
         self.listener = listener
@@ -424,7 +426,7 @@ class ConsumerCore:
 
         Rebalance callbacks must have been run by the facade first (``take_background_events``).
         """
-        records = ConsumerRecords(self.parts.collector.collect(self._poll_limit(max_records)))
+        records = ConsumerRecords(self.collector.collect(self._poll_limit(max_records)))
         self._sample()
         return records
 
@@ -433,7 +435,7 @@ class ConsumerCore:
     ) -> tuple[Any, int, float]:
         """``poll_step`` for ``poll_arrow``: a ``pyarrow.Table`` (maybe of no rows) instead of records."""
         seen = self.parts.signal.seq
-        chunks, topics = self.parts.collector.collect_columns(self._poll_limit(max_records), include_headers)
+        chunks, topics = self.collector.collect_columns(self._poll_limit(max_records), include_headers)
         self._sample()
         return arrow_table.to_table(chunks, topics, include_headers), seen, (deadline_ms - self.clock.now_ms()) / 1000
 
@@ -448,13 +450,13 @@ class ConsumerCore:
         return limit
 
     def _sample(self) -> None:
-        collector = self.parts.collector
+        collector = self.collector
         self.meter.sample(self.clock.now_ms(), collector.records_returned, collector.bytes_returned)
 
     # --- observability ---------------------------------------------------------------------------------------
     def metrics(self) -> ConsumerMetrics:
         now = self.clock.now_ms()
-        collector = self.parts.collector
+        collector = self.collector
         records_rate, bytes_rate = self.meter.rates(now, collector.records_returned, collector.bytes_returned)
         latency_avg, latency_max = self.parts.fetch.latency.summary()
         sessions = self.parts.fetch.sessions  # counters written by the background; each read is whole

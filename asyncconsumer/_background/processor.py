@@ -31,7 +31,7 @@ from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.records import OffsetAndMetadata, PartitionInfo
 
 if TYPE_CHECKING:
-    from asyncconsumer._runtime.group import ConsumerGroup
+    from asyncconsumer._background.group import ConsumerGroup
 
 log = get_logger("asyncconsumer.events")
 

@@ -25,7 +25,7 @@ from asyncconsumer.assignors import (
     to_wire,
 )
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.errors import ConfigError, KafkaError
+from asyncconsumer.errors import KafkaError
 from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
 from asyncconsumer.managers.base import RequestManager
 from asyncconsumer.managers.commit import CommitManager
@@ -44,27 +44,6 @@ if TYPE_CHECKING:
     from asyncconsumer.managers.membership_consumer import ConsumerMembershipManager
 
 log = get_logger("asyncconsumer.group")
-
-_NO_EFFECT_ON_NAMES = re.UNICODE | re.MULTILINE | re.DOTALL
-"""Flags that change nothing when a whole topic name (one line) is matched."""
-
-
-def server_side_regex(pattern: re.Pattern[str]) -> str:
-    """``pattern`` as the group coordinator gets it (RE2/J, the whole name must match): ``re.IGNORECASE`` becomes
-    ``(?i)``; a flag RE2/J cannot carry is a ``ConfigError`` naming it."""
-    flags = pattern.flags & ~_NO_EFFECT_ON_NAMES
-    prefix = ""
-    if flags & re.IGNORECASE:
-        prefix, flags = "(?i)", flags & ~re.IGNORECASE
-    if flags:
-        names = "|".join(f"re.{flag.name}" for flag in re.RegexFlag if flag & flags and flag.name)
-        raise ConfigError(
-            "pattern",
-            f"{names} cannot be sent to the group coordinator, which matches topics with RE2/J under "
-            "group_protocol='consumer': write the pattern without it",
-        )
-    return prefix + pattern.pattern
-
 
 class ConsumerGroup:
     """Coordinator, commit, membership and heartbeat managers for ``config.group_id``."""
@@ -221,6 +200,8 @@ class ConsumerGroup:
         """The regular expression the coordinator matches (consumer protocol only), as the heartbeat sends it."""
         if self._pattern is None or isinstance(self.heartbeat, ClassicHeartbeatManager):
             return None
+        from asyncconsumer.managers.heartbeat_consumer import server_side_regex  # loaded with the KIP-848 managers
+
         return server_side_regex(self._pattern)
 
     def _on_metadata(self, cluster: Cluster, named: frozenset[str]) -> None:

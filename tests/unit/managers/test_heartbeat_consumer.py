@@ -1,4 +1,4 @@
-"""The group wiring's pure parts: the regular expression the coordinator gets under the consumer protocol."""
+"""The KIP-848 heartbeat manager's pure parts: the regular expression the coordinator gets."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import pytest
 
 from asyncconsumer import ConfigError, Consumer
-from asyncconsumer._runtime.group import server_side_regex
+from asyncconsumer.managers.heartbeat_consumer import server_side_regex
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from asyncconsumer._background.network_thread import ConsumerNetworkThread
+from asyncconsumer._background.processor import ApplicationEventProcessor
 from asyncconsumer._clock import Clock
-from asyncconsumer._runtime.fetch_collector import FetchCollector
-from asyncconsumer._runtime.network_thread import ConsumerNetworkThread
-from asyncconsumer._runtime.processor import ApplicationEventProcessor
 from asyncconsumer._state.fetch_buffer import FetchBuffer
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer._state.signal import CallerSignal
@@ -35,7 +34,7 @@ from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.network.security import ConnectionSecurity
 
 if TYPE_CHECKING:
-    from asyncconsumer._runtime.group import ConsumerGroup
+    from asyncconsumer._background.group import ConsumerGroup
     from asyncconsumer.metrics import PluginMetricsStore
     from asyncconsumer.plugins.guard import GuardedManager
 
@@ -77,7 +76,6 @@ class Components:
     delegate: NetworkClientDelegate
     processor: ApplicationEventProcessor
     thread: ConsumerNetworkThread
-    collector: FetchCollector
 
     @property
     def managers(self) -> Sequence[RequestManager]:
@@ -117,7 +115,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
 
     group: ConsumerGroup | None = None
     if config.group_id is not None:
-        from asyncconsumer._runtime.group import ConsumerGroup  # late: a consumer without a group never loads it
+        from asyncconsumer._background.group import ConsumerGroup  # late: a consumer without a group never loads it
 
         group = ConsumerGroup(
             config,
@@ -207,5 +205,4 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         delegate=network,
         processor=processor,
         thread=thread,
-        collector=FetchCollector(config, subscriptions, buffer),
     )

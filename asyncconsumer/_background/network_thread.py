@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import anyio
 import attrs
 
+from asyncconsumer._background.processor import ApplicationEventProcessor
 from asyncconsumer._clock import Clock
 from asyncconsumer._logs import get_logger
-from asyncconsumer._runtime.processor import ApplicationEventProcessor
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer.errors import ClientClosedError, KafkaError, PluginError
 from asyncconsumer.events.application import CloseEvent
