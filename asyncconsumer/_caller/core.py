@@ -19,6 +19,7 @@ from asyncconsumer._caller import arrow_table
 from asyncconsumer._caller.fetch_collector import FetchCollector
 from asyncconsumer._clock import Clock, SystemClock
 from asyncconsumer._logs import get_logger
+from asyncconsumer._patterns import server_side_regex
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import (
     ClientClosedError,
@@ -328,8 +329,6 @@ class ConsumerCore:
         if self.config.group_id is None:
             raise IllegalStateError("subscribe() needs a consumer group: set group_id")
         if compiled is not None and self.config.group_protocol == "consumer":
-            from asyncconsumer.managers.heartbeat_consumer import server_side_regex
-
             server_side_regex(compiled)  # a flag the coordinator cannot be told is a ConfigError now, not later
         self.listener = listener
         event = SubscribeEvent(

@@ -7,11 +7,8 @@ expression, which it matches against topic names itself.
 
 from __future__ import annotations
 
-from asyncconsumer.managers.heartbeat_consumer import (
-    ConsumerHeartbeatManager,
-    ConsumerHeartbeatSettings,
-    server_side_regex,
-)
+from asyncconsumer._patterns import server_side_regex
+from asyncconsumer.managers.heartbeat_consumer import ConsumerHeartbeatManager, ConsumerHeartbeatSettings
 from asyncconsumer.managers.membership import Membership, MembershipContext
 from asyncconsumer.managers.membership_consumer import ConsumerGroupSettings, ConsumerMembershipManager
 from asyncconsumer.protocol.base import ApiKey

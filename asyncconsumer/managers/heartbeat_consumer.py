@@ -10,14 +10,12 @@ enforced here too: a caller that stops polling makes the member leave, and its n
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 import attrs
 
 from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import (
-    ConfigError,
     ErrorCode,
     InvalidRegularExpressionError,
     KafkaError,
@@ -43,27 +41,6 @@ log = get_logger("asyncconsumer.heartbeat")
 
 _COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 _FENCED = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
-
-_NO_EFFECT_ON_NAMES = re.UNICODE | re.MULTILINE | re.DOTALL
-"""Flags that change nothing when a whole topic name (one line) is matched."""
-
-
-def server_side_regex(pattern: re.Pattern[str]) -> str:
-    """``pattern`` as the group coordinator gets it (RE2/J, the whole name must match): ``re.IGNORECASE`` becomes
-    ``(?i)``; a flag RE2/J cannot carry is a ``ConfigError`` naming it."""
-    flags = pattern.flags & ~_NO_EFFECT_ON_NAMES
-    prefix = ""
-    if flags & re.IGNORECASE:
-        prefix, flags = "(?i)", flags & ~re.IGNORECASE
-    if flags:
-        names = "|".join(f"re.{flag.name}" for flag in re.RegexFlag if flag & flags and flag.name)
-        raise ConfigError(
-            "pattern",
-            f"{names} cannot be sent to the group coordinator, which matches topics with RE2/J under "
-            "group_protocol='consumer': write the pattern without it",
-        )
-    return prefix + pattern.pattern
-
 
 DEFAULT_INTERVAL_MS = 5_000
 """Kafka's ``group.consumer.heartbeat.interval.ms`` default, used until the coordinator names its own."""

@@ -1,4 +1,4 @@
-"""The KIP-848 heartbeat manager's pure parts: the regular expression the coordinator gets."""
+"""Topic patterns as the group coordinator gets them (KIP-848 server-side regular expressions)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import pytest
 
 from asyncconsumer import ConfigError, Consumer
-from asyncconsumer.managers.heartbeat_consumer import server_side_regex
+from asyncconsumer._patterns import server_side_regex
 
 
 @pytest.mark.parametrize(
