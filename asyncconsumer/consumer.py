@@ -11,8 +11,8 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from asyncconsumer._runtime import arrow_table
-from asyncconsumer._runtime.core import ConsumerCore, to_partition
+from asyncconsumer._caller import arrow_table
+from asyncconsumer._caller.core import ConsumerCore, to_partition
 from asyncconsumer.config import ConsumerConfig, ConsumerSettings, Settings
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.listener import ConsumerRebalanceListener

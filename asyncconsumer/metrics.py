@@ -106,21 +106,24 @@ class RateMeter:
 
 
 class LatencyWindow:
-    """The last ``size`` latencies, for an average and a maximum."""
+    """The last ``size`` latencies, for an average and a maximum (computed once per change: the background asks
+    for them every loop iteration)."""
 
-    __slots__ = ("_values",)
+    __slots__ = ("_summary", "_values")
 
     def __init__(self, size: int = 100) -> None:
         self._values: collections.deque[int] = collections.deque(maxlen=size)
+        self._summary: tuple[float | None, int | None] | None = (None, None)
 
     def add(self, latency_ms: int) -> None:
         self._values.append(latency_ms)
+        self._summary = None
 
     def summary(self) -> tuple[float | None, int | None]:
-        values = list(self._values)
-        if not values:
-            return None, None
-        return sum(values) / len(values), max(values)
+        if self._summary is None:
+            values = self._values
+            self._summary = (sum(values) / len(values), max(values))
+        return self._summary
 
 
 class PluginMetricsStore:

@@ -135,6 +135,8 @@ class SubscribeEvent(ApplicationEvent):
 
     topics: frozenset[str]
     pattern: re.Pattern[str] | None = None
+    has_listener: bool = False
+    """A rebalance listener came with the subscription: rebalances wait for its callbacks."""
 
     def describe(self) -> str:
         what = repr(self.pattern.pattern) if self.pattern is not None else sorted(self.topics)

@@ -36,7 +36,8 @@ class HeartbeatSettings:
 
 
 class ClassicHeartbeatManager:
-    """Heartbeats while the member holds a generation; watches the session and the caller's poll interval."""
+    """Heartbeats while the member holds a generation; watches the session and the caller's poll interval (a
+    ``membership.HeartbeatManager``)."""
 
     def __init__(
         self,
@@ -58,6 +59,10 @@ class ClassicHeartbeatManager:
         self._last_answer_ms: int | None = None
         self._failures = 0
         self.last_heartbeat_ms: int | None = None
+
+    def check_support(self, on_ok: Callable[[None], None], on_error: Callable[[KafkaError], None]) -> None:
+        """Every broker offers the classic group APIs: a subscription needs nothing checked."""
+        on_ok(None)
 
     def poll(self, now_ms: int) -> PollResult:
         coordinator = self._coordinator.coordinator

@@ -21,6 +21,7 @@ from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequ
 from asyncconsumer.managers.commit import NO_GENERATION, Generation
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.member_state import MemberState, transition
+from asyncconsumer.managers.membership import ListenerCall
 from asyncconsumer.managers.pending_callback import PendingCallback
 from asyncconsumer.managers.request_state import ExponentialBackoff, RequestState
 from asyncconsumer.protocol.base import Request
@@ -52,8 +53,6 @@ _RETRY_JOIN = frozenset(
 _RESET_MEMBER = frozenset({ErrorCode.UNKNOWN_MEMBER_ID})
 _RESET_GENERATION = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID})
 
-ListenerCall = Callable[[str, frozenset[TopicPartition]], "Future[None]"]
-"""Asks the caller's side to run ``on_partitions_<kind>`` (revoked, assigned, lost); done when it returned."""
 LeaderAssign = Callable[[str, Sequence[JoinGroupMember]], dict[str, bytes]]
 """The leader's assignor: (protocol name, members with their subscription bytes) -> member id -> assignment bytes."""
 
@@ -68,7 +67,7 @@ class GroupSettings:
 
 
 class ClassicMembershipManager:
-    """Drives one member through the classic group protocol."""
+    """Drives one member through the classic group protocol (a ``membership.MembershipManager``)."""
 
     def __init__(
         self,

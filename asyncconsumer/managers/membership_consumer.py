@@ -24,7 +24,7 @@ from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult
 from asyncconsumer.managers.commit import NO_GENERATION, Generation
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as S
 from asyncconsumer.managers.member_state_consumer import transition
-from asyncconsumer.managers.membership_classic import ListenerCall
+from asyncconsumer.managers.membership import ListenerCall
 from asyncconsumer.managers.pending_callback import PendingCallback
 from asyncconsumer.protocol.consumer_group_heartbeat import JOIN_EPOCH
 from asyncconsumer.records import TopicPartition
@@ -50,7 +50,8 @@ class ConsumerGroupSettings:
 
 
 class ConsumerMembershipManager:
-    """One member's life on the consumer protocol: join, reconcile, acknowledge, leave, get fenced, rejoin."""
+    """One member's life on the consumer protocol: join, reconcile, acknowledge, leave, get fenced, rejoin (a
+    ``membership.MembershipManager``)."""
 
     def __init__(
         self,
@@ -136,6 +137,10 @@ class ConsumerMembershipManager:
         self.rejoin_on_poll = True
         self._stale_after_leave = True
         self._prepare_leaving(notify=True, lost=True)
+
+    def request_rejoin(self, reason: str) -> None:
+        """Nothing: on this protocol the coordinator decides every rebalance (Java's ``enforceRebalance`` is ignored
+        there too; ``enforce_rebalance()`` says so before it gets here)."""
 
     def on_heartbeat_sent(self) -> None:
         """The heartbeat manager built a request: an acknowledgement or a leave is now on its way."""

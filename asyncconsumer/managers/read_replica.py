@@ -49,9 +49,7 @@ class ReadLease:
 class ReadReplicas:
     """Per partition, the replica its fetches go to instead of the leader (see the module docstring).
 
-    Written and read on the background thread only, except ``read_replica`` and ``fetched_from``, which
-    ``metrics()`` calls and reads from the caller's thread (dict lookups and the immutable metadata snapshot: a value
-    a fetch ago at worst).
+    Background thread only; ``metrics()`` sees ``active`` and ``fetched_from`` through the published snapshot.
     """
 
     def __init__(self, client_rack: str, lease_ms: int, metadata: MetadataManager) -> None:
@@ -65,6 +63,8 @@ class ReadReplicas:
         """Nodes whose connection closed since the last ``select`` (which moves them to ``_unreachable``)."""
         self.fetched_from: dict[TopicPartition, int] = {}
         """Partition -> the node whose fetch last brought it records."""
+        self.fetched_from_changes = 0
+        """Counts changes to ``fetched_from``, so a snapshot copies it only when it changed."""
 
     def read_replica(self, tp: TopicPartition, now_ms: int) -> int | None:
         """The replica ``tp`` is fetched from instead of its leader now; None: from its leader."""
@@ -73,6 +73,16 @@ class ReadReplicas:
         if lease is None or not self._current(lease, tp, cluster.leader_for(tp), cluster, now_ms):
             return None
         return lease.replica if self._usable(lease, tp, cluster, now_ms) else None
+
+    @property
+    def leased(self) -> bool:
+        """Some leader named a read replica for some partition (cheap: ``active`` need not be asked otherwise)."""
+        return bool(self._leases)
+
+    def active(self, now_ms: int) -> dict[TopicPartition, int]:
+        """Every partition read from a replica now, and the replica (empty unless a leader named one)."""
+        found = {tp: self.read_replica(tp, now_ms) for tp in self._leases}
+        return {tp: replica for tp, replica in found.items() if replica is not None}
 
     def select(self, tp: TopicPartition, leader: int, cluster: Cluster, now_ms: int) -> int:
         """The node to fetch ``tp`` from now: its usable read replica, else ``leader``."""
@@ -109,8 +119,9 @@ class ReadReplicas:
         """A fetch of ``tp`` from ``node`` succeeded (with records or not) and named this read replica (-1: none)."""
         self._unreachable.pop(node, None)
         self._lost.discard(node)
-        if records:
+        if records and self.fetched_from.get(tp) != node:
             self.fetched_from[tp] = node
+            self.fetched_from_changes += 1
         if preferred_read_replica < 0 or preferred_read_replica == node:
             return
         lease = self._leases.get(tp)
@@ -145,7 +156,10 @@ class ReadReplicas:
         """Forgets partitions no longer assigned."""
         keep = set(assigned)
         self._leases = {tp: lease for tp, lease in self._leases.items() if tp in keep}
-        self.fetched_from = {tp: node for tp, node in self.fetched_from.items() if tp in keep}
+        kept = {tp: node for tp, node in self.fetched_from.items() if tp in keep}
+        if len(kept) != len(self.fetched_from):
+            self.fetched_from = kept
+            self.fetched_from_changes += 1
 
     @staticmethod
     def _current(lease: ReadLease, tp: TopicPartition, leader: int | None, cluster: Cluster, now_ms: int) -> bool:

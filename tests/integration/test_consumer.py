@@ -17,7 +17,9 @@ from asyncconsumer import (
     TopicPartition,
     UnknownTopicOrPartitionError,
 )
+from asyncconsumer._background.builder import BackgroundParts
 from tests.conftest import Broker, TopicFactory
+from tests.support.background import on_background_async
 from tests.support.consume import by_partition, consume_until
 from tests.support.produce import ProducedRecord, ProduceHelper, Record
 from tests.support.waiting import wait_for_async
@@ -233,10 +235,12 @@ async def test_metadata_finds_a_topic_created_after_start_and_refreshes_on_its_o
         assert all(p.leader >= 0 for p in infos)
         all_topics = await consumer.topics()
         assert name in all_topics and len(all_topics[name]) == 3
-        core = consumer._core
-        refreshed = core.parts.metadata._last_refresh_ms
+        def last_refresh(parts: BackgroundParts) -> int | None:
+            return parts.metadata._last_refresh_ms
+
+        refreshed = await on_background_async(consumer, last_refresh)
         deadline = time.monotonic() + 5
-        while core.parts.metadata._last_refresh_ms == refreshed:
+        while await on_background_async(consumer, last_refresh) == refreshed:
             assert time.monotonic() < deadline, "no periodic metadata refresh within 5 s at metadata_max_age_ms=200"
             await asyncio.sleep(0.05)  # nothing assigned: no poll to wait in, the refresh comes on its own
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import attrs
 import pytest
 
 from asyncconsumer import AsyncConsumer, TopicPartition
-from asyncconsumer.managers.fetch_session import FINAL_EPOCH, FetchSession
+from asyncconsumer.managers.fetch_session import FINAL_EPOCH
 from asyncconsumer.protocol.fetch import FetchRequest, FetchResponse
 from tests.conftest import Broker, TopicFactory
+from tests.support.background import on_background_async
 from tests.support.consume import by_partition, consume_exactly, consume_until
 from tests.support.produce import ProduceHelper
 from tests.support.raw_client import RawClient
@@ -29,9 +31,19 @@ NO_SESSIONS = "Tansu 0.6 gives no fetch sessions (it answers every fetch with se
 FETCH_VERSION = 12
 
 
-def sessions_of(consumer: AsyncConsumer) -> tuple[FetchSession, ...]:
-    """The consumer's fetch sessions with the one-node broker (read from the background's objects: ints only)."""
-    return consumer._core.parts.fetch.sessions.of_node(1)
+@attrs.define(frozen=True, slots=True)
+class SessionIds:
+    """A fetch session's id and epoch, as the consumer's background thread had them."""
+
+    session_id: int
+    epoch: int
+
+
+async def sessions_of(consumer: AsyncConsumer) -> list[SessionIds]:
+    """The consumer's fetch sessions with the one-node broker, read on its background thread."""
+    return await on_background_async(
+        consumer, lambda parts: [SessionIds(s.session_id, s.epoch) for s in parts.fetch.sessions.of_node(1)]
+    )
 
 
 async def test_incremental_fetches_over_many_partitions_deliver_every_record_exactly_once(
@@ -64,7 +76,7 @@ async def test_incremental_fetches_over_many_partitions_deliver_every_record_exa
     assert metrics.fetch_session_errors == 0
 
 
-def close_session(bootstrap: str, session: FetchSession) -> bool:
+def close_session(bootstrap: str, session: SessionIds) -> bool:
     """Closes ``session`` on the broker from a second client: a full fetch naming it (epoch -1, no partitions)."""
     client = RawClient(bootstrap, "session-closer")
     try:
@@ -76,7 +88,7 @@ def close_session(bootstrap: str, session: FetchSession) -> bool:
     return answer.error_code == 0
 
 
-def step_epoch(bootstrap: str, session: FetchSession) -> bool:
+def step_epoch(bootstrap: str, session: SessionIds) -> bool:
     """Moves ``session``'s epoch on at the broker with an incremental fetch of nothing from a second client: the
     epoch the broker expects is the session's next (no fetch in flight) or the one after (one in flight)."""
     client = RawClient(bootstrap, "epoch-stepper")
@@ -95,7 +107,7 @@ def step_epoch(bootstrap: str, session: FetchSession) -> bool:
 @pytest.mark.kafka_only(NO_SESSIONS)
 @pytest.mark.parametrize("disturb", [close_session, step_epoch], ids=["session_closed", "epoch_moved"])
 async def test_a_session_the_broker_lost_or_finds_out_of_step_falls_back_to_a_full_fetch_losing_nothing(
-    broker: Broker, topic: TopicFactory, produce: ProduceHelper, disturb: Callable[[str, FetchSession], bool]
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper, disturb: Callable[[str, SessionIds], bool]
 ) -> None:
     name = topic(4)
     expected = {p: [r.offset for r in records] for p, records in (await produce.values_async(name, 200, 4)).items()}
@@ -110,7 +122,7 @@ async def test_a_session_the_broker_lost_or_finds_out_of_step_falls_back_to_a_fu
         # disturbed again while the consumer's own fetches win the race to the epoch (step_epoch)
         while consumer.metrics().fetch_session_errors == 0:
             assert time.monotonic() < deadline, f"no session error: {consumer.metrics()}"
-            for session in sessions_of(consumer):
+            for session in await sessions_of(consumer):
                 if session.session_id:
                     disturb(broker.bootstrap_servers, session)
             got += (await consumer.poll(timeout_ms=300)).records()

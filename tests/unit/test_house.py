@@ -1,5 +1,5 @@
-"""The house rules, read from the source: no import circle, sans-I/O managers and data-only events, and no package
-importing one above it (the order is in ``docs/design.md``)."""
+"""The house rules, read from the source: no import circle, sans-I/O managers and data-only events, no package
+importing one above it, and each package on its thread (the order and the threads are in ``docs/design.md``)."""
 
 from __future__ import annotations
 
@@ -12,20 +12,32 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "asyncconsumer"
 
 LAYERS: list[set[str]] = [
-    {"errors", "records", "config", "metrics", "listener", "_clock", "_logs"},
+    {"errors", "records", "config", "metrics", "listener", "_clock", "_logs", "_patterns"},
     {"protocol"},
     {"events"},
     {"_state"},
     {"managers", "assignors"},
     {"network"},
     {"plugins"},
-    {"_runtime"},
+    {"_background"},
+    {"_caller"},
     {"consumer", "sync"},
     {"tools", "spark", "__init__"},
 ]
 """Low to high: a module may import its own layer or a lower one, never a higher one."""
 
 LAYER_OF = {part: i for i, parts in enumerate(LAYERS) for part in parts}
+
+THREADS: dict[str, set[str]] = {
+    "caller": {"_caller", "consumer", "sync"},
+    "background": {"_background", "managers", "network", "assignors", "plugins"},
+    "both": {"_state", "events"},
+}
+"""Which thread runs each package. ``_state`` and ``events`` are what crosses between the two; the foundation and
+``protocol`` are plain data and functions either may use; ``tools`` and ``spark`` are applications of the faces."""
+
+CALLER_MAY_IMPORT_FROM_BACKGROUND = {"asyncconsumer._background.builder"}
+"""The one door: the caller's side builds a consumer's parts and holds the thread's handle, nothing more."""
 
 
 def _modules() -> dict[str, Path]:
@@ -144,6 +156,37 @@ def test_no_import_circle() -> None:
         if module not in index:
             strong(module)
     assert circles == []
+
+
+def test_the_caller_side_reaches_the_background_only_through_the_builder() -> None:
+    background = THREADS["background"]
+    wrong = [
+        f"{module} imports {target}"
+        for module, path in MODULES.items()
+        if _part(module) in THREADS["caller"]
+        for target in _imports(module, path, module_level_only=False)
+        if target in MODULES and _part(target) in background and target not in CALLER_MAY_IMPORT_FROM_BACKGROUND
+    ]
+    assert wrong == []
+
+
+def test_the_caller_side_never_touches_what_the_background_owns() -> None:
+    """``parts.owned`` holds the background's objects: no caller-side code names it (at run time,
+    ``_background/owned.py`` checks every access in its debug mode)."""
+    wrong = [
+        f"{module}:{node.lineno}"
+        for module, path in MODULES.items()
+        if _part(module) in THREADS["caller"]
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr == "owned"
+    ]
+    assert wrong == []
+
+
+def test_every_package_has_a_thread_or_is_plain_data() -> None:
+    placed = set().union(*THREADS.values())
+    plain = {"protocol", "tools", "spark", "__init__", *LAYERS[0]}
+    assert {_part(m) for m in MODULES} <= placed | plain
 
 
 def test_at_most_twelve_public_top_level_modules() -> None:

@@ -56,12 +56,12 @@ _PROBE = """
 import json, sys
 import asyncconsumer
 consumer = asyncconsumer.Consumer("127.0.0.1:1")  # no group, no SASL, no plugins; never started
-loaded = sorted(m for m in ("structlog", "asyncconsumer._runtime.group", "asyncconsumer.managers.membership_classic",
+loaded = sorted(m for m in ("structlog", "asyncconsumer._background.group", "asyncconsumer.managers.membership_classic",
     "asyncconsumer.managers.membership_consumer", "asyncconsumer.network.sasl", "asyncconsumer.plugins.loader")
     if m in sys.modules)
 consumer.close()
 grouped = asyncconsumer.Consumer("127.0.0.1:1", group_id="g")
-print(json.dumps({"plain": loaded, "group": "asyncconsumer._runtime.group" in sys.modules,
+print(json.dumps({"plain": loaded, "group": "asyncconsumer._background.group" in sys.modules,
     "kip848": "asyncconsumer.managers.membership_consumer" in sys.modules}))
 grouped.close()
 """

@@ -3,7 +3,7 @@ buffer dry while the background is held back by the limit."""
 
 from __future__ import annotations
 
-from asyncconsumer._runtime.fetch_collector import FetchCollector
+from asyncconsumer._caller.fetch_collector import FetchCollector
 from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState

@@ -36,7 +36,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import asyncconsumer.protocol
-from asyncconsumer._runtime.fetch_collector import FetchCollector
+from asyncconsumer._caller.fetch_collector import FetchCollector
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from asyncconsumer._runtime.arrow_table import schema as poll_arrow_schema
+from asyncconsumer._caller.arrow_table import schema as poll_arrow_schema
 from asyncconsumer.errors import KafkaTimeoutError
 from asyncconsumer.spark import reader
 from asyncconsumer.spark.offsets import OffsetRange

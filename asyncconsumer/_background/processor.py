@@ -31,7 +31,7 @@ from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.records import OffsetAndMetadata, PartitionInfo
 
 if TYPE_CHECKING:
-    from asyncconsumer._runtime.group import ConsumerGroup
+    from asyncconsumer._background.group import ConsumerGroup
 
 log = get_logger("asyncconsumer.events")
 
@@ -97,8 +97,9 @@ class ApplicationEventProcessor:
                 self._metadata.await_topic(
                     topic, lambda cluster: event.complete(_partitions(cluster, topic)), event.fail
                 )
-            case SubscribeEvent(topics=topics, pattern=pattern):
+            case SubscribeEvent(topics=topics, pattern=pattern, has_listener=has_listener):
                 group = self._require_group("subscribe")
+                group.has_listener = has_listener
                 group.set_pattern(pattern)
                 self._subs.subscribe(topics)
                 self._metadata.set_topics(self._subs.topics() | topics)
@@ -128,11 +129,7 @@ class ApplicationEventProcessor:
                 self._track(event)
                 group.commit.fetch_committed(tuple(partitions), event.deadline_ms, event.complete, event.fail)
             case EnforceRebalanceEvent(reason=reason):
-                membership = self._require_group("enforce_rebalance").membership
-                from asyncconsumer.managers.membership_classic import ClassicMembershipManager  # loaded by the group
-
-                if isinstance(membership, ClassicMembershipManager):  # the caller checked; KIP-848 ignores it
-                    membership.request_rejoin(reason)
+                self._require_group("enforce_rebalance").membership.request_rejoin(reason)
                 event.complete(None)
             case PolledEvent():
                 if self._group is not None:

@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import anyio
 import attrs
 
+from asyncconsumer._background.owned import Owner
+from asyncconsumer._background.processor import ApplicationEventProcessor
 from asyncconsumer._clock import Clock
 from asyncconsumer._logs import get_logger
-from asyncconsumer._runtime.processor import ApplicationEventProcessor
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer.errors import ClientClosedError, KafkaError, PluginError
 from asyncconsumer.events.application import CloseEvent
@@ -40,6 +41,9 @@ class ConsumerNetworkThread:
         managers: Sequence[RequestManager],
         delegate: NetworkClientDelegate,
         name: str = "asyncconsumer-network",
+        *,
+        publish: Callable[[int], None] = lambda now_ms: None,
+        owner: Owner | None = None,
     ) -> None:
         self._clock = clock
         self._app_events = app_events
@@ -47,6 +51,9 @@ class ConsumerNetworkThread:
         self._processor = processor
         self._managers = list(managers)
         self._delegate = delegate
+        self._publish = publish
+        """Publishes the snapshot the caller reads (``_state/snapshot.py``), after every iteration."""
+        self._owner = owner or Owner()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()
@@ -62,11 +69,6 @@ class ConsumerNetworkThread:
     def start(self) -> None:
         self._thread.start()
         self._started.wait()
-
-    @property
-    def managers(self) -> Sequence[RequestManager]:
-        """What each iteration polls, in order."""
-        return tuple(self._managers)
 
     @property
     def alive(self) -> bool:
@@ -103,6 +105,7 @@ class ConsumerNetworkThread:
             self._started.set()
 
     async def _main(self) -> None:
+        self._owner.claim()
         self._loop = asyncio.get_running_loop()
         self._started.set()
         async with anyio.create_task_group() as tg:
@@ -111,6 +114,7 @@ class ConsumerNetworkThread:
                 while self._close_event is None:
                     await self.run_once()
                 await self._close(self._close_event)
+                self._publish(self._clock.now_ms())
             except Exception as exc:
                 log.error("background.failed", error=repr(exc))
                 self.failure = exc
@@ -150,6 +154,7 @@ class ConsumerNetworkThread:
         if self._app_events:
             wait = 0
         await self._delegate.poll(max(wait, 0), now)
+        self._publish(self._clock.now_ms())
 
     async def _close(self, event: CloseEvent) -> None:
         """Runs each manager's close work (only that) until it is done or the close deadline passes."""

@@ -6,9 +6,9 @@ from typing import Any
 
 import anyio
 
+from asyncconsumer._background.network_thread import ConsumerNetworkThread
+from asyncconsumer._background.processor import ApplicationEventProcessor
 from asyncconsumer._clock import ManualClock
-from asyncconsumer._runtime.network_thread import ConsumerNetworkThread
-from asyncconsumer._runtime.processor import ApplicationEventProcessor
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState

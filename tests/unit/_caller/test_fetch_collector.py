@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asyncconsumer._runtime import arrow_table
-from asyncconsumer._runtime.fetch_collector import FetchCollector
+from asyncconsumer._caller import arrow_table
+from asyncconsumer._caller.fetch_collector import FetchCollector
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState

@@ -1,8 +1,9 @@
 """Builds one consumer's parts and wires them together; nothing runs until the network thread starts.
 
-``build`` returns the parts by name, like Kafka's ``RequestManagers``: what the loop polls (``managers``, in loop
-order), what the two threads share, and the thread itself. Configured names (assignors, plugins) are resolved here,
-so a bad one is a ``ConfigError`` from the consumer's constructor.
+``build`` runs once, on the thread that constructs the consumer, and returns the parts by name (like Kafka's
+``RequestManagers``): what the two threads share, the thread's handle, and under ``owned`` what only the background
+thread may touch once it runs. Configured names (assignors, plugins, the group protocol) are resolved here, so a
+bad one is a ``ConfigError`` from the consumer's constructor.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from asyncconsumer._background import owned as ownership
+from asyncconsumer._background.network_thread import ConsumerNetworkThread
+from asyncconsumer._background.processor import ApplicationEventProcessor
+from asyncconsumer._background.publisher import SnapshotPublisher
 from asyncconsumer._clock import Clock
-from asyncconsumer._runtime.fetch_collector import FetchCollector
-from asyncconsumer._runtime.network_thread import ConsumerNetworkThread
-from asyncconsumer._runtime.processor import ApplicationEventProcessor
 from asyncconsumer._state.fetch_buffer import FetchBuffer
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.snapshot import CallerActivity, Published
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.assignors import PartitionAssignor, assignor_for
 from asyncconsumer.config import ConsumerConfig
@@ -27,6 +30,7 @@ from asyncconsumer.events.application import CloseEvent
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import RequestManager
 from asyncconsumer.managers.fetch import FetchManager
+from asyncconsumer.managers.membership import Membership, MembershipBuilder, MembershipContext
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.managers.offsets_validation import OffsetValidationManager
@@ -35,7 +39,7 @@ from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.network.security import ConnectionSecurity
 
 if TYPE_CHECKING:
-    from asyncconsumer._runtime.group import ConsumerGroup
+    from asyncconsumer._background.group import ConsumerGroup
     from asyncconsumer.metrics import PluginMetricsStore
     from asyncconsumer.plugins.guard import GuardedManager
 
@@ -59,37 +63,72 @@ class NodeDirectory:
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
-class Components:
-    """One consumer's parts by name. Which thread touches each is said where it is defined."""
+class BackgroundParts:
+    """What the background thread owns: once it runs, no other thread touches these (``owned.py`` checks it in
+    its debug mode). Kept here for the thread, and for tests that drive a consumer's internals."""
 
-    signal: CallerSignal
-    subscriptions: SubscriptionState
-    buffer: FetchBuffer
-    app_events: ApplicationEventQueue
-    background_events: BackgroundEventQueue
     metadata: MetadataManager
     offsets: OffsetsManager
     validation: OffsetValidationManager
     fetch: FetchManager
     group: ConsumerGroup | None
     """Coordinator, commit, membership and heartbeat managers; only with a ``group_id``."""
-    plugins: dict[str, tuple[GuardedManager, PluginMetricsStore]]
+    plugins: dict[str, GuardedManager]
     delegate: NetworkClientDelegate
     processor: ApplicationEventProcessor
-    thread: ConsumerNetworkThread
-    collector: FetchCollector
 
-    @property
-    def managers(self) -> Sequence[RequestManager]:
-        """In loop order: the group's (coordinator, commit, membership, heartbeat), metadata, offsets, position
-        validation, fetch, then the plugins'."""
-        return self.thread.managers
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class Components:
+    """One consumer's parts by name. The caller's side uses only the shared ones and the thread's handle."""
+
+    signal: CallerSignal
+    subscriptions: SubscriptionState
+    buffer: FetchBuffer
+    app_events: ApplicationEventQueue
+    background_events: BackgroundEventQueue
+    published: Published
+    """The background's snapshot, republished every loop iteration."""
+    activity: CallerActivity
+    plugin_metrics: dict[str, PluginMetricsStore]
+    """Each plugin's metrics: written by its manager, read whole under the store's lock."""
+    thread: ConsumerNetworkThread
+    """The handle: start, wakeup, alive, join (any thread); its loop runs the owned parts."""
+    owned: BackgroundParts
 
 
 def resolve_assignors(config: ConsumerConfig) -> list[PartitionAssignor]:
     """The configured assignors, in preference order; an unknown name is a ``ConfigError`` (as Java's constructor
     instantiates them whether or not the consumer joins a group)."""
     return [assignor_for(strategy) for strategy in config.partition_assignment_strategy]
+
+
+def _classic(context: MembershipContext) -> Membership:
+    from asyncconsumer.managers.group_classic import build as build_classic  # late: loaded only when used
+
+    return build_classic(context)
+
+
+def _consumer(context: MembershipContext) -> Membership:
+    from asyncconsumer.managers.group_consumer import build as build_consumer  # late: loaded only when used
+
+    return build_consumer(context)
+
+
+MEMBERSHIPS: dict[str, MembershipBuilder] = {"classic": _classic, "consumer": _consumer}
+"""``group_protocol`` -> how that kind of membership is built (``managers/membership.py``)."""
+
+
+def _guard_owned(owned: BackgroundParts, managers: Sequence[RequestManager], owner: ownership.Owner) -> None:
+    """The thread-ownership debug mode: every owned part and every manager the loop polls checks its thread."""
+    parts: dict[int, tuple[str, object]] = {}
+    for name, part in attrs.asdict(owned, recurse=False).items():
+        if part is not None and not isinstance(part, dict):
+            parts[id(part)] = (name, part)
+    for manager in managers:
+        parts.setdefault(id(manager), (type(manager).__name__, manager))
+    for name, part in parts.values():
+        ownership.guard(part, owner, name)
 
 
 def build(config: ConsumerConfig, clock: Clock) -> Components:
@@ -99,6 +138,8 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
     buffer = FetchBuffer(config.fetch_buffer_bytes, signal, config.fetch_buffer_bytes // 2)
     app_events = ApplicationEventQueue()
     background_events = BackgroundEventQueue(signal)
+    published = Published()
+    activity = CallerActivity()
     retry = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
     metadata = MetadataManager(config.bootstrap_servers, config.metadata_max_age_ms, retry)
     offsets = OffsetsManager(subscriptions, metadata, config.isolation_level, retry, background_events.put)
@@ -117,7 +158,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
 
     group: ConsumerGroup | None = None
     if config.group_id is not None:
-        from asyncconsumer._runtime.group import ConsumerGroup  # late: a consumer without a group never loads it
+        from asyncconsumer._background.group import ConsumerGroup  # late: a consumer without a group never loads it
 
         group = ConsumerGroup(
             config,
@@ -127,6 +168,8 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
             metadata,
             background_events.put,
             background_events.put,
+            membership=MEMBERSHIPS[config.group_protocol],
+            activity=activity,
             api_supported=api_supported,
             last_network_error=last_network_error,
         )
@@ -171,33 +214,13 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         fatal_error=lambda: network.fatal_error,
         group=group,
     )
-    plugins: dict[str, tuple[GuardedManager, PluginMetricsStore]] = {}
+    loaded: dict[str, tuple[GuardedManager, PluginMetricsStore]] = {}
     if config.plugins:
         from asyncconsumer.plugins.loader import load_plugins  # late: only consumers with plugins load them
 
-        plugins = load_plugins(config, clock, metadata, subscriptions, background_events.put)
-    thread = ConsumerNetworkThread(
-        clock,
-        app_events,
-        background_events,
-        processor,
-        [
-            *(group.managers if group is not None else ()),
-            metadata,
-            offsets,
-            validation,
-            fetch,
-            *(guarded for guarded, _ in plugins.values()),
-        ],
-        network,
-    )
-    buffer.set_space_waiter(thread.wakeup)
-    return Components(
-        signal=signal,
-        subscriptions=subscriptions,
-        buffer=buffer,
-        app_events=app_events,
-        background_events=background_events,
+        loaded = load_plugins(config, clock, metadata, subscriptions, background_events.put)
+    plugins = {name: guarded for name, (guarded, _) in loaded.items()}
+    owned = BackgroundParts(
         metadata=metadata,
         offsets=offsets,
         validation=validation,
@@ -206,6 +229,38 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         plugins=plugins,
         delegate=network,
         processor=processor,
+    )
+    managers: list[RequestManager] = [
+        *(group.managers if group is not None else ()),
+        metadata,
+        offsets,
+        validation,
+        fetch,
+        *plugins.values(),
+    ]
+    owner = ownership.Owner()
+    if ownership.enabled():
+        _guard_owned(owned, managers, owner)
+    thread = ConsumerNetworkThread(
+        clock,
+        app_events,
+        background_events,
+        processor,
+        managers,
+        network,
+        publish=SnapshotPublisher(published, fetch, network, group).publish,
+        owner=owner,
+    )
+    buffer.set_space_waiter(thread.wakeup)
+    return Components(
+        signal=signal,
+        subscriptions=subscriptions,
+        buffer=buffer,
+        app_events=app_events,
+        background_events=background_events,
+        published=published,
+        activity=activity,
+        plugin_metrics={name: store for name, (_, store) in loaded.items()},
         thread=thread,
-        collector=FetchCollector(config, subscriptions, buffer),
+        owned=owned,
     )

@@ -1,7 +1,9 @@
-"""What the async and the blocking consumer share: the wiring, argument checks, and one event per call.
+"""What the async and the blocking consumer share: argument checks, one event per call, and the caller's side of
+``poll``.
 
 Every method that needs the background returns a ``concurrent.futures.Future``; ``AsyncConsumer`` awaits it with
-``asyncio.wrap_future`` and ``Consumer`` calls ``result()``. Nothing here touches a socket.
+``asyncio.wrap_future`` and ``Consumer`` calls ``result()``. Nothing here touches a socket or anything the
+background thread owns (``parts.owned``): what the caller knows of the background is its published snapshot.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from asyncconsumer._background.builder import build
+from asyncconsumer._caller import arrow_table
+from asyncconsumer._caller.fetch_collector import FetchCollector
 from asyncconsumer._clock import Clock, SystemClock
 from asyncconsumer._logs import get_logger
-from asyncconsumer._runtime import arrow_table
-from asyncconsumer._runtime.builder import build
+from asyncconsumer._patterns import server_side_regex
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import (
     ClientClosedError,
@@ -98,6 +102,7 @@ class ConsumerCore:
         self.clock: Clock = clock or SystemClock()
         self.parts = build(config, self.clock)
         self.subscriptions = self.parts.subscriptions
+        self.collector = FetchCollector(config, self.subscriptions, self.parts.buffer)
         self.meter = RateMeter()
         self.listener: ConsumerRebalanceListener | None = None
         """Set by ``subscribe`` on the caller's thread; read there only (callbacks run inside the caller's poll)."""
@@ -295,11 +300,10 @@ class ConsumerCore:
             self.parts.thread.wakeup()
 
     def note_poll(self) -> None:
-        group = self.parts.group
-        if group is None:
+        if self.config.group_id is None:
             return
-        group.last_poll_ms = self.clock.now_ms()
-        if group.membership.rejoin_on_poll:
+        self.parts.activity.last_poll_ms = self.clock.now_ms()
+        if self.parts.published.current.rejoin_on_poll:
             self.parts.app_events.put(PolledEvent(deadline_ms=self.deadline(None)))
 
     # --- groups ----------------------------------------------------------------------------------------------
@@ -322,19 +326,19 @@ class ConsumerCore:
                 compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
             except re.error as exc:
                 raise ConfigError("pattern", f"not a regular expression: {exc}") from exc
-        if self.parts.group is None:
+        if self.config.group_id is None:
             raise IllegalStateError("subscribe() needs a consumer group: set group_id")
         if compiled is not None and self.config.group_protocol == "consumer":
-            from asyncconsumer._runtime.group import server_side_regex
-
             server_side_regex(compiled)  # a flag the coordinator cannot be told is a ConfigError now, not later
         self.listener = listener
-        self.parts.group.has_listener = listener is not None
-        return self.submit(SubscribeEvent(topics=names, pattern=compiled, deadline_ms=self.deadline(None)))
+        event = SubscribeEvent(
+            topics=names, pattern=compiled, has_listener=listener is not None, deadline_ms=self.deadline(None)
+        )
+        return self.submit(event)
 
     def revoke_callback_before_leaving(self) -> Callable[[], Any] | None:
         """Java runs ``on_partitions_revoked`` on the caller's thread in ``unsubscribe`` and ``close``: this is it."""
-        if self.parts.group is None or self.listener is None or self.subscriptions.subscription is None:
+        if self.config.group_id is None or self.listener is None or self.subscriptions.subscription is None:
             return None
         assigned = self.subscriptions.assigned()
         if not assigned:
@@ -367,7 +371,7 @@ class ConsumerCore:
 
     def enforce_rebalance(self, reason: str | None) -> None:
         """Asks the group for a rebalance (classic protocol) and returns at once, as Java's ``enforceRebalance``."""
-        if self.parts.group is None or self.subscriptions.subscription is None:
+        if self.config.group_id is None or self.subscriptions.subscription is None:
             raise IllegalStateError("enforce_rebalance() needs a group subscription: call subscribe() first")
         if self.config.group_protocol == "consumer":
             # Java's consumer ignores it there too: the coordinator decides every assignment.
@@ -391,11 +395,11 @@ class ConsumerCore:
         return max(0, end - position)
 
     def group_metadata(self) -> GroupMetadata:
-        if self.parts.group is None:
+        if self.config.group_id is None:
             raise IllegalStateError("group_metadata() needs a consumer group: set group_id")
-        generation = self.parts.group.membership.generation()
+        snapshot = self.parts.published.current
         return GroupMetadata(
-            self.parts.group.group_id, generation.generation_id, generation.member_id, generation.group_instance_id
+            self.config.group_id, snapshot.generation_id, snapshot.member_id, snapshot.group_instance_id
         )
 
     def begin_poll(self, timeout_ms: float, max_records: int | None) -> int:
@@ -424,7 +428,7 @@ class ConsumerCore:
 
         Rebalance callbacks must have been run by the facade first (``take_background_events``).
         """
-        records = ConsumerRecords(self.parts.collector.collect(self._poll_limit(max_records)))
+        records = ConsumerRecords(self.collector.collect(self._poll_limit(max_records)))
         self._sample()
         return records
 
@@ -433,7 +437,7 @@ class ConsumerCore:
     ) -> tuple[Any, int, float]:
         """``poll_step`` for ``poll_arrow``: a ``pyarrow.Table`` (maybe of no rows) instead of records."""
         seen = self.parts.signal.seq
-        chunks, topics = self.parts.collector.collect_columns(self._poll_limit(max_records), include_headers)
+        chunks, topics = self.collector.collect_columns(self._poll_limit(max_records), include_headers)
         self._sample()
         return arrow_table.to_table(chunks, topics, include_headers), seen, (deadline_ms - self.clock.now_ms()) / 1000
 
@@ -448,47 +452,43 @@ class ConsumerCore:
         return limit
 
     def _sample(self) -> None:
-        collector = self.parts.collector
+        collector = self.collector
         self.meter.sample(self.clock.now_ms(), collector.records_returned, collector.bytes_returned)
 
     # --- observability ---------------------------------------------------------------------------------------
     def metrics(self) -> ConsumerMetrics:
+        """The caller's counters and the shared state, with the background's latest published snapshot."""
         now = self.clock.now_ms()
-        collector = self.parts.collector
+        collector = self.collector
         records_rate, bytes_rate = self.meter.rates(now, collector.records_returned, collector.bytes_returned)
-        latency_avg, latency_max = self.parts.fetch.latency.summary()
-        sessions = self.parts.fetch.sessions  # counters written by the background; each read is whole
+        background = self.parts.published.current
         partitions: dict[TopicPartition, PartitionMetrics] = {}
-        replicas = self.parts.fetch.read_replicas  # dict lookups of values the background writes
         for tp in sorted(self.subscriptions.assigned()):
             position = self.subscriptions.position(tp)
             high = self.subscriptions.high_watermark(tp)
             lag = None if position is None or high is None else max(0, high - position)
             partitions[tp] = PartitionMetrics(
-                position, high, lag, replicas.read_replica(tp, now), replicas.fetched_from.get(tp)
+                position, high, lag, background.read_replicas.get(tp), background.fetched_from.get(tp)
             )
-        group = self.parts.group
-        last_error = self.parts.delegate.last_connection_error()  # a reference read; written by the background
-        coordinator = group.coordinator.coordinator if group is not None else None
-        last_heartbeat = group.heartbeat.last_heartbeat_ms if group is not None else None
+        last_heartbeat = background.last_heartbeat_ms
         return ConsumerMetrics(
             records_consumed_total=collector.records_returned,
             bytes_consumed_total=collector.bytes_returned,
             records_consumed_rate=records_rate,
             bytes_consumed_rate=bytes_rate,
-            fetch_latency_avg_ms=latency_avg,
-            fetch_latency_max_ms=latency_max,
-            fetch_requests_in_flight=self.parts.fetch.nodes_in_flight,
+            fetch_latency_avg_ms=background.fetch_latency_avg_ms,
+            fetch_latency_max_ms=background.fetch_latency_max_ms,
+            fetch_requests_in_flight=background.fetch_requests_in_flight,
             buffered_bytes=self.parts.buffer.buffered_bytes,
             fetch_buffer_limit_bytes=self.parts.buffer.limit,
             partitions=partitions,
-            rebalances=group.membership.rebalances if group is not None else 0,
+            rebalances=background.rebalances,
             last_heartbeat_age_ms=None if last_heartbeat is None else now - last_heartbeat,
-            coordinator_id=None if coordinator is None else coordinator.broker_node_id,
-            connection_count=self.parts.delegate.connection_count,
-            last_connection_error=None if last_error is None else str(last_error),
-            fetch_requests_full=sessions.full_fetches,
-            fetch_requests_incremental=sessions.incremental_fetches,
-            fetch_session_errors=sessions.session_errors,
-            plugins={name: store.snapshot() for name, (_, store) in self.parts.plugins.items()},
+            coordinator_id=background.coordinator_id,
+            connection_count=background.connection_count,
+            last_connection_error=background.last_connection_error,
+            fetch_requests_full=background.fetch_requests_full,
+            fetch_requests_incremental=background.fetch_requests_incremental,
+            fetch_session_errors=background.fetch_session_errors,
+            plugins={name: store.snapshot() for name, store in self.parts.plugin_metrics.items()},
         )

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from asyncconsumer import Consumer, TopicPartition
-from asyncconsumer._runtime import arrow_table
+from asyncconsumer._caller import arrow_table
 from asyncconsumer.protocol.v2decode import ColumnSink
 from tests.support.batches import build_batch
 
@@ -58,7 +58,7 @@ def test_a_table_does_not_import_pandas() -> None:
     # A fresh interpreter: the test session may have imported pandas already. pyarrow's pa.array(list) imports it.
     code = (
         "import sys\n"
-        "from asyncconsumer._runtime import arrow_table\n"
+        "from asyncconsumer._caller import arrow_table\n"
         "from asyncconsumer.protocol.v2decode import ColumnSink\n"
         "from tests.support.batches import build_batch\n"
         "sink = ColumnSink(False)\n"

@@ -1,4 +1,4 @@
-"""The group wiring's pure parts: the regular expression the coordinator gets under the consumer protocol."""
+"""Topic patterns as the group coordinator gets them (KIP-848 server-side regular expressions)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import pytest
 
 from asyncconsumer import ConfigError, Consumer
-from asyncconsumer._runtime.group import server_side_regex
+from asyncconsumer._patterns import server_side_regex
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,165 @@
+"""The consumer-group managers of one consumer, wired together (background side; exists only with a group_id).
+
+Holds what every kind of membership asks of the rest of the consumer: how an assignment is applied (positions from
+committed offsets), the rebalance-listener round trip to the caller, and pattern subscriptions matched on the client.
+Which kind of membership it drives is decided by the builder (``managers/membership.py``); nothing here asks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+
+from asyncconsumer._clock import Clock
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.cluster import Cluster
+from asyncconsumer._state.snapshot import CallerActivity
+from asyncconsumer._state.subscription import SubscriptionState
+from asyncconsumer.assignors import PartitionAssignor
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import KafkaError
+from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
+from asyncconsumer.managers.base import RequestManager
+from asyncconsumer.managers.commit import CommitManager
+from asyncconsumer.managers.coordinator import CoordinatorManager
+from asyncconsumer.managers.membership import MembershipBuilder, MembershipContext
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.records import TopicPartition
+
+log = get_logger("asyncconsumer.group")
+
+
+class ConsumerGroup:
+    """Coordinator, commit, membership and heartbeat managers for ``config.group_id``."""
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        assignors: Sequence[PartitionAssignor],
+        clock: Clock,
+        subscriptions: SubscriptionState,
+        metadata: MetadataManager,
+        emit_error: Callable[[ErrorEvent], None],
+        ask_caller: Callable[[RebalanceEvent], None],
+        *,
+        membership: MembershipBuilder,
+        activity: CallerActivity | None = None,
+        api_supported: Callable[[int], bool | None] = lambda key: None,
+        last_network_error: Callable[[], KafkaError | None] = lambda: None,
+    ) -> None:
+        assert config.group_id is not None
+        self.group_id = config.group_id
+        self._config = config
+        self._clock = clock
+        self._subs = subscriptions
+        self._metadata = metadata
+        self._ask_caller = ask_caller
+        activity = activity or CallerActivity()
+        backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
+        self.coordinator = CoordinatorManager(self.group_id, backoff, emit_error)
+        self._pattern: re.Pattern[str] | None = None
+        built = membership(
+            MembershipContext(
+                config=config,
+                group_id=self.group_id,
+                clock=clock,
+                subscriptions=subscriptions,
+                metadata=metadata,
+                coordinator=self.coordinator,
+                assignors=assignors,
+                backoff=backoff,
+                emit=emit_error,
+                apply_assignment=self._apply_assignment,
+                listener=self._listener_call,
+                last_poll_ms=lambda: activity.last_poll_ms,
+                pattern=lambda: self._pattern,
+                api_supported=api_supported,
+            )
+        )
+        self.membership = built.manager
+        self.heartbeat = built.heartbeat
+        self._membership_managers = built.managers
+        self._coordinator_matches_patterns = built.coordinator_matches_patterns
+        self.commit = CommitManager(
+            self.coordinator,
+            self.membership.generation,
+            backoff,
+            subscriptions=subscriptions,
+            auto_commit_interval_ms=config.auto_commit_interval_ms if config.enable_auto_commit else None,
+            request_timeout_ms=config.request_timeout_ms,
+            member_epoch_in_fetch=built.member_epoch_in_offset_fetch,
+            last_network_error=last_network_error,
+        )
+        self.has_listener = False
+        """Whether the caller's subscription has a rebalance listener (set from the ``SubscribeEvent``)."""
+        metadata.add_listener(self._on_metadata)
+
+    def subscribed(self, on_ok: Callable[[None], None], on_error: Callable[[KafkaError], None]) -> None:
+        """What ``subscribe`` waits for: brokers seen to offer the membership's API (``on_error`` names it if not)."""
+        self.heartbeat.check_support(on_ok, on_error)
+
+    def set_pattern(self, pattern: re.Pattern[str] | None) -> None:
+        """Subscribe to every topic whose whole name matches ``pattern`` (None: explicit topics).
+
+        A member on the classic protocol matches the pattern against every metadata refresh, as Java's
+        ``subscribe(Pattern)``. On the consumer protocol the coordinator does (ConsumerGroupHeartbeat v1
+        SubscribedTopicRegex, RE2/J, as Java's ``subscribe(SubscriptionPattern)``): topics created later join
+        without the member noticing, and the member joins at once. Either way metadata covers every topic, so the
+        assigned topics' ids resolve to names.
+        """
+        self._pattern = pattern
+        self._metadata.all_topics_always = pattern is not None
+        if pattern is not None:
+            self._metadata.request_update()
+            if self._coordinator_matches_patterns:
+                self.membership.subscribe()
+
+    def _on_metadata(self, cluster: Cluster, named: frozenset[str]) -> None:
+        pattern = self._pattern
+        if pattern is None or self._coordinator_matches_patterns:
+            return
+        matched = frozenset(t for t, info in cluster.topics.items() if not info.is_internal and pattern.fullmatch(t))
+        if matched != self._subs.subscription:
+            log.info("group.pattern_matched", pattern=pattern.pattern, topics=sorted(matched))
+            self._subs.subscribe(matched)
+            self._metadata.set_topics(self._subs.topics() | matched)
+            if matched:
+                self.membership.subscribe()
+
+    @property
+    def managers(self) -> Sequence[RequestManager]:
+        """In loop order: find the coordinator, commit (before a LeaveGroup on close), the membership's managers."""
+        return (self.coordinator, self.commit, *self._membership_managers)
+
+    def address(self, node_id: int) -> tuple[str, int] | None:
+        return self.coordinator.address(node_id)
+
+    def on_disconnect(self, node_id: int) -> None:
+        coordinator = self.coordinator.coordinator
+        if coordinator is not None and coordinator.node_id == node_id:
+            self.coordinator.mark_unknown("its connection closed")
+
+    # --- what every membership asks ----------------------------------------------------------------------------
+    def _apply_assignment(self, partitions: frozenset[TopicPartition]) -> None:
+        self._subs.assign_from_group(partitions)
+        self._metadata.set_topics(self._subs.topics() | (self._subs.subscription or frozenset()))
+
+    def _listener_call(self, kind: str, partitions: frozenset[TopicPartition]) -> Future[None]:
+        done: Future[None] = Future()
+
+        def ask(_: object = None) -> None:
+            if self.has_listener:
+                self._ask_caller(RebalanceEvent(kind, partitions, done))
+            elif not done.done():
+                done.set_result(None)
+
+        if kind == "revoked":
+            # Nothing more from these partitions reaches the caller; their positions stay for commits.
+            self._subs.set_paused([tp for tp in partitions if self._subs.is_assigned(tp)], True)
+            # Commit what was consumed before the partitions go (Java's commit-before-revoke).
+            if self._config.enable_auto_commit and self.commit.commit_positions(self._clock.now_ms(), on_done=ask):
+                return done
+        ask()
+        return done

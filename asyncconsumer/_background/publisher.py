@@ -1,0 +1,88 @@
+"""Publishes what the caller may know of the background: one immutable snapshot per loop iteration.
+
+The caller's ``metrics()``, ``group_metadata()`` and ``poll`` read ``Published.current`` and nothing the background
+owns. Building a snapshot costs a few attribute reads; the one mapping that grows with the assignment
+(``fetched_from``) is copied only when it changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from asyncconsumer._state.snapshot import BackgroundSnapshot, Published
+from asyncconsumer.managers.fetch import FetchManager
+from asyncconsumer.network.delegate import NetworkClientDelegate
+from asyncconsumer.records import TopicPartition
+
+if TYPE_CHECKING:
+    from asyncconsumer._background.group import ConsumerGroup  # loaded only by consumers with a group
+
+_EMPTY: Mapping[TopicPartition, int] = MappingProxyType({})
+
+
+class SnapshotPublisher:
+    """Background thread only: ``publish`` replaces ``published.current`` with what the parts hold now."""
+
+    def __init__(
+        self,
+        published: Published,
+        fetch: FetchManager,
+        delegate: NetworkClientDelegate,
+        group: ConsumerGroup | None,
+    ) -> None:
+        self._published = published
+        self._fetch = fetch
+        self._delegate = delegate
+        self._group = group
+        self._fetched_from = _EMPTY
+        self._fetched_from_seen = 0
+
+    def publish(self, now_ms: int) -> None:
+        fetch = self._fetch
+        replicas = fetch.read_replicas
+        if replicas.fetched_from_changes != self._fetched_from_seen:
+            self._fetched_from_seen = replicas.fetched_from_changes
+            self._fetched_from = MappingProxyType(dict(replicas.fetched_from))
+        latency_avg, latency_max = fetch.latency.summary()
+        sessions = fetch.sessions
+        last_error = self._delegate.last_connection_error()
+        group = self._group
+        coordinator_id: int | None = None
+        last_heartbeat_ms: int | None = None
+        rebalances = 0
+        generation_id, member_id, instance_id = -1, "", None
+        rejoin_on_poll = False
+        if group is not None:
+            coordinator = group.coordinator.coordinator
+            coordinator_id = None if coordinator is None else coordinator.broker_node_id
+            last_heartbeat_ms = group.heartbeat.last_heartbeat_ms
+            membership = group.membership
+            rebalances = membership.rebalances
+            rejoin_on_poll = membership.rejoin_on_poll
+            generation = membership.generation()
+            generation_id, member_id, instance_id = (
+                generation.generation_id,
+                generation.member_id,
+                generation.group_instance_id,
+            )
+        self._published.current = BackgroundSnapshot(
+            fetch_latency_avg_ms=latency_avg,
+            fetch_latency_max_ms=latency_max,
+            fetch_requests_in_flight=fetch.nodes_in_flight,
+            fetch_requests_full=sessions.full_fetches,
+            fetch_requests_incremental=sessions.incremental_fetches,
+            fetch_session_errors=sessions.session_errors,
+            read_replicas=MappingProxyType(replicas.active(now_ms)) if replicas.leased else _EMPTY,
+            fetched_from=self._fetched_from,
+            connection_count=self._delegate.connection_count,
+            last_connection_error=None if last_error is None else str(last_error),
+            coordinator_id=coordinator_id,
+            last_heartbeat_ms=last_heartbeat_ms,
+            rebalances=rebalances,
+            generation_id=generation_id,
+            member_id=member_id,
+            group_instance_id=instance_id,
+            rejoin_on_poll=rejoin_on_poll,
+        )

@@ -1,0 +1,62 @@
+"""What the two threads tell each other without an event: the background's published snapshot, the caller's polls.
+
+The background thread owns its managers and connections; the caller's thread never reads them. Instead the loop
+publishes, once per iteration, an immutable ``BackgroundSnapshot`` that ``metrics()``, ``group_metadata()`` and
+``poll`` read. The other way, the caller's ``poll`` stamps ``CallerActivity.last_poll_ms`` for the heartbeats'
+``max_poll_interval_ms``. Each is a single reference written by one thread and read by the other: no lock needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import attrs
+
+from asyncconsumer.records import TopicPartition
+
+_NO_PARTITIONS: Mapping[TopicPartition, int] = MappingProxyType({})
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class BackgroundSnapshot:
+    """The background's state as the caller may see it; replaced whole, never changed in place."""
+
+    fetch_latency_avg_ms: float | None = None
+    fetch_latency_max_ms: int | None = None
+    fetch_requests_in_flight: int = 0
+    fetch_requests_full: int = 0
+    fetch_requests_incremental: int = 0
+    fetch_session_errors: int = 0
+    read_replicas: Mapping[TopicPartition, int] = _NO_PARTITIONS
+    """Partitions read from a replica other than their leader now (KIP-392), and from which."""
+    fetched_from: Mapping[TopicPartition, int] = _NO_PARTITIONS
+    """Partition -> the node whose fetch last brought it records."""
+    connection_count: int = 0
+    last_connection_error: str | None = None
+    coordinator_id: int | None = None
+    last_heartbeat_ms: int | None = None
+    rebalances: int = 0
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    rejoin_on_poll: bool = False
+    """The member left because the caller stopped polling: the caller's next ``poll`` tells the background."""
+
+
+class Published:
+    """The latest ``BackgroundSnapshot``: the background thread replaces ``current``, the caller's thread reads it."""
+
+    __slots__ = ("current",)
+
+    def __init__(self) -> None:
+        self.current = BackgroundSnapshot()
+
+
+class CallerActivity:
+    """When the caller last polled: written by the caller's ``poll`` only, read by the background's heartbeats."""
+
+    __slots__ = ("last_poll_ms",)
+
+    def __init__(self) -> None:
+        self.last_poll_ms: int | None = None
