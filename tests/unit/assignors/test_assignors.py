@@ -34,7 +34,14 @@ from asyncconsumer.assignors.range_assignor import range_assign
 from asyncconsumer.assignors.roundrobin import round_robin_assign
 from asyncconsumer.assignors.sticky import cooperative_sticky_assign, member_generation, resolve_owners, sticky_assign
 from asyncconsumer.errors import ConfigError, IllegalStateError, KafkaError
-from asyncconsumer.protocol.consumer_protocol import Assignment, Subscription
+from asyncconsumer.protocol.consumer_protocol import decode_assignment, encode_assignment
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+)
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    TopicPartition as WireTopicPartition,
+)
 from asyncconsumer.records import TopicPartition
 
 TP = TopicPartition
@@ -51,7 +58,13 @@ def member(
     instance: str | None = None,
     user_data: bytes | None = None,
 ) -> GroupMember:
-    return GroupMember(member_id, instance, Subscription(tuple(topics), user_data, to_wire(owned), generation))
+    return GroupMember(
+        member_id,
+        instance,
+        ConsumerProtocolSubscription(
+            topics=tuple(topics), user_data=user_data, owned_partitions=to_wire(owned), generation_id=generation
+        ),
+    )
 
 
 def tps(topic: str, *partitions: int) -> list[TopicPartition]:
@@ -400,9 +413,13 @@ def test_conflicting_claims_in_the_same_generation_are_revoked_by_both() -> None
 
 def test_generation_from_user_data_when_the_subscription_has_none() -> None:
     old = struct.pack(">i", 9)
-    assert member_generation(Subscription(("t",), old)) == 9
-    assert member_generation(Subscription(("t",), old, generation_id=4)) == 4  # the v2 field wins
-    assert member_generation(Subscription(("t",), b"\x01")) == -1  # unreadable: no generation
+    assert member_generation(ConsumerProtocolSubscription(topics=("t",), user_data=old)) == 9
+    assert (
+        member_generation(ConsumerProtocolSubscription(topics=("t",), user_data=old, generation_id=4)) == 4
+    )  # the v2 field wins
+    assert (
+        member_generation(ConsumerProtocolSubscription(topics=("t",), user_data=b"\x01")) == -1
+    )  # unreadable: no generation
     members = [
         member("a", ["t"], tps("t", 0), user_data=struct.pack(">i", 3)),
         member("b", ["t"], tps("t", 0), user_data=old),
@@ -420,9 +437,16 @@ def test_claims_on_missing_or_unsubscribed_partitions_are_dropped() -> None:
 def test_cooperative_sticky_assignor_sends_its_generation() -> None:
     assignor = CooperativeStickyAssignor()
     assert assignor.subscription_user_data(frozenset({"t"})) == struct.pack(">i", -1)
-    assignor.on_assignment(Assignment((("t", (0,)),)), 7)
+    assignor.on_assignment(
+        ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic="t", partitions=(0,)),)), 7
+    )
     assert assignor.generation == 7
-    assert member_generation(Subscription(("t",), assignor.subscription_user_data(frozenset({"t"})))) == 7
+    assert (
+        member_generation(
+            ConsumerProtocolSubscription(topics=("t",), user_data=assignor.subscription_user_data(frozenset({"t"})))
+        )
+        == 7
+    )
 
 
 # --- registry, protocol choice and the leader's checks ---------------------------------------------------
@@ -475,7 +499,7 @@ def test_assignor_for_user_defined_instances_and_classes() -> None:
     assert isinstance(made, EverythingToFirst)
     assert made.supported_protocols == (RebalanceProtocol.EAGER,)
     assert made.subscription_user_data(frozenset()) is None
-    made.on_assignment(Assignment(()), 1)  # the default is a no-op that must exist
+    made.on_assignment(ConsumerProtocolAssignment(assigned_partitions=()), 1)  # the default is a no-op that must exist
     result = perform_assignment(made, {"t": 2}, [member("b", ["t"]), member("a", ["t"])])
     assert result.partitions == {"b": (), "a": (TP("t", 0), TP("t", 1))}
 
@@ -570,7 +594,16 @@ def test_perform_assignment_rejects_direct_moves_only_under_cooperative() -> Non
 def test_group_assignment_to_wire() -> None:
     result = GroupAssignment({"a": (TP("t", 1), TP("s", 0), TP("t", 0)), "b": ()}, {"a": b"x"})
     wire = result.to_assignments()
-    assert wire == {"a": Assignment((("s", (0,)), ("t", (0, 1))), b"x"), "b": Assignment(())}
-    assert Assignment.decode(wire["a"].encode()) == wire["a"]
-    assert from_wire(wire["a"].partitions) == [TP("s", 0), TP("t", 0), TP("t", 1)]
-    assert result.assignment_for("nobody") == Assignment(())
+    assert wire == {
+        "a": ConsumerProtocolAssignment(
+            assigned_partitions=(
+                WireTopicPartition(topic="s", partitions=(0,)),
+                WireTopicPartition(topic="t", partitions=(0, 1)),
+            ),
+            user_data=b"x",
+        ),
+        "b": ConsumerProtocolAssignment(assigned_partitions=()),
+    }
+    assert decode_assignment(encode_assignment(wire["a"])) == wire["a"]
+    assert from_wire(wire["a"].assigned_partitions) == [TP("s", 0), TP("t", 0), TP("t", 1)]
+    assert result.assignment_for("nobody") == ConsumerProtocolAssignment(assigned_partitions=())

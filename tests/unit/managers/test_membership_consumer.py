@@ -29,13 +29,13 @@ from asyncconsumer.managers.member_state_consumer import TRANSITIONS, transition
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as S
 from asyncconsumer.managers.membership_consumer import ConsumerGroupSettings, ConsumerMembershipManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.consumer_group_heartbeat import (
-    ConsumerGroupHeartbeatAssignment,
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import (
+    Assignment,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    HeartbeatTopicPartitions,
+    TopicPartitions,
 )
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResponse
 from asyncconsumer.records import PartitionInfo, TopicPartition
 
 T_ID, U_ID = uuid.UUID(int=1), uuid.UUID(int=2)
@@ -91,7 +91,7 @@ class Harness:
     def __init__(self, *, instance_id: str | None = None, max_poll_interval_ms: int = 300_000) -> None:
         self.coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)
         (find,) = self.coordinator.poll(0).unsent_requests
-        find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 0)
+        find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 0)
         self.cluster = cluster(("t", T_ID, 4))
         self.metadata_requests = 0
         self.applied: list[frozenset[TopicPartition]] = []
@@ -166,9 +166,18 @@ def answer(
     given = (
         None
         if assignment is None
-        else ConsumerGroupHeartbeatAssignment(tuple(HeartbeatTopicPartitions(t, p) for t, p in assignment.items()))
+        else Assignment(
+            topic_partitions=tuple(TopicPartitions(topic_id=t, partitions=p) for t, p in assignment.items())
+        )
     )
-    return ConsumerGroupHeartbeatResponse(code, member_id, epoch, interval, message, given)
+    return ConsumerGroupHeartbeatResponse(
+        error_code=code,
+        member_id=member_id,
+        member_epoch=epoch,
+        heartbeat_interval_ms=interval,
+        error_message=message,
+        assignment=given,
+    )
 
 
 def test_join_sends_every_field_then_reconciles_assigns_and_acknowledges_at_once() -> None:
@@ -188,7 +197,7 @@ def test_join_sends_every_field_then_reconciles_assigns_and_acknowledges_at_once
     ack, unsent = h.send(7)  # acknowledging goes out without waiting for the interval
     assert h.membership.state is S.STABLE
     assert ack.member_epoch == 3
-    assert ack.topic_partitions == (HeartbeatTopicPartitions(T_ID, (0, 1)),)
+    assert ack.topic_partitions == (TopicPartitions(topic_id=T_ID, partitions=(0, 1)),)
     assert (ack.subscribed_topic_names, ack.rebalance_timeout_ms, ack.rack_id, ack.server_assignor) == (
         None,
         -1,
@@ -235,7 +244,7 @@ def test_a_new_assignment_during_reconciliation_is_reconciled_after_the_acknowle
     unsent.on_response(answer(2, {T_ID: (0, 1)}), 1002)
     h.finish_callbacks()
     ack, _ = h.send(1003)
-    assert ack.topic_partitions == (HeartbeatTopicPartitions(T_ID, (0,)),)
+    assert ack.topic_partitions == (TopicPartitions(topic_id=T_ID, partitions=(0,)),)
     assert h.membership.state is S.RECONCILING  # the newer target is next
     h.tick(1004)
     assert h.calls[-1][1] == {T1}
@@ -288,10 +297,12 @@ def test_coordinator_loss_keeps_the_partitions_and_resends_every_field(code: int
     assert h.coordinator.coordinator is None
     assert h.membership.state is S.STABLE and h.membership.owned == {T0}
     (find,) = h.coordinator.poll(1004).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 1004)
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 1004)
     again, _ = h.send(1200)  # after the backoff
     assert again.member_epoch == 1
-    assert again.subscribed_topic_names == ("t",) and again.topic_partitions == (HeartbeatTopicPartitions(T_ID, (0,)),)
+    assert again.subscribed_topic_names == ("t",) and again.topic_partitions == (
+        TopicPartitions(topic_id=T_ID, partitions=(0,)),
+    )
 
 
 def test_a_lost_connection_backs_off_and_keeps_the_membership() -> None:

@@ -22,13 +22,18 @@ from asyncconsumer.plugins import Plugin, PluginContext, installed_plugins
 from asyncconsumer.plugins.guard import GuardedManager
 from asyncconsumer.plugins.lag_monitor import LagMonitor, create
 from asyncconsumer.plugins.loader import load_plugins
-from asyncconsumer.protocol.list_offsets import (
+from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )
-from asyncconsumer.protocol.metadata import MetadataBroker, MetadataPartition, MetadataResponse, MetadataTopic
+from asyncconsumer.protocol.messages.metadata import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
 from asyncconsumer.records import TopicPartition
 
 TP0, TP1, TP2 = (TopicPartition("t", p) for p in range(3))
@@ -126,7 +131,7 @@ def test_response_callbacks_are_guarded_too() -> None:
         answered.append(result)
         raise KeyError("in callback")
 
-    request = UnsentRequest(ListOffsetsRequest(()), 1, callback)
+    request = UnsentRequest(ListOffsetsRequest(topics=(), replica_id=-1), 1, callback)
     guarded = GuardedManager("p", Scripted(PollResult(5, (request,))), PluginMetricsStore(), fatal=False)
     result = guarded.poll(0)
     assert result.time_until_next_poll_ms == 5
@@ -145,11 +150,24 @@ def test_response_callbacks_are_guarded_too() -> None:
 def metadata(leaders: dict[int, int]) -> MetadataManager:
     manager = MetadataManager(["h:1"], 60_000, ExponentialBackoff(100, 1000, jitter=0.0))
     (request,) = manager.poll(0).unsent_requests
-    partitions = tuple(MetadataPartition(0, p, leader, 0, (leader,), (leader,)) for p, leader in leaders.items())
+    partitions = tuple(
+        MetadataResponsePartition(
+            error_code=0,
+            partition_index=p,
+            leader_id=leader,
+            leader_epoch=0,
+            replica_nodes=(leader,),
+            isr_nodes=(leader,),
+        )
+        for p, leader in leaders.items()
+    )
     request.on_response(
         MetadataResponse(
-            brokers=(MetadataBroker(1, "127.0.0.1", 9092), MetadataBroker(2, "127.0.0.1", 9093)),
-            topics=(MetadataTopic(0, "t", partitions, uuid.uuid4()),),
+            brokers=(
+                MetadataResponseBroker(node_id=1, host="127.0.0.1", port=9092),
+                MetadataResponseBroker(node_id=2, host="127.0.0.1", port=9093),
+            ),
+            topics=(MetadataResponseTopic(error_code=0, name="t", partitions=partitions, topic_id=uuid.uuid4()),),
             cluster_id="c",
             controller_id=1,
         ),
@@ -218,9 +236,15 @@ def test_loader_switches_off_a_factory_that_fails_but_raises_bad_options() -> No
 
 def answer(offsets: dict[TopicPartition, int], error_code: int = 0) -> ListOffsetsResponse:
     return ListOffsetsResponse(
-        (
+        topics=(
             ListOffsetsTopicResponse(
-                "t", tuple(ListOffsetsPartitionResponse(tp.partition, error_code, -1, o) for tp, o in offsets.items())
+                name="t",
+                partitions=tuple(
+                    ListOffsetsPartitionResponse(
+                        partition_index=tp.partition, error_code=error_code, timestamp=-1, offset=o
+                    )
+                    for tp, o in offsets.items()
+                ),
             ),
         )
     )
