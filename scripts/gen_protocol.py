@@ -893,7 +893,7 @@ class Emitter:
         ]
         if "Response" in self.uses:
             imports += ["", "if TYPE_CHECKING:", "    from asyncconsumer.protocol.base import Response"]
-        consts = [f"{name} = struct.Struct({'>' + chars!r})" for chars, name in sorted(self.formats.items())]
+        consts = [f'{name} = struct.Struct(">{chars}")' for chars, name in sorted(self.formats.items())]
         all_ = ["__all__ = [", *(f'    "{n}",' for n in sorted(names)), "]"]
         parts = [header(module), "\n".join(imports), "\n".join(all_)]
         if consts:
