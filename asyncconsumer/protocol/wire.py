@@ -99,9 +99,18 @@ class Reader:
         self.pos = pos + n
         return pos
 
+    def _truncated(self, n: int) -> CorruptResponseError:
+        return CorruptResponseError(f"truncated response: need {n} bytes at {self.pos}, have {self._end - self.pos}")
+
+    # The hot reads check bounds inline rather than through _need: a fetch response runs them per partition.
     def unpack(self, fixed: struct.Struct) -> tuple[Any, ...]:
         """Consecutive fixed-width fields in one call (the generated decoders merge them)."""
-        return fixed.unpack_from(self._buf, self._need(fixed.size))
+        pos = self.pos
+        end = pos + fixed.size
+        if end > self._end:
+            raise self._truncated(fixed.size)
+        self.pos = end
+        return fixed.unpack_from(self._buf, pos)
 
     def int8(self) -> int:
         return int(_I8.unpack_from(self._buf, self._need(1))[0])
@@ -116,7 +125,11 @@ class Reader:
         return int(_U16.unpack_from(self._buf, self._need(2))[0])
 
     def int32(self) -> int:
-        return _unpack_i32(self._buf, self._need(4))[0]
+        pos = self.pos
+        if pos + 4 > self._end:
+            raise self._truncated(4)
+        self.pos = pos + 4
+        return _unpack_i32(self._buf, pos)[0]
 
     def uint32(self) -> int:
         return int(_U32.unpack_from(self._buf, self._need(4))[0])
@@ -132,6 +145,10 @@ class Reader:
         return uuid.UUID(bytes=bytes(self._buf[start : start + 16]))
 
     def uvarint(self) -> int:
+        pos = self.pos
+        if pos < self._end and self._buf[pos] < 0x80:  # one byte: lengths and counts below 127, empty tag sections
+            self.pos = pos + 1
+            return self._buf[pos]
         value = 0
         shift = 0
         while True:
@@ -148,8 +165,12 @@ class Reader:
         return (raw >> 1) ^ -(raw & 1)
 
     def raw(self, n: int) -> memoryview:
-        start = self._need(n)
-        return self._buf[start : start + n]
+        pos = self.pos
+        end = pos + n
+        if n < 0 or end > self._end:
+            raise self._truncated(n)
+        self.pos = end
+        return self._buf[pos:end]
 
     # Strings, bytes and arrays: classic (int16/int32 length, -1 null) or compact (uvarint length + 1, 0 null).
     def _length(self, flexible: bool, short: bool) -> int:
