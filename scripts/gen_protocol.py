@@ -19,9 +19,10 @@ What comes out, for the versions of each API we speak (``APIS``):
   for null where allowed), a struct field its class (``None`` where nullable or tagged);
 - defaults: the JSON's, else Kafka's (zero, empty, null where the JSON says so); null arrays, null records and
   absent struct fields default to ``None``, so a class can be built by keyword with only the fields that matter;
-- encoding: what a version lacks is left out; a request's non-ignorable field holding a non-default value that
-  the version lacks raises ``ValueError`` (Kafka's own writers refuse it), and so does null where the version
-  does not allow it; tagged fields are written when not at their default; decoding skips unknown tags;
+- encoding: what a version lacks is left out, except a request's non-ignorable field holding a non-default value,
+  which raises ``ValueError`` as Kafka's own writers do (responses, which only test brokers write, drop it); null
+  where the version does not allow it raises too; tagged fields are written when not at their default; decoding
+  reads null leniently into ``| None`` fields, skips unknown tags, and treats null in a non-nullable array as corrupt;
 - speed: consecutive fixed-width fields are read and written with one precompiled ``struct.Struct`` per layout
   of the versions (a fetch response's partition head is one unpack).
 """
@@ -266,6 +267,8 @@ def signature(fields: Iterable[FieldSpec], reachable: frozenset[int]) -> tuple[o
 
 @attrs.define
 class Field:
+    """A field of a generated class: where it is on the wire (``present``), tagged, nullable, and its struct."""
+
     spec: FieldSpec
     attr: str
     local: str
@@ -321,6 +324,8 @@ class Struct:
 
 @attrs.define
 class Module:
+    """What one generated module holds: its classes, children first, for the versions we speak."""
+
     api: Api
     schemas: list[Schema]
     spoken: tuple[int, int]
@@ -539,9 +544,10 @@ def default(f: Field) -> str:
         return _zero(f)
     if f.base == "bool":
         return "True" if str(raw).lower() == "true" else "False"
+    if f.base == "float64":
+        return repr(float(str(raw)))
     if f.base in FIXED:
-        value = int(str(raw), 0)
-        return repr(float(value)) if f.base == "float64" else repr(value)
+        return repr(int(str(raw), 0))
     if f.base == "string":
         return repr(str(raw))
     raise SystemExit(f"{f.spec.name}: cannot use default {raw!r} for {f.spec.type}")
@@ -573,6 +579,8 @@ def differs(expr: str, f: Field) -> str:
 
 
 class Emitter:
+    """Writes one module's source: its classes, their ``encode``/``decode``, the structs they unpack with, imports."""
+
     def __init__(self, module: Module) -> None:
         self.module = module
         self.formats: dict[str, str] = {}
