@@ -973,7 +973,8 @@ def render_package(modules: Sequence[Module], version: str) -> str:
         low, high = module.spoken
         first = module.schemas[0]
         key = "" if first.api_key is None else f" (API key {first.api_key})"
-        rows.append(f"- ``{module.api.module}``{key}: v{low}-{high} of Kafka's {first.valid}")
+        spoken = f"v{low}" if low == high else f"v{low}-{high}"
+        rows.append(f"- ``{module.api.module}``{key}: {spoken} of Kafka's {first.valid}")
     return (
         f'"""Generated from Apache Kafka\'s message definitions (kafka-clients {version}) by scripts/gen_protocol.py;\n'
         "do not edit.\n\nOne module per API, at the versions we speak; ``api_keys`` holds every API key.\n\n"

@@ -8,7 +8,7 @@ implemented for every message so that tests and test brokers can speak the proto
 from __future__ import annotations
 
 import struct
-from typing import ClassVar, Protocol, Self, TypeVar
+from typing import ClassVar, Protocol, Self
 
 from asyncconsumer.errors import CorruptResponseError
 from asyncconsumer.protocol.layouts import for_version
@@ -50,8 +50,6 @@ class Request(Message, Protocol):
     FLEXIBLE_FROM: ClassVar[int]
     RESPONSE: ClassVar[type[Response]]
 
-
-R = TypeVar("R", bound=Response)
 
 _SIZE = struct.Struct(">i")
 _HEADER_V1 = struct.Struct(">hhi")

@@ -15,15 +15,15 @@ One module per API, at the versions we speak; ``api_keys`` holds every API key.
 - ``heartbeat`` (API key 12): v1-4 of Kafka's 0-4
 - ``leave_group`` (API key 13): v1-5 of Kafka's 0-5
 - ``describe_groups`` (API key 15): v0-5 of Kafka's 0-6
-- ``sasl_handshake`` (API key 17): v1-1 of Kafka's 0-1
+- ``sasl_handshake`` (API key 17): v1 of Kafka's 0-1
 - ``sasl_authenticate`` (API key 36): v0-2 of Kafka's 0-2
 - ``offset_for_leader_epoch`` (API key 23): v2-4 of Kafka's 2-4
 - ``consumer_group_heartbeat`` (API key 68): v0-1 of Kafka's 0-1
 - ``consumer_group_describe`` (API key 69): v0-1 of Kafka's 0-1
-- ``get_telemetry_subscriptions`` (API key 71): v0-0 of Kafka's 0
-- ``push_telemetry`` (API key 72): v0-0 of Kafka's 0
-- ``share_group_heartbeat`` (API key 76): v1-1 of Kafka's 1
-- ``share_group_describe`` (API key 77): v1-1 of Kafka's 1
+- ``get_telemetry_subscriptions`` (API key 71): v0 of Kafka's 0
+- ``push_telemetry`` (API key 72): v0 of Kafka's 0
+- ``share_group_heartbeat`` (API key 76): v1 of Kafka's 1
+- ``share_group_describe`` (API key 77): v1 of Kafka's 1
 - ``share_fetch`` (API key 78): v1-2 of Kafka's 1-2
 - ``share_acknowledge`` (API key 79): v1-2 of Kafka's 1-2
 - ``consumer_protocol``: v0-3 of Kafka's 0-3
