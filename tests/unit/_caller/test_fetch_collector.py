@@ -310,6 +310,7 @@ def test_a_failed_fetch_is_passed_over_without_raising_and_frees_its_partition()
     assert epoch is not None
     error = OffsetOutOfRangeError("offset 2 is out of range")
     buffer.add_all([CompletedFetch(TP, epoch, 2, 2, memoryview(b""), -1, None, None, error)])
+    buffer.deliver()
     assert buffer.error_pending(TP, epoch)
     assert [r.offset for r in collector.collect(1)[TP]] == [0]
     assert buffer.error_pending(TP, epoch)  # not passed yet: records before it come first

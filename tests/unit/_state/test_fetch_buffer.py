@@ -4,7 +4,7 @@ buffer dry while the background is held back by the limit."""
 from __future__ import annotations
 
 from asyncconsumer._caller.fetch_collector import FetchCollector
-from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, FetchBuffer
+from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
@@ -108,3 +108,17 @@ def test_the_collector_reports_dry_polls_to_the_buffer() -> None:
         offset += 3
     assert buffer.limit == 8 * MIB
     assert subs.position(TP) == offset
+
+
+def test_added_fetches_reach_the_caller_only_when_delivered_and_wake_it_then() -> None:
+    signal = CallerSignal()
+    buffer = FetchBuffer(8 * MIB, signal)
+    fetch = CompletedFetch(TopicPartition("t", 0), 0, 0, 1, memoryview(b"x"), 1)
+    seen = signal.seq
+    buffer.add_all([fetch])
+    assert buffer.buffered_bytes == 1  # counted at once: the background fetches within the limit
+    assert buffer.take() is None and signal.seq == seen  # but not the caller's until the loop delivers it
+    assert buffer.deliver()
+    assert signal.seq != seen
+    assert buffer.take() is fetch
+    assert not buffer.deliver()  # nothing staged: no wake-up
