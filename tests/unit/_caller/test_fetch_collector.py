@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from asyncconsumer._caller import arrow_table
 from asyncconsumer._caller.fetch_collector import FetchCollector
-from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
+from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
@@ -35,9 +35,10 @@ from tests.support.batches import (
     legacy_message_set,
     legacy_wrapper_around,
 )
-from tests.support.fetch_buffer import add
+from tests.support.fetch_buffer import add, held_back
 
 TP = TopicPartition("t", 0)
+MIB = 1 << 20
 
 
 def setup(
@@ -475,3 +476,21 @@ def test_poll_arrow_columns_of_a_legacy_message_set() -> None:
     records = _outcomes(wrapper, 0, [10], columns=False)
     assert _outcomes(wrapper, 0, [10], columns=True) == records
     assert [row[2] for row in records[0][1]] == [0, 1, 2]  # type: ignore[union-attr]
+
+
+def test_the_collector_reports_dry_polls_to_the_buffer() -> None:
+    cfg = ConsumerConfig.from_kwargs("h:1")
+    subs = SubscriptionState("earliest")
+    subs.assign([TP])
+    subs.seek(TP, 0)
+    buffer = FetchBuffer(8 * MIB, CallerSignal(), 4 * MIB)
+    collector = FetchCollector(cfg, subs, buffer)
+    offset = 0
+    for _ in range(GROW_AFTER_DRY_POLLS):
+        add(buffer, subs, build_batch(offset, [b"a", b"b", b"c"]), offset)
+        held_back(buffer)
+        assert len(collector.collect(2)[TP]) == 2  # not dry: it got all it asked for
+        assert len(collector.collect(100)[TP]) == 1  # dry
+        offset += 3
+    assert buffer.limit == 8 * MIB
+    assert subs.position(TP) == offset
