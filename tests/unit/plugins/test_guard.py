@@ -73,3 +73,22 @@ def test_response_callbacks_are_guarded_too() -> None:
     assert "LIST_OFFSETS response callback raised KeyError" in str(guarded.failed)
     wrapped.on_response("late", 4)  # a switched-off plugin hears nothing more
     assert answered == ["answer"]
+
+
+def test_poll_on_close_is_guarded_too_and_a_switched_off_plugin_is_never_called_again() -> None:
+    manager = Scripted(PollResult(7))
+    guarded = GuardedManager("p", manager, PluginMetricsStore(), fatal=False)
+    assert guarded.poll(0) == PollResult(7)
+    manager.outcome = KeyError("close")
+    manager.poll_on_close = manager.poll  # type: ignore[method-assign]
+    assert guarded.poll_on_close(1) == PollResult()
+    assert "poll_on_close raised KeyError" in str(guarded.failed)
+    calls = manager.calls
+    assert guarded.poll(2) == PollResult() and manager.calls == calls
+
+
+def test_a_plugin_error_from_the_manager_is_kept_as_it_is() -> None:
+    error = PluginError("p", "my own words")
+    guarded = GuardedManager("p", Scripted(error), PluginMetricsStore(), fatal=False)
+    guarded.poll(0)
+    assert guarded.failed is error
