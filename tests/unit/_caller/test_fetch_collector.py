@@ -3,7 +3,8 @@ bound on a batch's decompressed size."""
 
 from __future__ import annotations
 
-import pyarrow as pa
+from typing import TYPE_CHECKING
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,7 +36,11 @@ from tests.support.batches import (
     legacy_message_set,
     legacy_wrapper_around,
 )
+from tests.support.extras import requires_extra
 from tests.support.fetch_buffer import add, held_back
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 TP = TopicPartition("t", 0)
 MIB = 1 << 20
@@ -381,6 +386,8 @@ Outcome = tuple[str, object]
 
 def _rows_of(table: pa.Table) -> list[tuple[object, ...]]:
     """Rows as tuples, timestamps as integers (a corrupt one may lie outside ``datetime``'s range)."""
+    import pyarrow as pa
+
     stamps = table.column("timestamp").cast(pa.int64())
     table = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", stamps)
     columns = ["topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers"]
@@ -465,6 +472,7 @@ def _fetches(draw: st.DrawFn) -> tuple[bytes, dict[str, object]]:
 def test_poll_arrow_gives_the_rows_positions_and_errors_poll_gives(
     fetch: tuple[bytes, dict[str, object]], limits: list[int], position: int
 ) -> None:
+    requires_extra("arrow", "pyarrow")
     data, config = fetch
     records = _outcomes(data, position, limits, columns=False, **dict(config))
     columns = _outcomes(data, position, limits, columns=True, **dict(config))
@@ -472,6 +480,7 @@ def test_poll_arrow_gives_the_rows_positions_and_errors_poll_gives(
 
 
 def test_poll_arrow_columns_of_a_legacy_message_set() -> None:
+    requires_extra("arrow", "pyarrow")
     wrapper = legacy_wrapper_around(2, GZIP, legacy_message_set([b"a", None, b"c"]))
     records = _outcomes(wrapper, 0, [10], columns=False)
     assert _outcomes(wrapper, 0, [10], columns=True) == records
