@@ -234,11 +234,12 @@ import logging, sys, time
 from asyncconsumer import Consumer
 logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(created).3f %(levelname)s %(message)s")
 consumer = Consumer("127.0.0.1:1")
-print(f"{time.time():.3f} START now")
+# Whole lines in one write: print() writes the newline apart, and the background thread's log lines may come between.
+sys.stdout.write(f"{time.time():.3f} START now\\n")
 try:
     consumer.topics(timeout_ms=1500)
 except Exception as exc:
-    print(f"{time.time():.3f} RAISED {exc}")
+    sys.stdout.write(f"{time.time():.3f} RAISED {exc}\\n")
 consumer.close(timeout_ms=1000)
 """
 
