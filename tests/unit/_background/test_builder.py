@@ -110,6 +110,8 @@ def test_a_lost_connection_asks_for_metadata_and_one_to_a_too_large_response_is_
     too_large = ResponseTooLargeError("broker 1 at h:9092", 10_000, 1_000)
     for listener in owned.delegate._disconnect_listeners:
         listener(1, too_large)
+    assert not parts.background_events  # staged: the caller hears it when the loop iteration ends
+    parts.thread._publish(5)
     assert parts.background_events.drain() == [ErrorEvent(too_large)]
 
 
@@ -118,4 +120,26 @@ def test_a_fatal_network_error_reaches_the_caller_and_fails_what_waits() -> None
     failed = AuthenticationError("SASL PLAIN refused by broker 1")
     for listener in parts.owned.delegate._fatal_listeners:
         listener(failed)
+    parts.thread._publish(5)  # the end of the loop iteration
     assert parts.background_events.drain() == [ErrorEvent(failed)]
+
+
+def test_the_end_of_a_loop_iteration_publishes_the_snapshot_then_delivers_what_it_staged() -> None:
+    parts = build(config(group_id="g"), ManualClock())
+    group = parts.owned.group
+    assert group is not None
+    seen = parts.signal.seq
+    order: list[str] = []
+    parts.background_events.stage(ErrorEvent(AuthenticationError("x")))
+    (find,) = group.coordinator.poll(0).unsent_requests
+    find.on_response(FindCoordinatorResponse(0, 4, "h", 9092), 0)
+    deliver = parts.background_events.deliver
+
+    def delivering() -> bool:
+        order.append(f"deliver, the snapshot naming coordinator {parts.published.current.coordinator_id}")
+        return deliver()
+
+    parts.background_events.deliver = delivering  # type: ignore[method-assign]
+    parts.thread._publish(1)
+    assert order == ["deliver, the snapshot naming coordinator 4"]  # a caller woken by the event sees the snapshot
+    assert parts.signal.seq != seen and len(parts.background_events.drain()) == 1

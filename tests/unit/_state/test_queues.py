@@ -1,5 +1,6 @@
 """The two queues between the threads (``_state/queues.py``): first in, first out, and a put wakes the side that
-reads (the background through its wake-up function, the caller through the signal)."""
+reads (the background through its wake-up function, the caller through the signal); background events staged during
+a loop iteration reach the caller together when it ends."""
 
 from __future__ import annotations
 
@@ -69,3 +70,19 @@ def test_many_threads_putting_at_once_lose_no_event() -> None:
     for k in range(4):  # each thread's events stay in its own order
         mine = [d for d in drained if k * 1000 <= d < (k + 1) * 1000]
         assert mine == sorted(mine)
+
+
+def test_staged_background_events_reach_the_caller_only_when_delivered_with_one_wake_up() -> None:
+    signal = CallerSignal()
+    queue = BackgroundEventQueue(signal)
+    seen = signal.seq
+    staged = [ErrorEvent(KafkaConnectionError("a")), CallbackEvent(lambda: None)]
+    for event in staged:
+        queue.stage(event)
+    assert not queue and signal.seq == seen  # the loop iteration has not ended
+    immediate = CallbackEvent(lambda: None)
+    queue.put(immediate)  # put is for events no snapshot goes with: at once
+    assert queue.deliver() is True
+    assert signal.seq == seen + 2  # one for the put, one for the whole delivery
+    assert queue.drain() == [immediate, *staged]
+    assert queue.deliver() is False and signal.seq == seen + 2  # nothing staged: no wake-up
