@@ -64,6 +64,11 @@ class BackgroundEventQueue:
         self._events.append(event)
         self._signal.notify()
 
+    def put_back(self, events: list[BackgroundEvent]) -> None:
+        """Caller side: returns events it drained but did not handle to the front, in order (ahead of any the
+        background delivered meanwhile)."""
+        self._events.extendleft(reversed(events))
+
     def drain(self) -> list[BackgroundEvent]:
         events = []
         while self._events:

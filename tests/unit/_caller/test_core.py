@@ -129,11 +129,6 @@ def test_an_error_is_raised_at_once_and_the_events_after_it_wait_in_order() -> N
     assert c.take_background_events() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="take_background_events re-queues the events after the error before the error itself, so a callback "
-    "reported after an error runs before that error is raised (its docstring: up to the first error, the rest wait)",
-)
 def test_callbacks_before_an_error_run_first_and_the_error_is_raised_on_the_next_call_then_the_rest() -> None:
     c = core()
     first, after = CallbackEvent(lambda: None), CallbackEvent(lambda: None)

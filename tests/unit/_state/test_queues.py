@@ -86,3 +86,15 @@ def test_staged_background_events_reach_the_caller_only_when_delivered_with_one_
     assert signal.seq == seen + 2  # one for the put, one for the whole delivery
     assert queue.drain() == [immediate, *staged]
     assert queue.deliver() is False and signal.seq == seen + 2  # nothing staged: no wake-up
+
+
+def test_events_put_back_go_ahead_of_those_delivered_meanwhile_in_their_order() -> None:
+    queue = BackgroundEventQueue(CallerSignal())
+    a, b, c = (CallbackEvent(lambda: None) for _ in range(3))
+    queue.put(a)
+    queue.put(b)
+    drained = queue.drain()
+    queue.stage(c)
+    queue.deliver()  # the background delivered c while the caller held a and b
+    queue.put_back(drained)
+    assert queue.drain() == [a, b, c]
