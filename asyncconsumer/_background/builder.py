@@ -142,11 +142,11 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
     activity = CallerActivity()
     retry = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
     metadata = MetadataManager(config.bootstrap_servers, config.metadata_max_age_ms, retry)
-    offsets = OffsetsManager(subscriptions, metadata, config.isolation_level, retry, background_events.put)
+    offsets = OffsetsManager(subscriptions, metadata, config.isolation_level, retry, background_events.stage)
     validation = OffsetValidationManager(
-        subscriptions, metadata, config.auto_offset_reset, retry, background_events.put
+        subscriptions, metadata, config.auto_offset_reset, retry, background_events.stage
     )
-    fetch = FetchManager(config, subscriptions, metadata, buffer, retry, background_events.put)
+    fetch = FetchManager(config, subscriptions, metadata, buffer, retry, background_events.stage)
     assignors = resolve_assignors(config)
     delegate: NetworkClientDelegate | None = None
 
@@ -166,8 +166,8 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
             clock,
             subscriptions,
             metadata,
-            background_events.put,
-            background_events.put,
+            background_events.stage,
+            background_events.stage,
             membership=MEMBERSHIPS[config.group_protocol],
             activity=activity,
             api_supported=api_supported,
@@ -185,7 +185,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         max_response_bytes=config.receive_message_max_bytes,
     )
     network = delegate
-    network.add_fatal_listener(lambda error: background_events.put(ErrorEvent(error)))
+    network.add_fatal_listener(lambda error: background_events.stage(ErrorEvent(error)))
     network.add_disconnect_listener(lambda node, error: metadata.request_update())
     network.add_disconnect_listener(lambda node, error: fetch.read_replicas.disconnected(node))
 
@@ -193,7 +193,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         # Retried like any connection loss, but raised once by poll: a limit below what the broker sends would
         # otherwise stall consumption with nothing but log lines to say why.
         if isinstance(error, ResponseTooLargeError):
-            background_events.put(ErrorEvent(error))
+            background_events.stage(ErrorEvent(error))
 
     network.add_disconnect_listener(report_oversized)
     if group is not None:
@@ -218,7 +218,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
     if config.plugins:
         from asyncconsumer.plugins.loader import load_plugins  # late: only consumers with plugins load them
 
-        loaded = load_plugins(config, clock, metadata, subscriptions, background_events.put)
+        loaded = load_plugins(config, clock, metadata, subscriptions, background_events.stage)
     plugins = {name: guarded for name, (guarded, _) in loaded.items()}
     owned = BackgroundParts(
         metadata=metadata,
@@ -230,6 +230,14 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         delegate=network,
         processor=processor,
     )
+    publisher = SnapshotPublisher(published, fetch, network, group)
+
+    def publish(now_ms: int) -> None:
+        """The end of a loop iteration: the snapshot first, then what the caller may now see goes with it."""
+        publisher.publish(now_ms)
+        buffer.deliver()
+        background_events.deliver()
+
     managers: list[RequestManager] = [
         *(group.managers if group is not None else ()),
         metadata,
@@ -248,7 +256,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         processor,
         managers,
         network,
-        publish=SnapshotPublisher(published, fetch, network, group).publish,
+        publish=publish,
         owner=owner,
     )
     buffer.set_space_waiter(thread.wakeup)

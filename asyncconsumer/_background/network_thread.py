@@ -52,7 +52,8 @@ class ConsumerNetworkThread:
         self._managers = list(managers)
         self._delegate = delegate
         self._publish = publish
-        """Publishes the snapshot the caller reads (``_state/snapshot.py``), after every iteration."""
+        """Ends every iteration: publishes the snapshot the caller reads (``_state/snapshot.py``), then delivers what
+        the iteration staged for the caller (fetched records, background events) and wakes it."""
         self._owner = owner or Owner()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -123,6 +124,8 @@ class ConsumerNetworkThread:
                     if isinstance(exc, PluginError)
                     else ClientClosedError(f"the consumer's background thread failed: {exc!r}")
                 )
+                with contextlib.suppress(Exception):  # what was staged before the failure still reaches the caller
+                    self._publish(self._clock.now_ms())
                 self._background_events.put(ErrorEvent(error))
                 self._processor.fail_all(error)
                 for event in self._app_events.drain():
@@ -181,6 +184,7 @@ class ConsumerNetworkThread:
                 log.info("background.close_deadline", pending=len(remaining))
                 break
             await self._delegate.poll(min(event.deadline_ms - now, MAX_POLL_WAIT_MS), now)
+            self._publish(self._clock.now_ms())
         self._processor.fail_all()
         for pending in self._app_events.drain():
             pending.fail(ClientClosedError("the consumer is closed"))

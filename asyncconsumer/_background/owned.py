@@ -62,7 +62,10 @@ def guard(obj: T, owner: Owner, name: str) -> T:
         check(attr)
         base.__setattr__(self, attr, value)
 
-    checked = type(f"Owned{base.__name__}", (base,), {"__slots__": (), "__getattribute__": __getattribute__,
-                                                       "__setattr__": __setattr__})
+    checked = type(
+        f"Owned{base.__name__}",
+        (base,),
+        {"__slots__": (), "__getattribute__": __getattribute__, "__setattr__": __setattr__},
+    )
     object.__setattr__(obj, "__class__", checked)
     return obj

@@ -260,10 +260,9 @@ class ConsumerCore:
         callbacks: list[RebalanceEvent | CallbackEvent] = []
         for i, event in enumerate(events):
             if isinstance(event, ErrorEvent):
-                for later in events[i + 1 :]:
-                    self.parts.background_events.put(later)
-                if callbacks:  # run the callbacks before it first; the error comes on the next call
-                    self.parts.background_events.put(event)
+                # Callbacks before the error run first, and the error comes on the next call, then the rest.
+                self.parts.background_events.put_back(events[i:] if callbacks else events[i + 1 :])
+                if callbacks:
                     return callbacks
                 raise event.error
             callbacks.append(event)

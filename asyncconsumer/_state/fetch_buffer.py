@@ -10,6 +10,10 @@ while the background was held back by the limit: the caller could take more than
 fetch ahead (a slow caller taking big polls, say). A caller that polls less than the limit holds never pays for
 the larger buffer. The limit never shrinks.
 
+What the background adds reaches the caller at the end of the loop iteration that added it (``deliver``), after the
+snapshot of that iteration is published: a caller that sees records also sees the fetch that brought them in
+``metrics()``.
+
 A fetch that failed with an error reported to the caller is queued too, as a completed fetch without records:
 until the caller's ``poll`` has passed it, that partition is not fetched again (``error_pending``), so a broker that
 keeps failing it costs one fetch and one error per ``poll``.
@@ -68,14 +72,16 @@ doubles: one could be the start-up transient or a hiccup."""
 
 
 class FetchBuffer:
-    """A FIFO of completed fetches, thread-safe, that wakes the caller on arrival."""
+    """A FIFO of completed fetches, thread-safe, that wakes the caller when the background delivers some."""
 
     def __init__(self, max_bytes: int, signal: CallerSignal, initial_bytes: int | None = None) -> None:
         self._lock = threading.Lock()
         """Guards every field below but ``_bound``, ``_signal`` and ``_space_waiter`` (set once, before the thread
         starts); both threads take it for a few lines only."""
         self._fetches: deque[CompletedFetch] = deque()
-        """Background appends, caller pops."""
+        """Background appends (``deliver``), caller pops."""
+        self._staged: list[CompletedFetch] = []
+        """Added by the background, not yet delivered to the caller: background only."""
         self._bytes = 0
         """Held bytes: background adds, caller releases; read without the lock for metrics (an int, atomic)."""
         self._reserved = 0
@@ -144,11 +150,12 @@ class FetchBuffer:
             self._reserved -= size
 
     def add_all(self, fetches: Iterable[CompletedFetch], share: ResponseShare | None = None) -> None:
-        """Adds fetches; with ``share``, they are all of one response and it is counted once, whole."""
+        """Background side: adds fetches, counted at once and delivered to the caller by the next ``deliver``;
+        with ``share``, they are all of one response and it is counted once, whole."""
         added = False
         with self._lock:
             for fetch in fetches:
-                self._fetches.append(fetch)
+                self._staged.append(fetch)
                 if fetch.error is not None:
                     self._errors[fetch.tp] = fetch.epoch
                 if share is None:
@@ -158,8 +165,16 @@ class FetchBuffer:
                 added = True
             if share is not None and added:
                 self._bytes += share.size
-        if added:
-            self._signal.notify()
+
+    def deliver(self) -> bool:
+        """Background side, at the end of a loop iteration: hands what was added to the caller and wakes it."""
+        if not self._staged:
+            return False
+        with self._lock:
+            self._fetches.extend(self._staged)
+            self._staged.clear()
+        self._signal.notify()
+        return True
 
     def take(self) -> CompletedFetch | None:
         with self._lock:

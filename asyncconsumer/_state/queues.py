@@ -36,16 +36,38 @@ class ApplicationEventQueue:
 
 
 class BackgroundEventQueue:
-    """Background → caller: the background puts (and the caller re-queues what it did not handle yet), the
-    caller drains inside ``poll``."""
+    """Background → caller: the background stages events, delivered at the end of its loop iteration after that
+    iteration's snapshot is published (a rebalance callback sees its generation in ``group_metadata()``); the
+    caller drains inside ``poll``, and puts back what it did not handle yet."""
 
     def __init__(self, signal: CallerSignal) -> None:
         self._events: collections.deque[BackgroundEvent] = collections.deque()
+        self._staged: list[BackgroundEvent] = []
+        """Background only: staged, not yet delivered."""
         self._signal = signal
 
+    def stage(self, event: BackgroundEvent) -> None:
+        """Background side: ``event`` reaches the caller with the next ``deliver``."""
+        self._staged.append(event)
+
+    def deliver(self) -> bool:
+        """Background side, at the end of a loop iteration: hands the staged events to the caller and wakes it."""
+        if not self._staged:
+            return False
+        self._events.extend(self._staged)
+        self._staged.clear()
+        self._signal.notify()
+        return True
+
     def put(self, event: BackgroundEvent) -> None:
+        """Any thread, at once: for events no snapshot goes with (the caller's own, a commit callback)."""
         self._events.append(event)
         self._signal.notify()
+
+    def put_back(self, events: list[BackgroundEvent]) -> None:
+        """Caller side: returns events it drained but did not handle to the front, in order (ahead of any the
+        background delivered meanwhile)."""
+        self._events.extendleft(reversed(events))
 
     def drain(self) -> list[BackgroundEvent]:
         events = []

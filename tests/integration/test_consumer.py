@@ -235,6 +235,7 @@ async def test_metadata_finds_a_topic_created_after_start_and_refreshes_on_its_o
         assert all(p.leader >= 0 for p in infos)
         all_topics = await consumer.topics()
         assert name in all_topics and len(all_topics[name]) == 3
+
         def last_refresh(parts: BackgroundParts) -> int | None:
             return parts.metadata._last_refresh_ms
 

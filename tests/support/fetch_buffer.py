@@ -26,6 +26,7 @@ def add(
     epoch = subs.epoch(TP)
     assert epoch is not None
     buffer.add_all([CompletedFetch(TP, epoch, fetch_offset, next_offset, view, 100, aborted)])
+    buffer.deliver()
 
 
 def held_back(buffer: FetchBuffer) -> None:

@@ -45,6 +45,7 @@ POM = Path(__file__).with_name("kafka") / "pom.xml"
 HOST = "127.0.0.1"
 HEAP = ("-Xms128m", "-Xmx512m")
 _LOG_TAIL_LINES = 40
+_PORT_ATTEMPTS = 3
 
 TEST_SETTINGS: Mapping[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
@@ -239,7 +240,23 @@ class KafkaCluster:
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
     @classmethod
-    def start(
+    def start(cls, nodes: int = 1, **options: Any) -> KafkaCluster:
+        """``start_once`` (see there), again with new ports when a port it picked was taken before a node bound it.
+
+        Free ports are picked by binding port 0 and closing the socket: until the node binds, any process on the
+        machine (an outgoing connection's ephemeral port, another test run) may take one, and that node exits with
+        "Address already in use".
+        """
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            try:
+                return cls.start_once(nodes, **options)
+            except KafkaStartError as exc:
+                if "Address already in use" not in str(exc) or attempt == _PORT_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    @classmethod
+    def start_once(
         cls,
         nodes: int = 1,
         *,

@@ -1,13 +1,19 @@
-"""Configuration: both spellings, and errors that name the key."""
+"""Configuration (``config.py``): both spellings, a settings mapping with keyword arguments, errors that name the
+key, the group protocol's rules, and the shape of the plugin and security settings."""
 
 from __future__ import annotations
 
+import ssl
+from typing import Any
+
+import attrs
 import pytest
 
-import asyncconsumer
-import asyncconsumer.plugins
-from asyncconsumer import AsyncConsumer, ConfigError, Consumer
+from asyncconsumer import AsyncConsumer, ConfigError, Consumer, ConsumerSettings
 from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.plugins import Plugin, installed_plugins
+from asyncconsumer.plugins.lag_monitor import LagMonitor
+from tests.support.no_broker import REFUSED
 
 
 def test_java_and_python_spellings_are_the_same_setting() -> None:
@@ -92,65 +98,49 @@ def test_missing_bootstrap_servers_is_a_config_error() -> None:
         AsyncConsumer(fetch_min_bytes=1)
 
 
-def test_public_api_is_pinned() -> None:
-    assert set(asyncconsumer.__all__) == {
-        "AsyncConsumer",
-        "AuthenticationError",
-        "ClientClosedError",
-        "CommitFailedError",
-        "ConfigError",
-        "ConsumerRebalanceListener",
-        "GroupMetadata",
-        "OffsetAndMetadata",
-        "PollIntervalExceededError",
-        "Consumer",
-        "ConsumerConfig",
-        "ConsumerMetrics",
-        "ConsumerRecord",
-        "ConsumerRecords",
-        "ConsumerSettings",
-        "CorruptRecordError",
-        "ErrorCode",
-        "IllegalStateError",
-        "InvalidOffsetError",
-        "KafkaConnectionError",
-        "KafkaError",
-        "KafkaTimeoutError",
-        "LogTruncationError",
-        "NoOffsetForPartitionError",
-        "OffsetAndTimestamp",
-        "OffsetOutOfRangeError",
-        "PartitionInfo",
-        "PartitionMetrics",
-        "PluginError",
-        "RecordDeserializationError",
-        "TopicPartition",
-        "UnknownTopicOrPartitionError",
-        "WakeupError",
-        "__version__",
-    }
-    for name in asyncconsumer.__all__:
-        assert hasattr(asyncconsumer, name)
-    assert set(asyncconsumer.plugins.__all__) == {
-        "ENTRY_POINT_GROUP",
-        "MAX_POLL_WAIT_MS",
-        "Broker",
-        "Clock",
-        "Cluster",
-        "Plugin",
-        "PluginContext",
-        "PluginError",
-        "PluginFactory",
-        "PluginMetrics",
-        "PollResult",
-        "RequestManager",
-        "ResponseCallback",
-        "TopicInfo",
-        "UnsentRequest",
-        "installed_plugins",
-    }
-    for name in asyncconsumer.plugins.__all__:
-        assert hasattr(asyncconsumer.plugins, name)
+# --- a settings mapping and keyword arguments, as the faces take them --------------------------------------
+
+
+def test_settings_as_a_mapping_with_java_names_plus_keyword_arguments() -> None:
+    consumer = Consumer(
+        {"bootstrap.servers": REFUSED, "group.id": "g", "auto.offset.reset": "earliest"}, fetch_max_wait_ms=7
+    )
+    config = consumer.config
+    assert (config.bootstrap_servers, config.group_id, config.auto_offset_reset) == ((REFUSED,), "g", "earliest")
+    assert config.fetch_max_wait_ms == 7
+    assert (
+        AsyncConsumer({"bootstrap_servers": REFUSED, "enable.auto.commit": "false"}).config.enable_auto_commit is False
+    )
+
+
+def test_a_setting_given_both_ways_is_a_config_error_naming_it() -> None:
+    with pytest.raises(ConfigError, match=r"given twice: as 'group.id' in the settings mapping") as raised:
+        Consumer({"bootstrap.servers": REFUSED, "group.id": "a"}, group_id="b")
+    assert raised.value.key == "group_id"
+
+
+@pytest.mark.parametrize(
+    ("settings", "key"),
+    [
+        ({"bootstrap.servers": REFUSED, "fetch.max.wiat.ms": 5}, "fetch.max.wiat.ms"),
+        ({"bootstrap.servers": REFUSED, "enable.auto.commit": "ture"}, "enable_auto_commit"),
+        ({"group.id": "g"}, "bootstrap_servers"),
+    ],
+)
+def test_bad_settings_in_a_mapping_name_the_key(settings: dict[str, Any], key: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Consumer(settings)
+    assert raised.value.key == key
+
+
+def test_a_config_object_is_accepted_as_is() -> None:
+    config = ConsumerConfig.from_kwargs(REFUSED, group_id="g")
+    assert Consumer(config).config is config
+    assert Consumer(config, client_id="other").config.client_id == "other"
+
+
+def test_the_typed_keyword_arguments_are_exactly_the_config_fields() -> None:
+    assert set(ConsumerSettings.__annotations__) == {f.name for f in attrs.fields(ConsumerConfig)}
 
 
 # --- group.protocol (KIP-848) ---------------------------------------------------------------------------------
@@ -275,3 +265,71 @@ def test_a_classic_only_key_is_rejected_under_the_consumer_protocol_even_at_its_
     with pytest.raises(ConfigError) as caught:
         ConsumerConfig.from_kwargs("h:1", group_protocol="consumer", **{key: defaults[key]})
     assert caught.value.key == key.replace(".", "_")
+
+
+# --- plugins (the shape only: names are looked up where the consumer is built) ---------------------------------
+
+
+def test_plugins_accept_names_plugin_objects_and_a_java_style_string() -> None:
+    direct = Plugin("mine", lambda ctx: LagMonitor(ctx))
+    assert ConsumerConfig.from_kwargs("h:1", plugins=["lag-monitor", direct]).plugins == ("lag-monitor", direct)
+    assert ConsumerConfig.from_kwargs("h:1", plugins="lag-monitor").plugins == ("lag-monitor",)
+    assert "lag-monitor" in installed_plugins()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"plugins": ["lag-monitor", "lag-monitor"]}, "'lag-monitor' is enabled twice"),
+        ({"plugins": [Plugin("x", LagMonitor), Plugin("x", LagMonitor)]}, "'x' is enabled twice"),
+        ({"plugins": [42]}, "installed plugin's name or a Plugin, got int"),
+        ({"plugin_options": {"lag-monitor": {}}}, "'lag-monitor' is not enabled"),
+        ({"plugins": ["lag-monitor"], "plugin_options": {"lag-monitor": 5}}, "must be a dict"),
+        ({"plugin_errors": "ignore"}, "'isolate', 'fatal'"),
+    ],
+)
+def test_bad_plugin_settings_are_config_errors_naming_the_key(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ConsumerConfig.from_kwargs("h:1", **kwargs)
+
+
+# --- security ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "key"),
+    [
+        ({"security_protocol": "SASL_SSL"}, "sasl_username"),
+        ({"security_protocol": "SASL_PLAINTEXT", "sasl_username": "u"}, "sasl_password"),
+        ({"sasl_username": "u", "sasl_password": "p"}, "sasl_username"),
+        (
+            {"security_protocol": "SASL_SSL", "sasl_username": "u", "sasl_password": "p", "sasl_mechanism": "GSSAPI"},
+            "sasl_mechanism",
+        ),
+        ({"ssl_cafile": "/ca.pem"}, "ssl_cafile"),
+        (
+            {
+                "security_protocol": "SASL_PLAINTEXT",
+                "sasl_username": "u",
+                "sasl_password": "p",
+                "ssl_context": ssl.create_default_context(),
+            },
+            "ssl_context",
+        ),
+        (
+            {"security_protocol": "SSL", "ssl_context": ssl.create_default_context(), "ssl_cafile": "/ca.pem"},
+            "ssl_cafile",
+        ),
+        (
+            {"security_protocol": "SSL", "ssl_context": ssl.create_default_context(), "ssl_check_hostname": False},
+            "ssl_check_hostname",
+        ),
+        ({"security_protocol": "SSL", "ssl_keyfile": "/key.pem"}, "ssl_keyfile"),
+        ({"security_protocol": "SSL", "ssl_context": "not a context"}, "ssl_context"),
+        ({"security_protocol": "TLS"}, "security_protocol"),
+    ],
+)
+def test_security_settings_that_cannot_work_are_config_errors(settings: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        ConsumerConfig.from_kwargs("h:1", **settings)
+    assert info.value.key == key

@@ -1,5 +1,6 @@
 """The house rules, read from the source: no import circle, sans-I/O managers and data-only events, no package
-importing one above it, and each package on its thread (the order and the threads are in ``docs/design.md``)."""
+importing one above it, each package on its thread (the order and the threads are in ``docs/design.md``), and every
+module with logic tested in a file of its own name (``tests/unit/<package>/test_<module>.py``)."""
 
 from __future__ import annotations
 
@@ -192,3 +193,49 @@ def test_every_package_has_a_thread_or_is_plain_data() -> None:
 def test_at_most_twelve_public_top_level_modules() -> None:
     public = sorted(p.name for p in PACKAGE.glob("*.py") if not p.name.startswith("_"))
     assert len(public) <= 12, public
+
+
+# --- tests mirror the source -------------------------------------------------------------------------------------
+
+UNIT_TESTS = Path(__file__).resolve().parent
+
+MIRROR_MIN_LINES = 40
+"""A module of this many non-blank lines or more has logic worth a test file of its own."""
+
+MIRROR_EXCEPTIONS: dict[str, str] = {
+    "protocol/records.py": "record batches are tested by what reads them: test_v2records.py (the decoders), "
+    "test_crc32c.py (CRC checks), test_aiokafka_parts.py and test_fuzz_decoders.py (mutated record sets)",
+}
+"""Modules with logic that may lack their mirror for now, each with the reason (path relative to the package)."""
+
+
+def _mirror(module: Path) -> Path:
+    """Where ``asyncconsumer/<package>/<module>.py``'s tests live: ``tests/unit/<package>/test_<module>.py``, the
+    leading underscore of a private module dropped (``_state/subscription.py`` -> ``_state/test_subscription.py``)."""
+    relative = module.relative_to(PACKAGE)
+    return UNIT_TESTS / relative.parent / f"test_{relative.stem.lstrip('_')}.py"
+
+
+def _with_logic() -> list[Path]:
+    return [
+        path
+        for path in MODULES.values()
+        if path.name != "__init__.py"
+        and sum(1 for line in path.read_text().splitlines() if line.strip()) >= MIRROR_MIN_LINES
+    ]
+
+
+def test_every_module_with_logic_has_its_own_test_file() -> None:
+    missing = [
+        f"{path.relative_to(PACKAGE)} -> {_mirror(path).relative_to(UNIT_TESTS.parent.parent)}"
+        for path in _with_logic()
+        if not _mirror(path).exists() and path.relative_to(PACKAGE).as_posix() not in MIRROR_EXCEPTIONS
+    ]
+    assert missing == []
+
+
+def test_every_mirror_exception_is_still_needed() -> None:
+    """An exception whose module gained its mirror, shrank below the threshold or went away is struck off."""
+    needing = {path.relative_to(PACKAGE).as_posix() for path in _with_logic() if not _mirror(path).exists()}
+    assert sorted(set(MIRROR_EXCEPTIONS) - needing) == []
+    assert all(reason.strip() for reason in MIRROR_EXCEPTIONS.values())

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import structlog
@@ -100,3 +102,13 @@ def test_first_log_lines_from_many_threads_at_once() -> None:
         lines = out.stdout.strip().splitlines()
         assert lines[-1] == "errors []"
         assert sorted(lines[:-1]) == sorted(f"event='race.event' thread={i}" for i in range(8))
+
+
+def test_every_event_the_package_logs_is_listed_in_docs_logging() -> None:
+    """The event names are the stable interface; ``docs/logging.md`` lists them all, so users can match on them."""
+    package = Path(__file__).resolve().parents[2] / "asyncconsumer"
+    pattern = re.compile(r'\blog\.(?:debug|info|warning|error|exception|critical)\(\s*"([a-z0-9_.]+)"')
+    logged = {m.group(1) for path in package.rglob("*.py") for m in pattern.finditer(path.read_text())}
+    listed = set(re.findall(r"`([a-z0-9_]+\.[a-z0-9_.]+)`", (package.parent / "docs" / "logging.md").read_text()))
+    assert len(logged) > 50  # the scan found the calls
+    assert sorted(logged - listed) == []

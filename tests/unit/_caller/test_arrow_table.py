@@ -7,13 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from asyncconsumer import Consumer, TopicPartition
 from asyncconsumer._caller import arrow_table
 from asyncconsumer.protocol.v2decode import ColumnSink
 from tests.support.batches import build_batch
+from tests.support.extras import requires_extra
+
+pa = requires_extra("arrow", "pyarrow")
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 

@@ -3,14 +3,15 @@ bound on a batch's decompressed size."""
 
 from __future__ import annotations
 
-import pyarrow as pa
+from typing import TYPE_CHECKING
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asyncconsumer._caller import arrow_table
 from asyncconsumer._caller.fetch_collector import FetchCollector
-from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
+from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
@@ -35,9 +36,14 @@ from tests.support.batches import (
     legacy_message_set,
     legacy_wrapper_around,
 )
-from tests.support.fetch_buffer import add
+from tests.support.extras import requires_extra
+from tests.support.fetch_buffer import add, held_back
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 TP = TopicPartition("t", 0)
+MIB = 1 << 20
 
 
 def setup(
@@ -313,6 +319,7 @@ def test_a_failed_fetch_is_passed_over_without_raising_and_frees_its_partition()
     assert epoch is not None
     error = OffsetOutOfRangeError("offset 2 is out of range")
     buffer.add_all([CompletedFetch(TP, epoch, 2, 2, memoryview(b""), -1, None, None, error)])
+    buffer.deliver()
     assert buffer.error_pending(TP, epoch)
     assert [r.offset for r in collector.collect(1)[TP]] == [0]
     assert buffer.error_pending(TP, epoch)  # not passed yet: records before it come first
@@ -382,6 +389,8 @@ Outcome = tuple[str, object]
 
 def _rows_of(table: pa.Table) -> list[tuple[object, ...]]:
     """Rows as tuples, timestamps as integers (a corrupt one may lie outside ``datetime``'s range)."""
+    import pyarrow as pa
+
     stamps = table.column("timestamp").cast(pa.int64())
     table = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", stamps)
     columns = ["topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers"]
@@ -466,6 +475,7 @@ def _fetches(draw: st.DrawFn) -> tuple[bytes, dict[str, object]]:
 def test_poll_arrow_gives_the_rows_positions_and_errors_poll_gives(
     fetch: tuple[bytes, dict[str, object]], limits: list[int], position: int
 ) -> None:
+    requires_extra("arrow", "pyarrow")
     data, config = fetch
     records = _outcomes(data, position, limits, columns=False, **dict(config))
     columns = _outcomes(data, position, limits, columns=True, **dict(config))
@@ -473,7 +483,26 @@ def test_poll_arrow_gives_the_rows_positions_and_errors_poll_gives(
 
 
 def test_poll_arrow_columns_of_a_legacy_message_set() -> None:
+    requires_extra("arrow", "pyarrow")
     wrapper = legacy_wrapper_around(2, GZIP, legacy_message_set([b"a", None, b"c"]))
     records = _outcomes(wrapper, 0, [10], columns=False)
     assert _outcomes(wrapper, 0, [10], columns=True) == records
     assert [row[2] for row in records[0][1]] == [0, 1, 2]  # type: ignore[union-attr]
+
+
+def test_the_collector_reports_dry_polls_to_the_buffer() -> None:
+    cfg = ConsumerConfig.from_kwargs("h:1")
+    subs = SubscriptionState("earliest")
+    subs.assign([TP])
+    subs.seek(TP, 0)
+    buffer = FetchBuffer(8 * MIB, CallerSignal(), 4 * MIB)
+    collector = FetchCollector(cfg, subs, buffer)
+    offset = 0
+    for _ in range(GROW_AFTER_DRY_POLLS):
+        add(buffer, subs, build_batch(offset, [b"a", b"b", b"c"]), offset)
+        held_back(buffer)
+        assert len(collector.collect(2)[TP]) == 2  # not dry: it got all it asked for
+        assert len(collector.collect(100)[TP]) == 1  # dry
+        offset += 3
+    assert buffer.limit == 8 * MIB
+    assert subs.position(TP) == offset

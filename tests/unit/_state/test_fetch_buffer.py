@@ -3,14 +3,10 @@ buffer dry while the background is held back by the limit."""
 
 from __future__ import annotations
 
-from asyncconsumer._caller.fetch_collector import FetchCollector
-from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, FetchBuffer
+from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
-from asyncconsumer._state.subscription import SubscriptionState
-from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.records import TopicPartition
-from tests.support.batches import build_batch
-from tests.support.fetch_buffer import add, held_back
+from tests.support.fetch_buffer import held_back
 
 TP = TopicPartition("t", 0)
 MIB = 1 << 20
@@ -92,19 +88,15 @@ def test_a_dry_poll_without_the_background_held_back_restarts_the_count() -> Non
     assert buffer.limit == 8 * MIB
 
 
-def test_the_collector_reports_dry_polls_to_the_buffer() -> None:
-    cfg = ConsumerConfig.from_kwargs("h:1")
-    subs = SubscriptionState("earliest")
-    subs.assign([TP])
-    subs.seek(TP, 0)
-    buffer = FetchBuffer(8 * MIB, CallerSignal(), 4 * MIB)
-    collector = FetchCollector(cfg, subs, buffer)
-    offset = 0
-    for _ in range(GROW_AFTER_DRY_POLLS):
-        add(buffer, subs, build_batch(offset, [b"a", b"b", b"c"]), offset)
-        held_back(buffer)
-        assert len(collector.collect(2)[TP]) == 2  # not dry: it got all it asked for
-        assert len(collector.collect(100)[TP]) == 1  # dry
-        offset += 3
-    assert buffer.limit == 8 * MIB
-    assert subs.position(TP) == offset
+def test_added_fetches_reach_the_caller_only_when_delivered_and_wake_it_then() -> None:
+    signal = CallerSignal()
+    buffer = FetchBuffer(8 * MIB, signal)
+    fetch = CompletedFetch(TopicPartition("t", 0), 0, 0, 1, memoryview(b"x"), 1)
+    seen = signal.seq
+    buffer.add_all([fetch])
+    assert buffer.buffered_bytes == 1  # counted at once: the background fetches within the limit
+    assert buffer.take() is None and signal.seq == seen  # but not the caller's until the loop delivers it
+    assert buffer.deliver()
+    assert signal.seq != seen
+    assert buffer.take() is fetch
+    assert not buffer.deliver()  # nothing staged: no wake-up

@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.extras import requires_extra
+
 BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 
-pa = pytest.importorskip("pyarrow")
+pa = requires_extra("arrow", "pyarrow")
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +56,7 @@ def test_value_bytes_of_sums_the_value_lengths_as_python_would(bench: ModuleType
 
 
 def test_partition_runs_gives_each_run_s_first_and_last_offset_and_length(bench: ModuleType) -> None:
+    requires_extra("bench", "numpy")  # partition_runs reads the columns with numpy
     partitions = pa.array([0, 0, 1, 1, 1, 0, 2], pa.int32())
     offsets = pa.array([5, 6, 0, 1, 2, 7, 9], pa.int64())
     assert bench.partition_runs(partitions, offsets) == [(0, 5, 6, 2), (1, 0, 2, 3), (0, 7, 7, 1), (2, 9, 9, 1)]
@@ -61,6 +64,7 @@ def test_partition_runs_gives_each_run_s_first_and_last_offset_and_length(bench:
 
 
 def test_partition_runs_feed_the_contiguity_check_that_catches_a_gap(bench: ModuleType) -> None:
+    requires_extra("bench", "numpy")  # partition_runs reads the columns with numpy
     expected: dict[int, int] = {}
     for run in bench.partition_runs(pa.array([0, 0, 1], pa.int32()), pa.array([0, 1, 0], pa.int64())):
         bench._check_contiguous(expected, *run)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, FetchBuffer
+from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
@@ -27,6 +27,12 @@ from tests.support.managers import metadata_response, no_jitter, only
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
+
+
+def take(buffer: FetchBuffer) -> CompletedFetch | None:
+    """What the caller takes next, once the loop delivered what the manager added (as every iteration's end does)."""
+    buffer.deliver()
+    return buffer.take()
 
 
 def fetch_fixture(
@@ -86,9 +92,9 @@ def test_fetch_sends_one_request_per_leader_and_buffers_complete_batches() -> No
     batch1 = build_batch(10, [b"c"]) + build_batch(11, [b"d"])[:-5]  # the second batch is cut off
     # records wait beyond partition 0's batch only: one partition behind is no reason for a second fetch
     request.on_response(fetch_answer({0: (0, batch0), 1: (0, batch1)}, high_watermark=11), 2)
-    fetched = [buffer.take(), buffer.take()]
+    fetched = [take(buffer), take(buffer)]
     assert {(f.tp, f.fetch_offset, f.next_fetch_offset) for f in fetched if f} == {(TP0, 0, 2), (TP1, 10, 11)}
-    assert buffer.take() is None
+    assert take(buffer) is None
     # The next fetch starts where the last complete batch ended, while the caller still holds the data.
     follow_up = only(manager.poll(3).unsent_requests)
     assert isinstance(follow_up.request, FetchRequest)
@@ -102,7 +108,7 @@ def test_fetch_answer_for_a_partition_sought_meanwhile_is_dropped() -> None:
     request = only(manager.poll(0).unsent_requests)
     subs.seek(TP0, 50)
     request.on_response(fetch_answer({0: (0, build_batch(0, [b"x"]))}), 1)
-    assert buffer.take() is None
+    assert take(buffer) is None
     again = only(manager.poll(2).unsent_requests)
     assert isinstance(again.request, FetchRequest)
     assert again.request.topics[0].partitions[0].fetch_offset == 50
@@ -116,7 +122,7 @@ def test_no_fetch_while_the_buffer_is_full_and_release_wakes_the_background() ->
     subs.seek(TP0, 0)
     only(manager.poll(0).unsent_requests).on_response(fetch_answer({0: (0, build_batch(0, [b"a" * 50]))}), 1)
     assert manager.poll(2).unsent_requests == ()
-    fetched = buffer.take()
+    fetched = take(buffer)
     assert fetched is not None
     buffer.release(fetched)
     assert woken == [True]
@@ -188,7 +194,7 @@ def test_a_bound_below_one_batch_still_makes_progress() -> None:
     assert isinstance(request.request, FetchRequest)
     assert request.request.max_bytes == 5  # the broker still returns one whole first batch
     request.on_response(fetch_answer({0: (0, build_batch(0, [b"a" * 50]))}), 1)
-    assert buffer.take() is not None
+    assert take(buffer) is not None
 
 
 def test_a_response_is_freed_only_when_its_last_partition_is_released() -> None:
@@ -199,7 +205,7 @@ def test_a_response_is_freed_only_when_its_last_partition_is_released() -> None:
     answer = fetch_answer({0: (0, build_batch(0, [b"a" * 100])), 1: (0, build_batch(0, [b"b" * 300]))})
     only(manager.poll(0).unsent_requests).on_response(answer, 1)
     whole = buffer.buffered_bytes
-    first, second = buffer.take(), buffer.take()
+    first, second = take(buffer), take(buffer)
     assert first is not None and second is not None
     assert whole == first.size + second.size  # both partitions' bytes, counted once
     buffer.release(first)
@@ -270,7 +276,7 @@ def test_a_batch_larger_than_the_partition_limit_is_fetched_again_with_room() ->
     subs.seek(TP0, 0)
     big = build_batch(0, [b"z" * 500])
     only(manager.poll(0).unsent_requests).on_response(fetch_answer({0: (0, big[:64])}), 1)
-    assert buffer.take() is None
+    assert take(buffer) is None
     retry = only(manager.poll(2).unsent_requests)
     assert isinstance(retry.request, FetchRequest)
     assert retry.request.topics[0].partitions[0].partition_max_bytes >= len(big)
@@ -385,8 +391,8 @@ def test_a_non_retriable_partition_error_is_reported_once_and_refetched_after_th
         assert fetched_partitions(request) == {1}
         answer_empty(request, now + 1)
     assert len(errors) == 1
-    taken = [buffer.take(), buffer.take()]
-    assert buffer.take() is None
+    taken = [take(buffer), take(buffer)]
+    assert take(buffer) is None
     failed = next(f for f in taken if f is not None and f.tp == TP0)
     data = next(f for f in taken if f is not None and f.tp == TP1)
     assert failed.error is error and data.error is None
@@ -416,7 +422,7 @@ def test_the_error_of_a_fetch_in_flight_across_a_seek_is_dropped(code: int, rese
     subs.seek(TP0, 50)
     request.on_response(fetch_answer({0: (code, None)}), 1)
     assert errors == []  # it was about offset 0, which the caller left
-    assert buffer.take() is None  # and nothing waits for the caller
+    assert take(buffer) is None  # and nothing waits for the caller
     again = only(manager.poll(2).unsent_requests)  # neither held back nor backed off
     assert isinstance(again.request, FetchRequest)
     assert again.request.topics[0].partitions[0].fetch_offset == 50
@@ -465,7 +471,7 @@ def test_fetches_in_a_session_name_only_what_changed_and_partitions_left_out_of_
     third.on_response(fetch_answer({1: (0, build_batch(0, [b"c"]))}, 2, session_id=5), 6)
     fourth = only(manager.poll(7).unsent_requests)
     assert session_of(fourth) == (5, 3) and fetched_partitions(fourth) == {1}
-    taken = [buffer.take(), buffer.take(), buffer.take()]
+    taken = [take(buffer), take(buffer), take(buffer)]
     assert [(f.tp, f.fetch_offset, f.next_fetch_offset) for f in taken if f] == [(TP0, 0, 2), (TP1, 0, 1)]
     assert (manager.sessions.full_fetches, manager.sessions.incremental_fetches) == (1, 3)
 
@@ -502,7 +508,7 @@ def test_a_session_error_is_followed_at_once_by_a_full_fetch_and_loses_nothing(c
     assert {(p.partition, p.fetch_offset) for t in full.request.topics for p in t.partitions} == {(0, 2), (1, 0)}
     full.on_response(fetch_answer({0: (0, build_batch(2, [b"z"])), 1: (0, None)}, 3, session_id=6), 4)
     assert session_of(only(manager.poll(5).unsent_requests)) == (6, 1)
-    taken = [buffer.take(), buffer.take()]
+    taken = [take(buffer), take(buffer)]
     assert [(f.fetch_offset, f.next_fetch_offset) for f in taken if f] == [(0, 2), (2, 3)]
     assert errors == [] and manager.sessions.session_errors == 1
 
@@ -683,7 +689,7 @@ def test_a_backlog_is_fetched_once_in_order_never_a_partition_in_two_fetches_and
             request = in_flight.pop(next(i for i, r in enumerate(in_flight) if r.node_id == node))
             assert node is not None
             request.on_response(brokers_by_node[node].answer(request), step * 10 + 1)
-        while rng.random() < 0.8 and (fetched := buffer.take()) is not None:
+        while rng.random() < 0.8 and (fetched := take(buffer)) is not None:
             p = fetched.tp.partition
             assert fetched.fetch_offset == delivered[p], "fetched out of order or twice"
             delivered[p] = fetched.next_fetch_offset

@@ -1,14 +1,11 @@
-"""The classic member state machine and membership manager, driven with literal times and hand-built answers."""
+"""The classic membership manager (``managers/membership_classic.py``), driven with literal times and hand-built
+answers."""
 
 from __future__ import annotations
 
-import itertools
-
-import pytest
-
-from asyncconsumer.errors import IllegalStateError, KafkaConnectionError
+from asyncconsumer.errors import KafkaConnectionError
 from asyncconsumer.managers.commit import NO_GENERATION
-from asyncconsumer.managers.member_state import TRANSITIONS, MemberState, transition
+from asyncconsumer.managers.member_state import MemberState
 from asyncconsumer.protocol.consumer_protocol import encode_assignment
 from asyncconsumer.protocol.messages.consumer_protocol import (
     ConsumerProtocolAssignment,
@@ -24,31 +21,6 @@ from asyncconsumer.records import TopicPartition
 from tests.support.classic_member import Harness, joined
 
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
-
-
-# --- the transition table ----------------------------------------------------------------------------------------
-
-
-def test_every_state_has_a_row_and_fatal_is_terminal() -> None:
-    assert set(TRANSITIONS) == set(MemberState)
-    assert TRANSITIONS[MemberState.FATAL] == frozenset()
-
-
-@pytest.mark.parametrize(("current", "new"), list(itertools.product(MemberState, MemberState)))
-def test_only_the_transitions_in_the_table_are_possible(current: MemberState, new: MemberState) -> None:
-    if new in TRANSITIONS[current]:
-        assert transition(current, new) is new
-    else:
-        with pytest.raises(IllegalStateError, match=f"{current.name} cannot move to {new.name}"):
-            transition(current, new)
-
-
-def test_a_member_cannot_sync_without_joining_first() -> None:
-    with pytest.raises(IllegalStateError):
-        transition(MemberState.UNJOINED, MemberState.SYNCING)
-
-
-# --- the manager -------------------------------------------------------------------------------------------------
 
 
 def test_join_with_member_id_required_then_lead_sync_and_become_stable() -> None:

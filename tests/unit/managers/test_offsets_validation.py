@@ -62,7 +62,8 @@ class Rig:
         return request
 
     def consume_all(self) -> None:
-        """The caller takes everything buffered, advancing its positions."""
+        """The caller takes everything buffered (delivered, as every loop iteration ends), advancing its positions."""
+        self.buffer.deliver()
         while (fetched := self.buffer.take()) is not None:
             self.subs.advance(fetched.tp, fetched.epoch, fetched.next_fetch_offset)
             self.buffer.release(fetched)
@@ -155,6 +156,7 @@ def test_truncation_of_records_not_yet_consumed_refetches_them_from_the_position
     rig.fetch.poll(11)
     only(rig.validation.poll(12).unsent_requests).on_response(epoch_answer((0, 0, 0, 6)), 13)
     assert rig.subs.position(TP0) == 0
+    rig.buffer.deliver()
     stale = rig.buffer.take()  # what the old leader sent is no longer the partition's: the caller drops it
     assert stale is not None
     assert not rig.subs.advance(TP0, stale.epoch, stale.next_fetch_offset)

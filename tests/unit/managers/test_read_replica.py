@@ -92,6 +92,7 @@ class Rig:
     def drain(self) -> list[tuple[TopicPartition, int, int]]:
         """What the caller would get: (partition, first offset, next offset) of each completed fetch."""
         taken = []
+        self.buffer.deliver()  # as every loop iteration ends
         while (fetched := self.buffer.take()) is not None:
             taken.append((fetched.tp, fetched.fetch_offset, fetched.next_fetch_offset))
             self.buffer.release(fetched)

@@ -16,7 +16,7 @@ import anyio.abc
 import anyio.streams.buffered
 import pytest
 
-from asyncconsumer.errors import KafkaConnectionError, KafkaError, ResponseTooLargeError
+from asyncconsumer.errors import CorruptResponseError, KafkaConnectionError, KafkaError, ResponseTooLargeError
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.coordinator import coordinator_node_id
 from asyncconsumer.network import connection as connection_module
@@ -27,6 +27,7 @@ from asyncconsumer.network.connection import (
     describe_node,
     map_exceptions,
 )
+from asyncconsumer.network.frames import FrameSizeError
 from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.base import decode_request_frame, encode_response
 from asyncconsumer.protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
@@ -247,3 +248,29 @@ def test_the_refusal_is_logged_once_with_a_stable_event_name(monkeypatch: pytest
     refused = [fields for event, fields in events if event == "connection.response_too_large"]
     assert len(refused) == 1
     assert refused[0]["size"] == 2**31 - 1 and refused[0]["limit"] == 1_000 and refused[0]["node"] == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("size", "error", "words"),
+    [
+        (-7, ResponseTooLargeError, "broker 3 at h:9092 announced a response of -7 bytes"),
+        (2, CorruptResponseError, "node 3 sent a frame of 2 bytes"),
+    ],
+)
+async def test_the_connection_names_the_broker_that_sent_an_impossible_frame(
+    size: int, error: type[Exception], words: str
+) -> None:
+    class Refusing:
+        async def send(self, data: bytes) -> None:
+            raise AssertionError("not sent")
+
+        async def receive_frame(self) -> memoryview:
+            raise FrameSizeError(size)
+
+        async def aclose(self) -> None:
+            return None
+
+    connection = BrokerConnection(3, "h", 9092, "test", lambda u, r: None, lambda c, e: None)
+    with pytest.raises(error, match=words):
+        await connection._read_frame(Refusing())

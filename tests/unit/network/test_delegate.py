@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -239,3 +241,31 @@ def test_a_response_over_the_limit_drops_the_connection_and_the_next_request_get
     assert f"bootstrap server 127.0.0.1:{broker.port} announced a response of 2147483647 bytes" in str(first)
     assert isinstance(second, MetadataResponse)
     assert broker.connections == 2
+
+
+_FIRST_FAILURE = """
+import logging, sys, time
+from asyncconsumer import Consumer
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(created).3f %(levelname)s %(message)s")
+consumer = Consumer("127.0.0.1:1")
+# Whole lines in one write: print() writes the newline apart, and the background thread's log lines may come between.
+sys.stdout.write(f"{time.time():.3f} START now\\n")
+try:
+    consumer.topics(timeout_ms=1500)
+except Exception as exc:
+    sys.stdout.write(f"{time.time():.3f} RAISED {exc}\\n")
+consumer.close(timeout_ms=1000)
+"""
+
+
+def test_the_first_connection_failure_is_logged_at_once_as_a_warning_and_retries_continue() -> None:
+    out = subprocess.run([sys.executable, "-c", _FIRST_FAILURE], capture_output=True, text=True, timeout=60, check=True)
+    lines = [line.split(" ", 2) for line in out.stdout.splitlines()]
+    start = next(float(t) for t, level, _ in lines if level == "START")
+    failures = [(float(t), level, text) for t, level, text in lines if "connection.failed" in text]
+    assert len(failures) >= 2, out.stdout  # it kept retrying within the call's timeout
+    first_at, first_level, first_text = failures[0]
+    assert first_level == "WARNING" and first_at - start < 1.0, out.stdout
+    assert "connection refused" in first_text
+    assert {level for _, level, _ in failures[1:]} == {"INFO"}
+    assert any(level == "RAISED" for _, level, _ in lines)

@@ -14,8 +14,8 @@ import anyio
 import anyio.abc
 import pytest
 
-from asyncconsumer.errors import CorruptResponseError, KafkaConnectionError, ResponseTooLargeError
-from asyncconsumer.network.connection import BrokerConnection, describe_failure, map_exceptions
+from asyncconsumer.errors import KafkaConnectionError
+from asyncconsumer.network.connection import describe_failure, map_exceptions
 from asyncconsumer.network.frames import FrameSizeError, FrameStream, StreamFrames, open_plain
 
 Serve = Callable[[anyio.abc.SocketStream], Awaitable[None]]
@@ -148,29 +148,3 @@ async def test_a_refused_plain_connection_fails_as_anyio_connect_tcp_does() -> N
     assert isinstance(raised.value.__cause__, ConnectionRefusedError)
     assert raised.value.__cause__.errno == errno.ECONNREFUSED
     assert describe_failure(raised.value) == "connection refused"
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize(
-    ("size", "error", "words"),
-    [
-        (-7, ResponseTooLargeError, "broker 3 at h:9092 announced a response of -7 bytes"),
-        (2, CorruptResponseError, "node 3 sent a frame of 2 bytes"),
-    ],
-)
-async def test_the_connection_names_the_broker_that_sent_an_impossible_frame(
-    size: int, error: type[Exception], words: str
-) -> None:
-    class Refusing:
-        async def send(self, data: bytes) -> None:
-            raise AssertionError("not sent")
-
-        async def receive_frame(self) -> memoryview:
-            raise FrameSizeError(size)
-
-        async def aclose(self) -> None:
-            return None
-
-    connection = BrokerConnection(3, "h", 9092, "test", lambda u, r: None, lambda c, e: None)
-    with pytest.raises(error, match=words):
-        await connection._read_frame(Refusing())

@@ -48,6 +48,7 @@ def test_a_consumer_decodes_records_without_aiokafkas_client() -> None:
 def test_a_consumer_and_the_spark_source_import_no_aiokafka() -> None:
     """aiokafka's reader is imported when a batch is first decoded with it, not before: its import is ~40 ms of
     every Spark streaming query's start (a fresh Python process for the driver-side source)."""
+    pytest.importorskip("pyspark", reason="needs the [spark] extra: pip install 'asyncconsumer[spark]'")
     out = run(
         """
         import sys

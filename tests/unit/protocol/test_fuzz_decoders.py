@@ -1198,6 +1198,7 @@ def test_mutated_record_sets_through_the_fetch_collector(data: st.DataObject) ->
     buffer = FetchBuffer(1 << 20, CallerSignal())
     aborted = (AbortedTransaction(producer_id=7, first_offset=0),) if read_committed else None
     buffer.add_all([CompletedFetch(tp, epoch, 0, next_offset, view[:length], 100, aborted)])
+    buffer.deliver()
     collector = FetchCollector(config, subs, buffer)
 
     def poll_until_drained() -> None:

@@ -170,9 +170,13 @@ def definitions(tmp_path: Path, *schemas: dict[str, Any], version: str = "9.9.9"
 def widget_module(tmp_path: Path) -> tuple[gen.Module, ModuleType]:
     defs = definitions(tmp_path, REQUEST, RESPONSE)
     module = gen.build_module(gen.Api("widget", ("WidgetRequest", "WidgetResponse"), (2, 6)), defs)
-    source = gen.Emitter(module).render().replace(
-        "from asyncconsumer.protocol.messages.api_keys import ApiKey",
-        "from enum import IntEnum\nApiKey = IntEnum('ApiKey', {'WIDGET': 99})",  # a key Kafka does not have
+    source = (
+        gen.Emitter(module)
+        .render()
+        .replace(
+            "from asyncconsumer.protocol.messages.api_keys import ApiKey",
+            "from enum import IntEnum\nApiKey = IntEnum('ApiKey', {'WIDGET': 99})",  # a key Kafka does not have
+        )
     )
     namespace = ModuleType("widget")
     exec(compile(source, "widget.py", "exec"), namespace.__dict__)

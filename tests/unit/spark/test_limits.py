@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import itertools
 
+from tests.support.extras import requires_extra
+
+requires_extra("spark", "pyspark")  # first: asyncconsumer.spark imports pyspark
+
 from asyncconsumer.records import TopicPartition
 from asyncconsumer.spark.limits import Span, TriggerDelay, rate_limit, split
 

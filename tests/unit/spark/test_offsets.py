@@ -9,6 +9,10 @@ from typing import Any, cast
 
 import pytest
 
+from tests.support.extras import requires_extra
+
+requires_extra("spark", "pyspark")  # first: asyncconsumer.spark imports pyspark
+
 from asyncconsumer.errors import ConfigError, UnknownTopicOrPartitionError
 from asyncconsumer.records import OffsetAndTimestamp, PartitionInfo, TopicPartition
 from asyncconsumer.spark.offsets import (

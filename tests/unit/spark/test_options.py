@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.extras import requires_extra
+
+requires_extra("spark", "pyspark")  # first: asyncconsumer.spark imports pyspark
+
 from asyncconsumer.errors import ConfigError
 from asyncconsumer.spark.options import parse_options
 

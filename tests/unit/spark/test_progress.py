@@ -7,6 +7,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.extras import requires_extra
+
+requires_extra("spark", "pyspark")  # first: asyncconsumer.spark imports pyspark
+
 from asyncconsumer.spark.progress import java_double, offsets_behind_latest
 
 

@@ -9,13 +9,17 @@ from typing import Any
 
 import pytest
 
+from tests.support.extras import requires_extra
+
+requires_extra("spark", "pyspark")  # first: asyncconsumer.spark imports pyspark
+
 from asyncconsumer._caller.arrow_table import schema as poll_arrow_schema
 from asyncconsumer.errors import KafkaTimeoutError
 from asyncconsumer.spark import reader
 from asyncconsumer.spark.offsets import OffsetRange
 from asyncconsumer.spark.options import SourceOptions
 
-pa = pytest.importorskip("pyarrow", reason="pip install asyncconsumer[arrow]")
+pa = requires_extra("spark", "pyarrow")
 
 UTC = datetime.UTC
 

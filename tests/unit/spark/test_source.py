@@ -7,6 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+from tests.support.extras import requires_extra
+
+requires_extra("spark", "pyspark")  # first: asyncconsumer.spark imports pyspark
+
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 

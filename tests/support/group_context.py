@@ -1,0 +1,171 @@
+"""What a kind of membership is built from, by hand (``managers/membership.py``'s ``MembershipContext``), and a
+metadata manager answered with chosen topics, for the unit tests of the group wiring and the two memberships."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from asyncconsumer._background.group import ConsumerGroup
+from asyncconsumer._clock import ManualClock
+from asyncconsumer._state.subscription import SubscriptionState
+from asyncconsumer.assignors import assignor_for
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import ErrorCode
+from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
+from asyncconsumer.managers import group_classic, group_consumer
+from asyncconsumer.managers.coordinator import CoordinatorManager
+from asyncconsumer.managers.membership import MembershipContext
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.protocol.consumer_protocol import encode_assignment
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+)
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    TopicPartition as WireTopicPartition,
+)
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.messages.metadata import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from asyncconsumer.protocol.messages.sync_group import SyncGroupResponse
+from asyncconsumer.records import TopicPartition
+from tests.support.classic_member import joined
+
+
+def answer_metadata(
+    metadata: MetadataManager,
+    topics: Mapping[str, int],
+    *,
+    unknown: Iterable[str] = (),
+    internal: Iterable[str] = (),
+    now_ms: int = 0,
+) -> None:
+    """Asks ``metadata`` for a refresh and answers it: ``topics`` (name -> partition count, all led by node 1; those
+    in ``internal`` marked internal) and ``unknown`` topics the broker says do not exist. The manager's listeners hear
+    it, as on a real answer."""
+    internal = set(internal)
+    metadata.request_update()
+    (request,) = metadata.poll(now_ms).unsent_requests
+    answered = tuple(
+        MetadataResponseTopic(
+            error_code=0,
+            name=name,
+            partitions=tuple(
+                MetadataResponsePartition(
+                    error_code=0, partition_index=p, leader_id=1, leader_epoch=0, replica_nodes=(1,), isr_nodes=(1,)
+                )
+                for p in range(count)
+            ),
+            topic_id=uuid.uuid4(),
+            is_internal=name in internal,
+        )
+        for name, count in topics.items()
+    ) + tuple(
+        MetadataResponseTopic(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name, partitions=())
+        for name in unknown
+    )
+    request.on_response(
+        MetadataResponse(brokers=(MetadataResponseBroker(node_id=1, host="h", port=9092),), topics=answered), now_ms
+    )
+
+
+class Recorder:
+    """What a membership hands back to the consumer, recorded: errors, applied assignments, listener calls."""
+
+    def __init__(self) -> None:
+        self.errors: list[ErrorEvent] = []
+        self.applied: list[frozenset[TopicPartition]] = []
+        self.calls: list[tuple[str, frozenset[TopicPartition]]] = []
+        self.last_poll_ms: int | None = None
+        self.pattern: re.Pattern[str] | None = None
+        self.supported: dict[int, bool] = {}
+
+    def listener(self, kind: str, partitions: frozenset[TopicPartition]) -> Future[None]:
+        self.calls.append((kind, partitions))
+        done: Future[None] = Future()
+        done.set_result(None)
+        return done
+
+
+def membership_context(**settings: Any) -> tuple[MembershipContext, Recorder]:
+    """A context for group ``g`` (settings as ``ConsumerConfig`` keyword arguments), its coordinator not yet found
+    and its metadata not yet answered."""
+    config = ConsumerConfig.from_kwargs("h:1", group_id="g", **settings)
+    backoff = ExponentialBackoff(100, 1000, jitter=0)
+    recorder = Recorder()
+    context = MembershipContext(
+        config=config,
+        group_id="g",
+        clock=ManualClock(),
+        subscriptions=SubscriptionState(config.auto_offset_reset),
+        metadata=MetadataManager(["h:1"], 60_000, backoff),
+        coordinator=CoordinatorManager("g", backoff, recorder.errors.append),
+        assignors=[assignor_for(name) for name in config.partition_assignment_strategy],
+        backoff=backoff,
+        emit=recorder.errors.append,
+        apply_assignment=recorder.applied.append,
+        listener=recorder.listener,
+        last_poll_ms=lambda: recorder.last_poll_ms,
+        pattern=lambda: recorder.pattern,
+        api_supported=lambda key: recorder.supported.get(key),
+    )
+    return context, recorder
+
+
+class WiredGroup:
+    """A ``ConsumerGroup`` with the shared parts it was given, and what it sends the caller's side."""
+
+    def __init__(self, **settings: Any) -> None:
+        config = ConsumerConfig.from_kwargs("h:1", group_id="g", **settings)
+        self.subscriptions = SubscriptionState(config.auto_offset_reset)
+        self.metadata = MetadataManager(["h:1"], 60_000, ExponentialBackoff(100, 1000, jitter=0))
+        self.clock = ManualClock()
+        self.errors: list[ErrorEvent] = []
+        self.asked: list[RebalanceEvent] = []
+        self.group = ConsumerGroup(
+            config,
+            [assignor_for(name) for name in config.partition_assignment_strategy],
+            self.clock,
+            self.subscriptions,
+            self.metadata,
+            self.errors.append,
+            self.asked.append,
+            membership=group_consumer.build if config.group_protocol == "consumer" else group_classic.build,
+        )
+
+    def find_coordinator(self, node_id: int = 1, now_ms: int = 0) -> None:
+        (find,) = self.group.coordinator.poll(now_ms).unsent_requests
+        find.on_response(
+            FindCoordinatorResponse(error_code=0, node_id=node_id, host="h", port=9092, error_message=None), now_ms
+        )
+
+    def join_as_leader(self, *, listener: bool) -> None:
+        """Subscribes to ``t`` (two partitions) and goes through JoinGroup and SyncGroup as member ``m-1``, the
+        group's leader, given both partitions in generation 5; with a listener, the assign callback is left to the
+        test."""
+        self.group.has_listener = listener
+        self.subscriptions.subscribe(["t"])
+        answer_metadata(self.metadata, {"t": 2})
+        self.find_coordinator()
+        membership = self.group.membership
+        membership.subscribe()
+        (join_group,) = membership.poll(1).unsent_requests
+        join_group.on_response(joined("m-1", leader="m-1"), 1)
+        (sync_group,) = membership.poll(2).unsent_requests
+        sync_group.on_response(
+            SyncGroupResponse(
+                error_code=0,
+                assignment=encode_assignment(
+                    ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic="t", partitions=(0, 1)),))
+                ),
+            ),
+            2,
+        )

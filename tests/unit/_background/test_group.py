@@ -1,0 +1,116 @@
+"""The group managers wired together (``_background/group.py``): their loop order, a pattern matched by the member
+on every metadata refresh (classic) or handed to the coordinator (KIP-848), the coordinator forgotten when its
+connection closes, and the rebalance listener's round trip (revoked partitions paused, committed first)."""
+
+from __future__ import annotations
+
+import re
+
+from asyncconsumer.managers.member_state import MemberState
+from asyncconsumer.managers.member_state_consumer import ConsumerMemberState
+from asyncconsumer.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from asyncconsumer.records import TopicPartition
+from tests.support.group_context import WiredGroup, answer_metadata
+
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+def test_the_managers_run_coordinator_commit_membership_heartbeat() -> None:
+    wired = WiredGroup()
+    group = wired.group
+    assert list(group.managers) == [group.coordinator, group.commit, group.membership, group.heartbeat]
+
+
+def test_a_classic_member_matches_its_pattern_against_every_metadata_refresh() -> None:
+    wired = WiredGroup()
+    wired.group.set_pattern(re.compile("events-.*"))
+    assert wired.metadata.all_topics_always is True
+    answer_metadata(wired.metadata, {"events-1": 1, "events-2": 1, "events-": 1, "other": 1, "xevents-1": 1})
+    assert wired.subscriptions.subscription == {"events-1", "events-2", "events-"}  # the whole name must match
+    assert wired.group.membership.state is MemberState.UNJOINED  # waits for its coordinator, then joins
+    answer_metadata(wired.metadata, {"events-1": 1, "events-3": 1}, internal=["events-3"], now_ms=10)
+    assert wired.subscriptions.subscription == {"events-1"}  # internal topics never match
+    wired.group.set_pattern(None)
+    assert wired.metadata.all_topics_always is False
+    answer_metadata(wired.metadata, {"events-9": 1}, now_ms=20)
+    assert wired.subscriptions.subscription == {"events-1"}  # explicit topics again: no more matching
+
+
+def test_a_kip848_member_hands_its_pattern_to_the_coordinator_and_joins_at_once() -> None:
+    wired = WiredGroup(group_protocol="consumer")
+    wired.group.set_pattern(re.compile("events-.*"))
+    assert wired.group.membership.state is ConsumerMemberState.JOINING
+    assert wired.metadata.all_topics_always is True  # assigned topic ids still need names
+    answer_metadata(wired.metadata, {"events-1": 1})
+    assert wired.subscriptions.subscription is None  # the coordinator matches, not the member
+
+
+def test_the_coordinator_is_forgotten_only_when_its_own_connection_closes() -> None:
+    wired = WiredGroup()
+    wired.find_coordinator(node_id=3)
+    coordinator = wired.group.coordinator.coordinator
+    assert coordinator is not None
+    assert wired.group.address(coordinator.node_id) == ("h", 9092)
+    wired.group.on_disconnect(3)  # the broker's own connection, not the coordinator's
+    assert wired.group.coordinator.coordinator is not None
+    wired.group.on_disconnect(coordinator.node_id)
+    assert wired.group.coordinator.coordinator is None
+
+
+def test_an_assignment_reaches_the_subscription_state_and_without_a_listener_the_member_goes_on() -> None:
+    wired = WiredGroup(enable_auto_commit=False)
+    wired.join_as_leader(listener=False)
+    assert wired.subscriptions.assigned() == {T0, T1}
+    assert wired.subscriptions.partitions_awaiting_committed().keys() == {T0, T1}  # committed offsets first
+    assert wired.asked == []
+    wired.group.membership.poll(3)
+    assert wired.group.membership.state is MemberState.STABLE
+
+
+def test_the_listener_is_asked_on_the_callers_side_and_revoked_partitions_are_paused_meanwhile() -> None:
+    wired = WiredGroup(enable_auto_commit=False)
+    wired.join_as_leader(listener=True)
+    (assigned,) = wired.asked
+    assert (assigned.kind, assigned.partitions) == ("assigned", frozenset([T0, T1]))
+    assigned.done.set_result(None)  # the caller's side ran it
+    membership = wired.group.membership
+    membership.poll(3)
+    assert membership.state is MemberState.STABLE
+    membership.request_rejoin("a test")  # eager: everything is revoked first
+    revoked = wired.asked[-1]
+    assert (revoked.kind, revoked.partitions) == ("revoked", frozenset([T0, T1]))
+    assert wired.subscriptions.paused() == {T0, T1}  # nothing more of them reaches the caller
+    assert wired.subscriptions.assigned() == {T0, T1}  # positions kept while the callback may commit
+    assert not revoked.done.done()
+
+
+def test_with_auto_commit_the_revoke_callback_is_asked_only_once_the_positions_are_committed() -> None:
+    wired = WiredGroup()
+    wired.join_as_leader(listener=True)
+    wired.asked[-1].done.set_result(None)
+    membership = wired.group.membership
+    membership.poll(3)
+    wired.subscriptions.seek(T0, 7)
+    membership.request_rejoin("a test")
+    assert [e.kind for e in wired.asked] == ["assigned"]  # Java's commit-before-revoke
+    sent_now = wired.group.commit.poll(4).unsent_requests  # also the OffsetFetch of t-1, which has no position
+    (commit,) = [u for u in sent_now if isinstance(u.request, OffsetCommitRequest)]
+    assert isinstance(commit.request, OffsetCommitRequest)
+    sent = [(t.name, p.partition_index, p.committed_offset) for t in commit.request.topics for p in t.partitions]
+    assert sent == [("t", 0, 7)]
+    commit.on_response(
+        OffsetCommitResponse(
+            topics=(
+                OffsetCommitResponseTopic(
+                    name="t", partitions=(OffsetCommitResponsePartition(partition_index=0, error_code=0),)
+                ),
+            )
+        ),
+        5,
+    )
+    assert [e.kind for e in wired.asked] == ["assigned", "revoked"]

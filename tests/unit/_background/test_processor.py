@@ -1,0 +1,231 @@
+"""Application events turned into work (``_background/processor.py``), on the background's side with no thread: each
+event's effect on the subscription state and the managers, group calls refused without a group, and events failed
+at their deadline naming what the caller asked and the last connection error."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from asyncconsumer._background.processor import ApplicationEventProcessor
+from asyncconsumer._state.queues import BackgroundEventQueue
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.subscription import SubscriptionState
+from asyncconsumer.errors import (
+    AuthenticationError,
+    ClientClosedError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+)
+from asyncconsumer.events.application import (
+    ApplicationEvent,
+    AssignEvent,
+    CloseEvent,
+    CommitEvent,
+    CommittedEvent,
+    EnforceRebalanceEvent,
+    PauseEvent,
+    PolledEvent,
+    ResetPositionsEvent,
+    SeekEvent,
+    SubscribeEvent,
+    TopicMetadataEvent,
+    UnsubscribeEvent,
+    UpdatePositionsEvent,
+)
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.offsets import OffsetsManager
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.records import PartitionInfo, TopicPartition
+from tests.support.group_context import WiredGroup, answer_metadata
+
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+class Parts:
+    """A processor over real shared state and managers; ``last_error`` and ``fatal`` are what the network says."""
+
+    def __init__(self, group: WiredGroup | None = None) -> None:
+        self.subs = group.subscriptions if group is not None else SubscriptionState("earliest")
+        self.metadata = (
+            group.metadata if group is not None else MetadataManager(["h:1"], 60_000, ExponentialBackoff(100, 1000))
+        )
+        self.offsets = OffsetsManager(
+            self.subs,
+            self.metadata,
+            "read_uncommitted",
+            ExponentialBackoff(100, 1000),
+            BackgroundEventQueue(CallerSignal()).put,
+        )
+        self.closed: list[CloseEvent] = []
+        self.last_error: KafkaError | None = None
+        self.fatal: KafkaError | None = None
+        self.processor = ApplicationEventProcessor(
+            self.subs,
+            self.metadata,
+            self.offsets,
+            on_close=self.closed.append,
+            last_error=lambda: self.last_error,
+            group=group.group if group is not None else None,
+            fatal_error=lambda: self.fatal,
+        )
+
+    def process(self, event: ApplicationEvent) -> ApplicationEvent:
+        self.processor.process(event)
+        return event
+
+    def asked_topics(self) -> tuple[str, ...] | None:
+        self.metadata.request_update()
+        (request,) = self.metadata.poll(0).unsent_requests
+        topics = request.request.topics  # type: ignore[attr-defined]
+        return None if topics is None else tuple(t.name for t in topics)
+
+
+# --- what each event does ---------------------------------------------------------------------------------------
+
+
+def test_an_assignment_is_applied_and_its_topics_are_asked_for() -> None:
+    parts = Parts()
+    event = parts.process(AssignEvent(partitions=frozenset([T0, TopicPartition("u", 0)]), deadline_ms=10))
+    assert event.future.result(0) is None
+    assert parts.subs.assigned() == {T0, TopicPartition("u", 0)}
+    assert parts.asked_topics() == ("t", "u")
+
+
+def test_seek_reset_and_pause_change_the_subscription_state() -> None:
+    parts = Parts()
+    parts.process(AssignEvent(partitions=frozenset([T0, T1]), deadline_ms=10))
+    assert parts.process(SeekEvent(tp=T0, offset=5, deadline_ms=10)).future.result(0) is None
+    assert parts.subs.position(T0) == 5
+    parts.process(ResetPositionsEvent(partitions=frozenset([T1]), strategy="latest", deadline_ms=10))
+    assert parts.subs.partitions_awaiting_reset()[T1][0] == "latest"
+    epoch = parts.subs.epoch(T0)
+    assert epoch is not None and parts.subs.fetched(T0, epoch, 5, 9, 20, -1, -1)  # fetched ahead of the caller
+    parts.process(PauseEvent(partitions=frozenset([T0]), paused=True, deadline_ms=10))
+    assert parts.subs.paused() == {T0}
+    assert parts.subs.epoch(T0) != epoch  # what was fetched ahead is dropped: a paused partition holds no buffer
+    assert parts.subs.position(T0) == 5
+    parts.process(PauseEvent(partitions=frozenset([T0]), paused=False, deadline_ms=10))
+    assert parts.subs.paused() == set()
+
+
+def test_an_event_the_state_refuses_fails_with_that_error() -> None:
+    parts = Parts()
+    event = parts.process(SeekEvent(tp=T0, offset=5, deadline_ms=10))
+    error = event.future.exception(0)
+    assert isinstance(error, IllegalStateError) and "t-0 is not assigned" in str(error)
+    updates = parts.process(UpdatePositionsEvent(partitions=frozenset([T0]), deadline_ms=10))
+    assert isinstance(updates.future.exception(0), IllegalStateError)
+
+
+def test_a_topic_lookup_waits_for_the_metadata_and_answers_its_partitions_in_order() -> None:
+    parts = Parts()
+    one = parts.process(TopicMetadataEvent(topic="t", deadline_ms=10))
+    every = parts.process(TopicMetadataEvent(topic=None, deadline_ms=10))
+    assert not one.future.done() and parts.processor.next_deadline_ms() == 10
+    answer_metadata(parts.metadata, {"t": 2, "u": 1})
+    found = one.future.result(0)
+    assert list(found) == ["t"] and [p.partition for p in found["t"]] == [0, 1]
+    assert all(isinstance(p, PartitionInfo) for p in found["t"])
+    assert set(every.future.result(0)) == {"t", "u"}  # one request for every topic answered both
+
+
+@pytest.mark.parametrize(
+    ("event", "call"),
+    [
+        (SubscribeEvent(topics=frozenset({"t"}), deadline_ms=10), "subscribe"),
+        (CommitEvent(offsets=None, deadline_ms=10), "commit"),
+        (CommittedEvent(partitions=frozenset([T0]), deadline_ms=10), "committed"),
+        (EnforceRebalanceEvent(reason="x", deadline_ms=10), "enforce_rebalance"),
+    ],
+    ids=["subscribe", "commit", "committed", "enforce_rebalance"],
+)
+def test_a_group_call_without_a_group_fails_naming_what_to_set(event: ApplicationEvent, call: str) -> None:
+    Parts().process(event)
+    error = event.future.exception(0)
+    assert isinstance(error, IllegalStateError)
+    assert str(error) == f"{call}() needs a consumer group: set group_id"
+
+
+def test_unsubscribe_and_poll_without_a_group_complete_and_forget_the_assignment() -> None:
+    parts = Parts()
+    parts.process(AssignEvent(partitions=frozenset([T0]), deadline_ms=10))
+    assert parts.process(UnsubscribeEvent(deadline_ms=10)).future.result(0) is None
+    assert parts.subs.assigned() == set()
+    assert parts.asked_topics() == ()
+    assert parts.process(PolledEvent(deadline_ms=10)).future.result(0) is None
+
+
+def test_subscribe_hands_the_topics_to_the_group_and_completes_once_its_api_is_known_to_be_offered() -> None:
+    wired = WiredGroup()
+    parts = Parts(wired)
+    event = parts.process(SubscribeEvent(topics=frozenset({"t"}), deadline_ms=10))
+    assert parts.subs.subscription == {"t"}
+    assert wired.group.has_listener is False
+    assert wired.group.membership.subscribed  # type: ignore[attr-defined]
+    assert event.future.result(0) is None  # every broker offers the classic group APIs
+    assert parts.asked_topics() == ("t",)
+    parts.process(SubscribeEvent(topics=frozenset(), pattern=re.compile("t.*"), has_listener=True, deadline_ms=10))
+    assert wired.group.has_listener is True and wired.metadata.all_topics_always
+
+    kip848 = Parts(WiredGroup(group_protocol="consumer"))
+    waiting = kip848.process(SubscribeEvent(topics=frozenset({"t"}), deadline_ms=10))
+    assert not waiting.future.done()  # until a connected broker is seen to offer API 68
+    assert kip848.processor.next_deadline_ms() == 10
+
+
+def test_a_commit_of_nothing_completes_at_once() -> None:
+    parts = Parts(WiredGroup())
+    assert parts.process(CommitEvent(offsets=None, deadline_ms=10)).future.result(0) is None  # no positions yet
+    assert parts.processor.next_deadline_ms() is None  # not even tracked
+
+
+def test_close_goes_to_the_thread_and_an_unknown_event_fails() -> None:
+    parts = Parts()
+    close = parts.process(CloseEvent(deadline_ms=10))
+    assert parts.closed == [close]
+    odd = parts.process(ApplicationEvent(deadline_ms=10))
+    with pytest.raises(TypeError, match="unknown application event ApplicationEvent"):
+        odd.future.result(0)
+
+
+# --- deadlines ---------------------------------------------------------------------------------------------------
+
+
+def test_events_past_their_deadline_fail_naming_what_was_asked_and_the_last_error() -> None:
+    parts = Parts()
+    early = parts.process(TopicMetadataEvent(topic="t", deadline_ms=100))
+    late = parts.process(TopicMetadataEvent(topic=None, deadline_ms=300))
+    parts.processor.reap(99)
+    assert not early.future.done()
+    parts.processor.reap(100)
+    assert str(early.future.exception(0)) == "looking up topic 't' timed out"
+    assert parts.processor.next_deadline_ms() == 300
+    parts.last_error = KafkaConnectionError("cannot connect to bootstrap server h:1: connection refused")
+    parts.processor.reap(300)
+    error = late.future.exception(0)
+    assert isinstance(error, KafkaTimeoutError)
+    assert str(error) == (
+        "listing the cluster's topics timed out; last error: cannot connect to bootstrap server h:1: connection refused"
+    )
+    assert parts.processor.next_deadline_ms() is None
+
+
+def test_a_fatal_network_error_fails_every_waiting_event_at_once() -> None:
+    parts = Parts()
+    waiting = [parts.process(TopicMetadataEvent(topic=t, deadline_ms=10_000)) for t in ("a", "b")]
+    parts.fatal = AuthenticationError("SASL PLAIN refused by broker 1")
+    parts.processor.reap(0)
+    assert [e.future.exception(0) for e in waiting] == [parts.fatal, parts.fatal]
+
+
+def test_closing_fails_what_is_still_waiting_as_closed() -> None:
+    parts = Parts()
+    waiting = parts.process(TopicMetadataEvent(topic="t", deadline_ms=10_000))
+    parts.processor.fail_all()
+    error = waiting.future.exception(0)
+    assert isinstance(error, ClientClosedError) and str(error) == "the consumer is closed"
+    assert parts.processor.next_deadline_ms() is None

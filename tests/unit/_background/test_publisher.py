@@ -1,0 +1,90 @@
+"""The snapshot the background publishes once per loop iteration (``_background/publisher.py``): what the caller's
+``metrics()`` and ``group_metadata()`` may know, taken from the fetch manager, the network and the group, replaced
+whole, with the per-partition mapping copied only when it changed."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import pytest
+
+from asyncconsumer._background.builder import build
+from asyncconsumer._background.publisher import SnapshotPublisher
+from asyncconsumer._clock import ManualClock
+from asyncconsumer._state.snapshot import BackgroundSnapshot, Published
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import KafkaConnectionError, KafkaError
+from asyncconsumer.managers.fetch import FetchManager
+from asyncconsumer.records import TopicPartition
+from tests.support.group_context import WiredGroup
+
+T0 = TopicPartition("t", 0)
+
+
+class Network:
+    """What the publisher reads of the network delegate."""
+
+    def __init__(self) -> None:
+        self.connection_count = 0
+        self.error: KafkaError | None = None
+
+    def last_connection_error(self) -> KafkaError | None:
+        return self.error
+
+
+def fetch_manager() -> FetchManager:
+    """A consumer's fetch manager, built (never run)."""
+    return build(ConsumerConfig.from_kwargs("h:1"), ManualClock()).owned.fetch
+
+
+def test_without_a_group_the_snapshot_carries_the_fetch_and_network_facts_only() -> None:
+    published, network, fetch = Published(), Network(), fetch_manager()
+    publisher = SnapshotPublisher(published, fetch, network, None)  # type: ignore[arg-type]
+    publisher.publish(0)
+    assert published.current == BackgroundSnapshot()
+    network.connection_count = 2
+    network.error = KafkaConnectionError("cannot connect to broker 1 at h:1: connection refused")
+    fetch.latency.add(30)
+    fetch.latency.add(10)
+    before = published.current
+    publisher.publish(1)
+    now = published.current
+    assert now is not before and before == BackgroundSnapshot()  # replaced whole, never changed in place
+    assert (now.connection_count, now.last_connection_error) == (2, str(network.error))
+    assert (now.fetch_latency_avg_ms, now.fetch_latency_max_ms) == (20.0, 30)
+    assert (now.coordinator_id, now.generation_id, now.member_id, now.rebalances) == (None, -1, "", 0)
+
+
+def test_where_partitions_were_fetched_from_is_copied_only_when_it_changed() -> None:
+    published, fetch = Published(), fetch_manager()
+    publisher = SnapshotPublisher(published, fetch, Network(), None)  # type: ignore[arg-type]
+    publisher.publish(0)
+    first = published.current.fetched_from
+    publisher.publish(1)
+    assert published.current.fetched_from is first
+    fetch.read_replicas.answered(T0, 2, -1, True, 2)
+    publisher.publish(2)
+    changed = published.current.fetched_from
+    assert changed == {T0: 2} and changed is not first
+    assert isinstance(changed, MappingProxyType)
+    with pytest.raises(TypeError):
+        changed[T0] = 3  # type: ignore[index]
+    fetch.read_replicas.answered(T0, 2, -1, True, 3)  # the same node again: no change
+    publisher.publish(3)
+    assert published.current.fetched_from is changed
+
+
+def test_with_a_group_the_snapshot_names_the_coordinators_broker_and_the_members_generation() -> None:
+    wired = WiredGroup(enable_auto_commit=False)
+    published = Published()
+    publisher = SnapshotPublisher(published, fetch_manager(), Network(), wired.group)  # type: ignore[arg-type]
+    publisher.publish(0)
+    assert (published.current.coordinator_id, published.current.generation_id) == (None, -1)
+    wired.join_as_leader(listener=False)
+    wired.group.membership.poll(3)  # stable
+    publisher.publish(3)
+    snapshot = published.current
+    assert snapshot.coordinator_id == 1  # the broker's node id, not the coordinator connection's
+    assert (snapshot.generation_id, snapshot.member_id, snapshot.group_instance_id) == (5, "m-1", None)
+    assert snapshot.rebalances == wired.group.membership.rebalances >= 1
+    assert snapshot.rejoin_on_poll is False
