@@ -77,7 +77,7 @@ class _Counts:
 
 def _count_fetch_bytes() -> _Counts:
     """Wraps the Fetch request's encoder and the response's decoder to count their bytes."""
-    from asyncconsumer.protocol.fetch import FetchRequest, FetchResponse
+    from asyncconsumer.protocol.messages.fetch import FetchRequest, FetchResponse
 
     counts = _Counts()
     encode = FetchRequest.encode
@@ -281,12 +281,22 @@ def run_child(
     return result
 
 
+def topic_at(topic: str, offsets: dict[int, int], max_bytes: int) -> tuple[Any, ...]:
+    """One FetchTopic asking each partition from its offset."""
+    from asyncconsumer.protocol.messages.fetch import FetchPartition, FetchTopic
+
+    parts = tuple(
+        FetchPartition(partition=p, fetch_offset=o, partition_max_bytes=max_bytes) for p, o in offsets.items()
+    )
+    return (FetchTopic(topic=topic, partitions=parts),)
+
+
 def broker_probe(broker: Any, topic: str, partitions: int, fetches: int, rounds: int = 3) -> dict[str, list[float]]:
     """The broker's CPU per fetch of every (idle, caught-up) partition answered at once (``max_wait_ms`` 0, so no
     fetch waits in the broker's purgatory): ``fetches`` sessionless full fetches, then as many incremental ones in
     one session, ``rounds`` times; milliseconds of broker CPU per fetch, per round."""
     kafka_broker_module()  # puts the repository root on sys.path for tests.support
-    from asyncconsumer.protocol.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+    from asyncconsumer.protocol.messages.fetch import FetchRequest, FetchResponse
     from tests.support.raw_client import RawClient
 
     client = RawClient(broker.bootstrap_servers, "broker-probe")
@@ -294,30 +304,45 @@ def broker_probe(broker: Any, topic: str, partitions: int, fetches: int, rounds:
     out: dict[str, list[float]] = {"full": [], "sessions": []}
     try:
         probe = client.call(
-            FetchRequest(0, 1, 1, (FetchTopic(topic, tuple(FetchPartition(p, 0, 1) for p in range(partitions))),)), 12
+            FetchRequest(
+                max_wait_ms=0, min_bytes=1, max_bytes=1, topics=topic_at(topic, dict.fromkeys(range(partitions), 0), 1)
+            ),
+            12,
         )
         assert isinstance(probe, FetchResponse)
         ends = {p.partition_index: p.high_watermark for t in probe.responses for p in t.partitions}
-        at_end = (FetchTopic(topic, tuple(FetchPartition(p, ends[p], 1 << 20) for p in range(partitions))),)
+        at_end = topic_at(topic, ends, 1 << 20)
         for _ in range(rounds):
             before = _process_cpu_s(broker.pid)
             for _ in range(fetches):
-                client.call(FetchRequest(0, 1, 50 << 20, at_end), 12)
+                client.call(FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=50 << 20, topics=at_end), 12)
             after = _process_cpu_s(broker.pid)
             if before is not None and after is not None:
                 out["full"].append((after - before) * 1000 / fetches)
-            opened = client.call(FetchRequest(0, 1, 50 << 20, at_end, session_epoch=0), 12)
+            opened = client.call(
+                FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=50 << 20, topics=at_end, session_epoch=0), 12
+            )
             assert isinstance(opened, FetchResponse) and opened.session_id, "no fetch session given"
             before = _process_cpu_s(broker.pid)
             for epoch in range(1, fetches + 1):
                 answer = client.call(
-                    FetchRequest(0, 1, 50 << 20, (), session_id=opened.session_id, session_epoch=epoch), 12
+                    FetchRequest(
+                        max_wait_ms=0,
+                        min_bytes=1,
+                        max_bytes=50 << 20,
+                        session_id=opened.session_id,
+                        session_epoch=epoch,
+                    ),
+                    12,
                 )
                 assert isinstance(answer, FetchResponse) and not answer.error_code, answer
             after = _process_cpu_s(broker.pid)
             if before is not None and after is not None:
                 out["sessions"].append((after - before) * 1000 / fetches)
-            client.call(FetchRequest(0, 1, 1, (), session_id=opened.session_id, session_epoch=-1), 12)  # close it
+            closing = FetchRequest(
+                max_wait_ms=0, min_bytes=1, max_bytes=1, session_id=opened.session_id, session_epoch=-1
+            )
+            client.call(closing, 12)  # close it
     finally:
         client.close()
     return out

@@ -49,7 +49,7 @@ from asyncconsumer.events.application import (
 from asyncconsumer.events.background import CallbackEvent, ErrorEvent, RebalanceEvent
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, RateMeter
-from asyncconsumer.protocol.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from asyncconsumer.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from asyncconsumer.records import (
     ConsumerRecords,
     GroupMetadata,

@@ -30,7 +30,7 @@ import attrs
 from asyncconsumer._logs import get_logger
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer.errors import KafkaError
-from asyncconsumer.protocol.fetch import AbortedTransaction
+from asyncconsumer.protocol.messages.fetch import AbortedTransaction
 from asyncconsumer.records import TopicPartition
 
 log = get_logger("asyncconsumer.fetch")

@@ -13,7 +13,11 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from asyncconsumer.errors import ConfigError, IllegalStateError, KafkaError
-from asyncconsumer.protocol.consumer_protocol import Assignment, Subscription, TopicPartitions
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+)
+from asyncconsumer.protocol.messages.consumer_protocol import TopicPartition as WireTopicPartition
 from asyncconsumer.records import TopicPartition
 
 
@@ -35,7 +39,7 @@ class GroupMember:
 
     member_id: str
     group_instance_id: str | None
-    subscription: Subscription
+    subscription: ConsumerProtocolSubscription
 
 
 @attrs.define(frozen=True, slots=True)
@@ -45,12 +49,14 @@ class GroupAssignment:
     partitions: Mapping[str, tuple[TopicPartition, ...]]
     user_data: Mapping[str, bytes | None] = attrs.field(factory=dict)
 
-    def assignment_for(self, member_id: str) -> Assignment:
-        """The wire ``Assignment`` for one member; a member the result does not name gets nothing."""
-        return Assignment(to_wire(self.partitions.get(member_id, ())), self.user_data.get(member_id))
+    def assignment_for(self, member_id: str) -> ConsumerProtocolAssignment:
+        """The wire assignment for one member; a member the result does not name gets nothing."""
+        return ConsumerProtocolAssignment(
+            assigned_partitions=to_wire(self.partitions.get(member_id, ())), user_data=self.user_data.get(member_id)
+        )
 
-    def to_assignments(self) -> dict[str, Assignment]:
-        """Every member's wire ``Assignment``, ready to encode into SyncGroup."""
+    def to_assignments(self) -> dict[str, ConsumerProtocolAssignment]:
+        """Every member's wire assignment, ready to encode into SyncGroup."""
         return {member_id: self.assignment_for(member_id) for member_id in self.partitions}
 
 
@@ -81,11 +87,11 @@ class PartitionAssignor(Protocol):
       subscription and returns ``member_id -> partitions``. A partition may go to at most one member, only to a
       member that is in ``members`` and only if it exists in ``partitions_per_topic``; ``perform_assignment``
       enforces this. Members left out get nothing.
-    - Under COOPERATIVE, a partition that a member lists in ``Subscription.owned_partitions`` must not be given
+    - Under COOPERATIVE, a partition that a member lists in ``subscription.owned_partitions`` must not be given
       to another member in the same rebalance: leave it out, so its owner revokes it and rejoins, and give it
       out in the follow-up rebalance.
     - ``subscription_user_data`` and ``on_assignment`` run on every member: the first fills
-      ``Subscription.user_data`` before each JoinGroup, the second receives the member's new assignment and the
+      ``subscription.user_data`` before each JoinGroup, the second receives the member's new assignment and the
       generation after each SyncGroup (use it to remember what ``subscription_user_data`` should say next).
     """
 
@@ -97,7 +103,7 @@ class PartitionAssignor(Protocol):
     configured assignors support."""
 
     def subscription_user_data(self, topics: frozenset[str]) -> bytes | None:
-        """Opaque bytes for ``Subscription.user_data``, which the leader's ``assign`` reads; default none."""
+        """Opaque bytes for ``subscription.user_data``, which the leader's ``assign`` reads; default none."""
         return None
 
     def assign(
@@ -110,7 +116,7 @@ class PartitionAssignor(Protocol):
         """
         ...
 
-    def on_assignment(self, assignment: Assignment, generation: int) -> None:
+    def on_assignment(self, assignment: ConsumerProtocolAssignment, generation: int) -> None:
         """Called on every member with its new assignment and the group generation; default does nothing."""
         return None
 
@@ -125,17 +131,19 @@ def member_sort_key(member: GroupMember) -> tuple[int, str, str]:
     return (1, member.member_id, "")
 
 
-def to_wire(partitions: Iterable[TopicPartition]) -> TopicPartitions:
+def to_wire(partitions: Iterable[TopicPartition]) -> tuple[WireTopicPartition, ...]:
     """Topic-partitions grouped per topic in the wire shape, topics and partitions sorted, duplicates dropped."""
     by_topic: dict[str, set[int]] = {}
     for tp in partitions:
         by_topic.setdefault(tp.topic, set()).add(tp.partition)
-    return tuple((topic, tuple(sorted(by_topic[topic]))) for topic in sorted(by_topic))
+    return tuple(
+        WireTopicPartition(topic=topic, partitions=tuple(sorted(by_topic[topic]))) for topic in sorted(by_topic)
+    )
 
 
-def from_wire(pairs: TopicPartitions) -> list[TopicPartition]:
-    """The topic-partitions of wire (topic, partitions) pairs, in wire order."""
-    return [TopicPartition(topic, partition) for topic, partitions in pairs for partition in partitions]
+def from_wire(wire: Iterable[WireTopicPartition]) -> list[TopicPartition]:
+    """The topic-partitions of the wire's per-topic groups, in wire order."""
+    return [TopicPartition(group.topic, partition) for group in wire for partition in group.partitions]
 
 
 def subscribed_topics(members: Iterable[GroupMember]) -> set[str]:

@@ -1,6 +1,6 @@
 """The cooperative sticky assignor (Kafka's ``"cooperative-sticky"``, Java's ``CooperativeStickyAssignor``).
 
-Sticky: members keep the partitions they own (``Subscription.owned_partitions``) as long as the assignment
+Sticky: members keep the partitions they own (``subscription.owned_partitions``) as long as the assignment
 stays balanced, so a rebalance moves as few partitions as it can. Cooperative: a partition that must move to
 another member is first only taken away from its owner; nobody gets it in that rebalance. The owner revokes it
 and rejoins, and in the follow-up rebalance it is unowned and is given out. A partition never has two
@@ -12,7 +12,7 @@ How the leader computes it (``sticky_assign``, then ``cooperative_sticky_assign`
    partition, the claim with the highest generation wins (the others are stale: those members missed a
    rebalance); claims tied at the highest generation cancel, and the partition counts as unowned. A winning
    claim on a topic its member no longer subscribes to is dropped. The generation is
-   ``Subscription.generation_id`` or, from members on subscription versions before 2, the int32 in the user
+   ``subscription.generation_id`` or, from members on subscription versions before 2, the int32 in the user
    data (Java's format, which ``subscription_user_data`` writes too).
 2. Every member keeps its valid owned partitions; the unowned ones go, those with the fewest eligible members
    first, each to the eligible member with the fewest partitions.
@@ -37,7 +37,7 @@ from asyncconsumer.assignors.base import (
     from_wire,
     member_sort_key,
 )
-from asyncconsumer.protocol.consumer_protocol import Assignment, Subscription
+from asyncconsumer.protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from asyncconsumer.records import TopicPartition
 
 __all__ = [
@@ -55,7 +55,7 @@ DEFAULT_GENERATION = -1
 _GENERATION = struct.Struct(">i")
 
 
-def member_generation(subscription: Subscription) -> int:
+def member_generation(subscription: ConsumerProtocolSubscription) -> int:
     """The generation a member's owned partitions belong to: the v2+ field, else Java's int32 user data."""
     if subscription.generation_id >= 0:
         return subscription.generation_id
@@ -238,7 +238,7 @@ class CooperativeStickyAssignor(PartitionAssignor):
     def subscription_user_data(self, topics: frozenset[str]) -> bytes | None:
         return _GENERATION.pack(self._generation)
 
-    def on_assignment(self, assignment: Assignment, generation: int) -> None:
+    def on_assignment(self, assignment: ConsumerProtocolAssignment, generation: int) -> None:
         self._generation = generation
 
     def assign(

@@ -19,14 +19,18 @@ from asyncconsumer.errors import CommitFailedError, ErrorCode, KafkaError, Kafka
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.offsets_commit import (
-    OffsetCommitPartition,
+from asyncconsumer.protocol.layouts import offsets_for_group
+from asyncconsumer.protocol.messages.offset_commit import (
     OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
     OffsetCommitResponse,
-    OffsetCommitTopic,
+)
+from asyncconsumer.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
     OffsetFetchResponse,
-    OffsetFetchTopic,
 )
 from asyncconsumer.records import OffsetAndMetadata, TopicPartition
 
@@ -242,28 +246,31 @@ class CommitManager:
         for tp in job.partitions:
             by_topic[tp.topic].append(tp)
         if job.kind == "fetch":
-            topics = tuple(OffsetFetchTopic(t, tuple(tp.partition for tp in tps)) for t, tps in by_topic.items())
+            topics = tuple(
+                OffsetFetchRequestTopics(name=t, partition_indexes=tuple(tp.partition for tp in tps))
+                for t, tps in by_topic.items()
+            )
             member = self._generation() if self._member_epoch_in_fetch else NO_GENERATION
-            return OffsetFetchRequest(
-                group_id,
-                topics,
-                require_stable=self._require_stable,
+            group = OffsetFetchRequestGroup(
+                group_id=group_id,
                 member_id=member.member_id or None,
                 member_epoch=member.generation_id,
+                topics=topics,
             )
+            return OffsetFetchRequest(groups=(group,), require_stable=self._require_stable)
         generation = self._generation()
         return OffsetCommitRequest(
-            group_id,
-            generation.generation_id,
-            generation.member_id,
-            tuple(
-                OffsetCommitTopic(
-                    t,
-                    tuple(_commit_partition(tp.partition, job.offsets[tp]) for tp in tps),
+            group_id=group_id,
+            generation_id_or_member_epoch=generation.generation_id,
+            member_id=generation.member_id,
+            group_instance_id=generation.group_instance_id,
+            topics=tuple(
+                OffsetCommitRequestTopic(
+                    name=t,
+                    partitions=tuple(_commit_partition(tp.partition, job.offsets[tp]) for tp in tps),
                 )
                 for t, tps in by_topic.items()
             ),
-            group_instance_id=generation.group_instance_id,
         )
 
     def _callback(self, job: _Job) -> Callable[[object, int], None]:
@@ -302,7 +309,7 @@ class CommitManager:
         return True
 
     def _on_fetched(self, job: _Job, response: OffsetFetchResponse, now_ms: int) -> None:
-        group = response.partitions_for(self._coordinator.group_id)
+        group = offsets_for_group(response, self._coordinator.group_id)
         if self._handle(job, group.error_code, now_ms, f"OffsetFetch for group {self._coordinator.group_id!r}"):
             return
         wanted = set(job.partitions)
@@ -363,6 +370,10 @@ class CommitManager:
         log.info("commit.retry", kind=job.kind, error=str(error), attempts=job.attempts)
 
 
-def _commit_partition(partition: int, committed: OffsetAndMetadata) -> OffsetCommitPartition:
-    epoch = -1 if committed.leader_epoch is None else committed.leader_epoch
-    return OffsetCommitPartition(partition, committed.offset, epoch, committed.metadata)
+def _commit_partition(partition: int, committed: OffsetAndMetadata) -> OffsetCommitRequestPartition:
+    return OffsetCommitRequestPartition(
+        partition_index=partition,
+        committed_offset=committed.offset,
+        committed_leader_epoch=-1 if committed.leader_epoch is None else committed.leader_epoch,
+        committed_metadata=committed.metadata,
+    )

@@ -16,7 +16,8 @@ from asyncconsumer.errors import KafkaError, for_code
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff, RequestState
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from asyncconsumer.protocol.layouts import coordinator_for
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
 log = get_logger("asyncconsumer.coordinator")
 
@@ -84,7 +85,7 @@ class CoordinatorManager:
             self._failed(now_ms, result)
             return
         assert isinstance(result, FindCoordinatorResponse)
-        found = result.for_key(self.group_id)
+        found = coordinator_for(result, self.group_id)
         if found.error_code:
             error = for_code(found.error_code, found.error_message or f"FindCoordinator for group {self.group_id!r}")
             if error.retriable:

@@ -57,7 +57,7 @@ from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.read_replica import ReadReplicas
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.metrics import LatencyWindow
-from asyncconsumer.protocol.fetch import FetchRequest, FetchResponse
+from asyncconsumer.protocol.messages.fetch import FetchRequest, FetchResponse
 from asyncconsumer.protocol.records import complete_batches
 from asyncconsumer.records import TopicPartition
 

@@ -36,7 +36,7 @@ import attrs
 
 from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import ErrorCode
-from asyncconsumer.protocol.fetch import FetchPartition, FetchResponse, FetchTopic, ForgottenTopic
+from asyncconsumer.protocol.messages.fetch import FetchPartition, FetchResponse, FetchTopic, ForgottenTopic
 from asyncconsumer.records import TopicPartition
 
 log = get_logger("asyncconsumer.fetch")
@@ -80,15 +80,22 @@ class SessionFetch:
 def _topics(partitions: Mapping[TopicPartition, PartitionFetch]) -> tuple[FetchTopic, ...]:
     by_topic: dict[str, list[FetchPartition]] = defaultdict(list)
     for tp, (offset, max_bytes, leader_epoch) in partitions.items():
-        by_topic[tp.topic].append(FetchPartition(tp.partition, offset, max_bytes, leader_epoch))
-    return tuple(FetchTopic(topic, tuple(parts)) for topic, parts in by_topic.items())
+        by_topic[tp.topic].append(
+            FetchPartition(
+                partition=tp.partition,
+                fetch_offset=offset,
+                partition_max_bytes=max_bytes,
+                current_leader_epoch=leader_epoch,
+            )
+        )
+    return tuple(FetchTopic(topic=topic, partitions=tuple(parts)) for topic, parts in by_topic.items())
 
 
 def _forgotten(partitions: list[TopicPartition]) -> tuple[ForgottenTopic, ...]:
     by_topic: dict[str, list[int]] = defaultdict(list)
     for tp in partitions:
         by_topic[tp.topic].append(tp.partition)
-    return tuple(ForgottenTopic(topic, tuple(parts)) for topic, parts in by_topic.items())
+    return tuple(ForgottenTopic(topic=topic, partitions=tuple(parts)) for topic, parts in by_topic.items())
 
 
 class FetchSession:

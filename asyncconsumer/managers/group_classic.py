@@ -22,8 +22,13 @@ from asyncconsumer.assignors import (
 from asyncconsumer.managers.heartbeat_classic import ClassicHeartbeatManager, HeartbeatSettings
 from asyncconsumer.managers.membership import Membership, MembershipContext
 from asyncconsumer.managers.membership_classic import ClassicMembershipManager, GroupSettings
-from asyncconsumer.protocol.consumer_protocol import Subscription
-from asyncconsumer.protocol.group import JoinGroupMember, JoinGroupProtocol
+from asyncconsumer.protocol.consumer_protocol import (
+    ConsumerProtocolSubscription,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from asyncconsumer.protocol.messages.join_group import JoinGroupRequestProtocol, JoinGroupResponseMember
 
 log = get_logger("asyncconsumer.group")
 
@@ -81,26 +86,33 @@ class ClassicLeader:
         """Partitions per subscribed topic when this member last assigned as leader: metadata that disagrees (a topic
         created, deleted or grown since) makes the leader rejoin, so the group assigns what exists now."""
 
-    def protocols(self, membership: ClassicMembershipManager) -> list[JoinGroupProtocol]:
+    def protocols(self, membership: ClassicMembershipManager) -> list[JoinGroupRequestProtocol]:
         """One JoinGroup protocol per assignor: the subscription, and what the member owns when cooperative."""
         topics = frozenset(self._context.subscriptions.subscription or ())
         owned = to_wire(membership.owned) if membership.cooperative else ()
         generation = membership.generation_id if membership.cooperative else -1
         return [
-            JoinGroupProtocol(
-                a.name,
-                Subscription(tuple(sorted(topics)), a.subscription_user_data(topics), owned, generation).encode(),
+            JoinGroupRequestProtocol(
+                name=a.name,
+                metadata=encode_subscription(
+                    ConsumerProtocolSubscription(
+                        topics=tuple(sorted(topics)),
+                        user_data=a.subscription_user_data(topics),
+                        owned_partitions=owned,
+                        generation_id=generation,
+                    )
+                ),
             )
             for a in self.assignors
         ]
 
-    def assign(self, protocol: str, members: Sequence[JoinGroupMember]) -> dict[str, bytes]:
+    def assign(self, protocol: str, members: Sequence[JoinGroupResponseMember]) -> dict[str, bytes]:
         """The leader's assignment: member id -> Assignment bytes, by the assignor the coordinator chose."""
         assignor = next((a for a in self.assignors if a.name == protocol), None)
         if assignor is None:
             raise NoCommonAssignorError([[a.name for a in self.assignors], [protocol]], ["this member", "the group"])
         group_members = [
-            GroupMember(m.member_id, m.group_instance_id, Subscription.decode(m.metadata)) for m in members
+            GroupMember(m.member_id, m.group_instance_id, decode_subscription(m.metadata)) for m in members
         ]
         wanted = {t for m in group_members for t in m.subscription.topics}
         metadata, subscriptions = self._context.metadata, self._context.subscriptions
@@ -115,7 +127,7 @@ class ClassicLeader:
         log.info(
             "group.assigned_as_leader", group=self._context.group_id, members=len(group_members), protocol=protocol
         )
-        return {member_id: assignment.encode() for member_id, assignment in result.to_assignments().items()}
+        return {member_id: encode_assignment(assignment) for member_id, assignment in result.to_assignments().items()}
 
     def stale_assignment(self, membership: ClassicMembershipManager) -> str | None:
         """Why the leader must rejoin: its subscribed topics' partitions differ from what it assigned (Java's

@@ -18,7 +18,7 @@ from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequ
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.membership_classic import ClassicMembershipManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.group import HeartbeatRequest, HeartbeatResponse
+from asyncconsumer.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 log = get_logger("asyncconsumer.heartbeat")
 
@@ -88,7 +88,10 @@ class ClassicHeartbeatManager:
             return PollResult(min(self._next_at - now_ms, poll_deadline))
         generation = self._membership.generation()
         request = HeartbeatRequest(
-            self._coordinator.group_id, generation.generation_id, generation.member_id, generation.group_instance_id
+            group_id=self._coordinator.group_id,
+            generation_id=generation.generation_id,
+            member_id=generation.member_id,
+            group_instance_id=generation.group_instance_id,
         )
         self._in_flight = True
         self._next_at = now_ms + self._settings.heartbeat_interval_ms

@@ -29,12 +29,11 @@ from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as S
 from asyncconsumer.managers.membership_consumer import ConsumerMembershipManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.consumer_group_heartbeat import (
-    LEAVE_EPOCH,
-    STATIC_LEAVE_EPOCH,
+from asyncconsumer.protocol.constants import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    HeartbeatTopicPartitions,
+    TopicPartitions,
 )
 
 log = get_logger("asyncconsumer.heartbeat")
@@ -62,7 +61,7 @@ class _Sent:
     """The fields the coordinator has from us; a heartbeat repeats none of them unless they changed."""
 
     topic_names: tuple[str, ...]
-    owned: tuple[HeartbeatTopicPartitions, ...]
+    owned: tuple[TopicPartitions, ...]
     regex: str | None = None
 
 
@@ -171,12 +170,15 @@ class ConsumerHeartbeatManager:
             self._sent = None
             epoch = LEAVE_EPOCH if settings.group_instance_id is None else STATIC_LEAVE_EPOCH
             return ConsumerGroupHeartbeatRequest(
-                settings.group_id, membership.member_id, epoch, instance_id=settings.group_instance_id
+                group_id=settings.group_id,
+                member_id=membership.member_id,
+                member_epoch=epoch,
+                instance_id=settings.group_instance_id,
             )
         names = tuple(sorted(self._subscribed_topics()))
         regex = self._subscribed_regex()
         owned_map = membership.owned_by_topic_id() or {}
-        owned = tuple(HeartbeatTopicPartitions(t, p) for t, p in sorted(owned_map.items()))
+        owned = tuple(TopicPartitions(topic_id=t, partitions=p) for t, p in sorted(owned_map.items()))
         full = self._sent is None or membership.member_epoch == 0
         sent = self._sent
         self._sent = _Sent(names, owned, regex)
@@ -185,9 +187,9 @@ class ConsumerHeartbeatManager:
         if not full and sent is not None and sent.regex != regex:
             send_regex = regex if regex is not None else ""
         return ConsumerGroupHeartbeatRequest(
-            settings.group_id,
-            membership.member_id,
-            membership.member_epoch,
+            group_id=settings.group_id,
+            member_id=membership.member_id,
+            member_epoch=membership.member_epoch,
             instance_id=settings.group_instance_id,
             rack_id=settings.rack_id if full else None,
             rebalance_timeout_ms=settings.rebalance_timeout_ms if full else -1,

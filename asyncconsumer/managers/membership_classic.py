@@ -25,18 +25,15 @@ from asyncconsumer.managers.membership import ListenerCall
 from asyncconsumer.managers.pending_callback import PendingCallback
 from asyncconsumer.managers.request_state import ExponentialBackoff, RequestState
 from asyncconsumer.protocol.base import Request
-from asyncconsumer.protocol.consumer_protocol import Assignment
-from asyncconsumer.protocol.group import (
-    JoinGroupMember,
-    JoinGroupProtocol,
+from asyncconsumer.protocol.consumer_protocol import decode_assignment
+from asyncconsumer.protocol.messages.join_group import (
     JoinGroupRequest,
+    JoinGroupRequestProtocol,
     JoinGroupResponse,
-    LeaveGroupMember,
-    LeaveGroupRequest,
-    SyncGroupAssignment,
-    SyncGroupRequest,
-    SyncGroupResponse,
+    JoinGroupResponseMember,
 )
+from asyncconsumer.protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
+from asyncconsumer.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse
 from asyncconsumer.records import TopicPartition
 
 log = get_logger("asyncconsumer.membership")
@@ -53,7 +50,7 @@ _RETRY_JOIN = frozenset(
 _RESET_MEMBER = frozenset({ErrorCode.UNKNOWN_MEMBER_ID})
 _RESET_GENERATION = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID})
 
-LeaderAssign = Callable[[str, Sequence[JoinGroupMember]], dict[str, bytes]]
+LeaderAssign = Callable[[str, Sequence[JoinGroupResponseMember]], dict[str, bytes]]
 """The leader's assignor: (protocol name, members with their subscription bytes) -> member id -> assignment bytes."""
 
 
@@ -73,7 +70,7 @@ class ClassicMembershipManager:
         self,
         settings: GroupSettings,
         coordinator: CoordinatorManager,
-        protocols: Callable[[], Sequence[JoinGroupProtocol]],
+        protocols: Callable[[], Sequence[JoinGroupRequestProtocol]],
         leader_assign: LeaderAssign,
         apply_assignment: Callable[[frozenset[TopicPartition]], None],
         listener: ListenerCall,
@@ -242,18 +239,21 @@ class ClassicMembershipManager:
             group_id=self._settings.group_id,
             generation_id=self.generation_id,
             member_id=self.member_id,
-            assignments=tuple(SyncGroupAssignment(m, a) for m, a in self._pending_assignments.items()),
+            assignments=tuple(
+                SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in self._pending_assignments.items()
+            ),
             group_instance_id=self._settings.group_instance_id,
             protocol_type="consumer",
             protocol_name=self.protocol_name,
         )
 
     def _leave_request(self) -> LeaveGroupRequest:
-        return LeaveGroupRequest(
-            self._settings.group_id,
-            self.member_id,
-            (LeaveGroupMember(self.member_id, self._settings.group_instance_id, "the consumer is leaving"),),
+        leaving = MemberIdentity(
+            member_id=self.member_id,
+            group_instance_id=self._settings.group_instance_id,
+            reason="the consumer is leaving",
         )
+        return LeaveGroupRequest(group_id=self._settings.group_id, member_id=self.member_id, members=(leaving,))
 
     # --- answers -----------------------------------------------------------------------------------------------
     def _on_join(self, result: object, now_ms: int) -> None:
@@ -327,11 +327,11 @@ class ClassicMembershipManager:
         if self._assignment_ignored(result.assignment):
             return
         try:
-            assignment = Assignment.decode(result.assignment)
+            assignment = decode_assignment(result.assignment)
         except KafkaError as exc:
             self._retry_join(now_ms, True, f"undecodable assignment: {exc}")
             return
-        assigned = frozenset(TopicPartition(t, p) for t, parts in assignment.partitions for p in parts)
+        assigned = frozenset(TopicPartition(t.topic, p) for t in assignment.assigned_partitions for p in t.partitions)
         self.rebalances += 1
         log.info(
             "membership.assigned",

@@ -26,7 +26,7 @@ from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as 
 from asyncconsumer.managers.member_state_consumer import transition
 from asyncconsumer.managers.membership import ListenerCall
 from asyncconsumer.managers.pending_callback import PendingCallback
-from asyncconsumer.protocol.consumer_group_heartbeat import JOIN_EPOCH
+from asyncconsumer.protocol.constants import JOIN_EPOCH
 from asyncconsumer.records import TopicPartition
 
 log = get_logger("asyncconsumer.membership")

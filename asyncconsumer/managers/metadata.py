@@ -14,7 +14,7 @@ from asyncconsumer._state.cluster import Broker, Cluster, TopicInfo
 from asyncconsumer.errors import ErrorCode, KafkaError, for_code
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff, RequestState
-from asyncconsumer.protocol.metadata import MetadataRequest, MetadataResponse
+from asyncconsumer.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from asyncconsumer.records import PartitionInfo
 
 log = get_logger("asyncconsumer.metadata")
@@ -106,7 +106,10 @@ class MetadataManager:
         extra = {w.topic for w in self._waiters if w.topic is not None}
         all_topics = self._want_all_topics or self.all_topics_always
         topics = None if all_topics else tuple(sorted(self._interest | extra))
-        request = MetadataRequest(topics=topics, allow_auto_topic_creation=False)
+        request = MetadataRequest(
+            topics=None if topics is None else tuple(MetadataRequestTopic(name=t) for t in topics),
+            allow_auto_topic_creation=False,
+        )
 
         def on_response(result: object, now: int) -> None:
             self._on_response(result, now, all_topics)

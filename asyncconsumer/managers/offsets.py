@@ -26,9 +26,8 @@ from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.list_offsets import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
+from asyncconsumer.protocol.constants import CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
@@ -219,9 +218,14 @@ class OffsetsManager:
         cluster = self._metadata.cluster
         for tp, ts in timestamps.items():
             epoch = cluster.leader_epoch(tp)
-            by_topic[tp.topic].append(ListOffsetsPartition(tp.partition, ts, -1 if epoch is None else epoch))
+            by_topic[tp.topic].append(
+                ListOffsetsPartition(
+                    partition_index=tp.partition, timestamp=ts, current_leader_epoch=-1 if epoch is None else epoch
+                )
+            )
         request = ListOffsetsRequest(
-            topics=tuple(ListOffsetsTopic(t, tuple(ps)) for t, ps in by_topic.items()),
+            replica_id=CONSUMER_REPLICA_ID,
+            topics=tuple(ListOffsetsTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
             isolation_level=self._isolation,
         )
         return UnsentRequest(request, leader, callback)

@@ -33,7 +33,8 @@ from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.offsets_for_leader_epoch import (
+from asyncconsumer.protocol.constants import CONSUMER_REPLICA_ID
+from asyncconsumer.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderPartition,
@@ -121,8 +122,15 @@ class OffsetValidationManager:
         self._in_flight |= asked.keys()
         by_topic: dict[str, list[OffsetForLeaderPartition]] = defaultdict(list)
         for tp, a in asked.items():
-            by_topic[tp.topic].append(OffsetForLeaderPartition(tp.partition, a.fetched_epoch, a.leader_epoch))
-        request = OffsetForLeaderEpochRequest(tuple(OffsetForLeaderTopic(t, tuple(ps)) for t, ps in by_topic.items()))
+            by_topic[tp.topic].append(
+                OffsetForLeaderPartition(
+                    partition=tp.partition, leader_epoch=a.fetched_epoch, current_leader_epoch=a.leader_epoch
+                )
+            )
+        request = OffsetForLeaderEpochRequest(
+            replica_id=CONSUMER_REPLICA_ID,
+            topics=tuple(OffsetForLeaderTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+        )
         log.debug("offsets_validation.request", node=leader, partitions=len(asked))
 
         def on_response(result: object, now_ms: int) -> None:
@@ -146,7 +154,7 @@ class OffsetValidationManager:
         answered: set[TopicPartition] = set()
         for topic in result.topics:
             for p in topic.partitions:
-                tp = TopicPartition(topic.name, p.partition)
+                tp = TopicPartition(topic.topic, p.partition)
                 a = asked.get(tp)
                 if a is None:
                     continue

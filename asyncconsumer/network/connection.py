@@ -33,16 +33,21 @@ from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.coordinator import COORDINATOR_NODE_BASE
 from asyncconsumer.network.frames import FrameSizeError, FrameStream, StreamFrames, open_plain
 from asyncconsumer.network.security import ConnectionSecurity
-from asyncconsumer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.base import (
+    ApiKey,
     Request,
     Response,
     decode_response,
     encode_request,
     peek_correlation_id,
 )
+from asyncconsumer.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 log = get_logger("asyncconsumer.network")
+
+CLIENT_SOFTWARE_NAME = "asyncconsumer"
+CLIENT_VERSION = "0.1.0"
+"""What ApiVersions v3+ tells the broker about us (KIP-511)."""
 
 
 class ConnectionState(enum.Enum):
@@ -199,18 +204,14 @@ class BrokerConnection:
     async def _authenticate(self, stream: FrameStream) -> None:
         # Late: only SASL connections need these (a consumer without SASL never loads them).
         from asyncconsumer.network.sasl import mechanism_for
-        from asyncconsumer.protocol.sasl import (
-            SaslAuthenticateRequest,
-            SaslAuthenticateResponse,
-            SaslHandshakeRequest,
-            SaslHandshakeResponse,
-        )
+        from asyncconsumer.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+        from asyncconsumer.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 
         credentials = self._security.sasl
         assert credentials is not None
         where = f"node {self.node_id} at {self.host}:{self.port}"
         try:
-            handshake = await self._exchange(stream, SaslHandshakeRequest(credentials.mechanism))
+            handshake = await self._exchange(stream, SaslHandshakeRequest(mechanism=credentials.mechanism))
         except UnsupportedVersionError as exc:
             raise AuthenticationError(f"{where} does not offer SASL (no SaslHandshake v1): {exc}") from exc
         except (OSError, anyio.EndOfStream, anyio.BrokenResourceError, anyio.IncompleteRead) as exc:
@@ -228,7 +229,7 @@ class BrokerConnection:
         mechanism = mechanism_for(credentials)
         token: bytes | None = mechanism.initial()
         while token is not None:
-            response = await self._exchange(stream, SaslAuthenticateRequest(token))
+            response = await self._exchange(stream, SaslAuthenticateRequest(auth_bytes=token))
             assert isinstance(response, SaslAuthenticateResponse)
             if response.error_code:
                 raise for_code(
@@ -241,8 +242,9 @@ class BrokerConnection:
 
     async def _negotiate(self, stream: FrameStream) -> dict[int, tuple[int, int]]:
         version = ApiVersionsRequest.MAX_VERSION
+        request = ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=CLIENT_VERSION)
         for _ in range(2):
-            frame = encode_request(ApiVersionsRequest(), version, 0, self._client_id)
+            frame = encode_request(request, version, 0, self._client_id)
             await stream.send(frame)
             payload = await self._read_frame(stream)
             response = decode_response(payload, ApiVersionsRequest, version)
@@ -250,8 +252,8 @@ class BrokerConnection:
             ranges = {r.api_key: (r.min_version, r.max_version) for r in response.api_keys}
             if response.error_code == ErrorCode.NONE:
                 return ranges
-            if response.error_code == ErrorCode.UNSUPPORTED_VERSION and ranges.get(18):
-                version = min(ranges[18][1], ApiVersionsRequest.MAX_VERSION)
+            if response.error_code == ErrorCode.UNSUPPORTED_VERSION and ranges.get(ApiKey.API_VERSIONS):
+                version = min(ranges[ApiKey.API_VERSIONS][1], ApiVersionsRequest.MAX_VERSION)
                 continue
             raise KafkaConnectionError(f"ApiVersions to node {self.node_id} failed with code {response.error_code}")
         raise KafkaConnectionError(f"ApiVersions to node {self.node_id} could not agree on a version")

@@ -16,8 +16,8 @@ from typing import Any
 from asyncconsumer.errors import ConfigError, KafkaError, for_code
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.plugins.context import PluginContext
-from asyncconsumer.protocol.list_offsets import (
-    LATEST_TIMESTAMP,
+from asyncconsumer.protocol.constants import CONSUMER_REPLICA_ID, LATEST_TIMESTAMP
+from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
@@ -70,9 +70,11 @@ class LagMonitor:
     def _request(self, leader: int, partitions: list[TopicPartition]) -> UnsentRequest:
         by_topic: dict[str, list[ListOffsetsPartition]] = defaultdict(list)
         for tp in partitions:
-            by_topic[tp.topic].append(ListOffsetsPartition(tp.partition, LATEST_TIMESTAMP))
+            by_topic[tp.topic].append(ListOffsetsPartition(partition_index=tp.partition, timestamp=LATEST_TIMESTAMP))
         request = ListOffsetsRequest(
-            tuple(ListOffsetsTopic(topic, tuple(parts)) for topic, parts in by_topic.items()), self._isolation
+            replica_id=CONSUMER_REPLICA_ID,
+            topics=tuple(ListOffsetsTopic(name=topic, partitions=tuple(parts)) for topic, parts in by_topic.items()),
+            isolation_level=self._isolation,
         )
 
         def on_response(result: Any, now_ms: int) -> None:

@@ -1,38 +1,33 @@
 """The contract every protocol message of ours follows, and request/response framing.
 
 A request class names its API key, the versions we implement and the version where flexible encoding starts;
-its ``RESPONSE`` class decodes the answer. Both directions are implemented for every message so that tests and
-test brokers can speak the protocol too.
+its ``RESPONSE`` class decodes the answer. The classes are generated (``protocol/messages/``); both directions are
+implemented for every message so that tests and test brokers can speak the protocol too.
 """
 
 from __future__ import annotations
 
 import struct
-from enum import IntEnum
-from typing import ClassVar, Protocol, Self, TypeVar
+from typing import ClassVar, Protocol, Self
 
 from asyncconsumer.errors import CorruptResponseError
+from asyncconsumer.protocol.layouts import for_version
+from asyncconsumer.protocol.messages.api_keys import ApiKey
 from asyncconsumer.protocol.wire import Reader, Writer
 
-
-class ApiKey(IntEnum):
-    FETCH = 1
-    LIST_OFFSETS = 2
-    METADATA = 3
-    OFFSET_COMMIT = 8
-    OFFSET_FETCH = 9
-    FIND_COORDINATOR = 10
-    JOIN_GROUP = 11
-    HEARTBEAT = 12
-    LEAVE_GROUP = 13
-    SYNC_GROUP = 14
-    DESCRIBE_GROUPS = 15
-    LIST_GROUPS = 16
-    SASL_HANDSHAKE = 17
-    API_VERSIONS = 18
-    OFFSET_FOR_LEADER_EPOCH = 23
-    SASL_AUTHENTICATE = 36
-    CONSUMER_GROUP_HEARTBEAT = 68
+__all__ = [
+    "ApiKey",
+    "Message",
+    "Request",
+    "Response",
+    "decode_request_frame",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "is_flexible",
+    "peek_correlation_id",
+    "response_header_is_flexible",
+]
 
 
 class Message(Protocol):
@@ -45,7 +40,7 @@ class Message(Protocol):
 
 
 class Response(Message, Protocol):
-    """A decoded response; ``throttle_time_ms`` is 0 for versions that lack it."""
+    """A decoded response."""
 
 
 class Request(Message, Protocol):
@@ -56,8 +51,6 @@ class Request(Message, Protocol):
     RESPONSE: ClassVar[type[Response]]
 
 
-R = TypeVar("R", bound=Response)
-
 _SIZE = struct.Struct(">i")
 _HEADER_V1 = struct.Struct(">hhi")
 
@@ -67,14 +60,17 @@ def is_flexible(request_type: type[Request], version: int) -> bool:
 
 
 def encode_request(request: Request, version: int, correlation_id: int, client_id: str | None) -> bytes:
-    """The whole frame (size prefix, header v1 or v2, body) for ``request`` at ``version``."""
+    """The whole frame (size prefix, header v1 or v2, body) for ``request`` at ``version``.
+
+    A request whose layout changed inside our versions is written in the one ``version`` has (``layouts``).
+    """
     w = Writer()
     w.raw(b"\x00\x00\x00\x00")
     w.raw(_HEADER_V1.pack(int(request.API_KEY), version, correlation_id))
-    w.nstr(client_id, flexible=False)  # the client id stays a classic string even in header v2
+    w.nullable_string(client_id, flexible=False)  # the client id stays a classic string even in header v2
     if is_flexible(type(request), version):
-        w.tagged_fields()
-    request.encode(w, version)
+        w.empty_tags()
+    for_version(request, version).encode(w, version)
     _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
     return bytes(w.buf)
 
@@ -95,7 +91,20 @@ def decode_response(frame: bytes | memoryview, request_type: type[Request], vers
     """Decodes a response frame (without its size prefix) for a request of ``request_type`` at ``version``."""
     r = Reader(frame, 4)
     if response_header_is_flexible(request_type, version):
-        r.tagged_fields()
+        r.skip_tags()
+    start = r.pos
+    try:
+        return _decode(r, request_type, version)
+    except CorruptResponseError:
+        if request_type.API_KEY != ApiKey.API_VERSIONS or version == 0:
+            raise
+    # A broker that does not support ``version`` answers UNSUPPORTED_VERSION with a v0 body (Kafka's client reads
+    # it so too).
+    r.pos = start
+    return _decode(r, request_type, 0)
+
+
+def _decode(r: Reader, request_type: type[Request], version: int) -> Response:
     try:
         return request_type.RESPONSE.decode(r, version)
     except CorruptResponseError:
@@ -110,10 +119,10 @@ def decode_request_frame(
     """For test brokers: (api_key, version, correlation_id, client_id, request) from a frame without its size."""
     r = Reader(frame)
     api_key, version, correlation_id = r.int16(), r.int16(), r.int32()
-    client_id = r.nullable_string()
+    client_id = r.nullable_string(flexible=False)
     request_type = types[api_key]
     if is_flexible(request_type, version):
-        r.tagged_fields()
+        r.skip_tags()
     return api_key, version, correlation_id, client_id, request_type.decode(r, version)
 
 
@@ -123,7 +132,7 @@ def encode_response(response: Response, request_type: type[Request], version: in
     w.raw(b"\x00\x00\x00\x00")
     w.int32(correlation_id)
     if response_header_is_flexible(request_type, version):
-        w.tagged_fields()
+        w.empty_tags()
     response.encode(w, version)
     _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
     return bytes(w.buf)

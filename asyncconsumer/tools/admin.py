@@ -35,17 +35,28 @@ from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.base import Request
-from asyncconsumer.protocol.consumer_protocol import Assignment
-from asyncconsumer.protocol.describe_groups import DescribedGroup, DescribeGroupsRequest, DescribeGroupsResponse
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from asyncconsumer.protocol.list_offsets import (
+from asyncconsumer.protocol.constants import CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from asyncconsumer.protocol.consumer_protocol import ConsumerProtocolAssignment, decode_assignment
+from asyncconsumer.protocol.layouts import coordinator_for, offsets_for_group
+from asyncconsumer.protocol.messages.describe_groups import (
+    DescribedGroup,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+)
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
-from asyncconsumer.protocol.metadata import MetadataRequest, MetadataResponse
-from asyncconsumer.protocol.offsets_commit import OffsetFetchGroupResponse, OffsetFetchRequest, OffsetFetchResponse
+from asyncconsumer.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from asyncconsumer.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+)
 from asyncconsumer.records import TopicPartition
 
 __all__ = [
@@ -62,8 +73,6 @@ __all__ = [
 
 log = get_logger("asyncconsumer.admin")
 
-EARLIEST = -2
-LATEST = -1
 _RETRY_BACKOFF_MS = 100
 
 ResponseT = TypeVar("ResponseT")
@@ -160,17 +169,19 @@ def _members(group: DescribedGroup) -> tuple[GroupMember, ...]:
         partitions: tuple[TopicPartition, ...] = ()
         if group.protocol_type in ("consumer", "") and m.member_assignment:
             try:
-                assignment = Assignment.decode(m.member_assignment)
+                assignment = decode_assignment(m.member_assignment)
             except CorruptResponseError:
-                assignment = Assignment(())
-            partitions = tuple(sorted(TopicPartition(t, p) for t, ps in assignment.partitions for p in ps))
+                assignment = ConsumerProtocolAssignment()
+            partitions = tuple(
+                sorted(TopicPartition(t.topic, p) for t in assignment.assigned_partitions for p in t.partitions)
+            )
         members.append(GroupMember(m.member_id, m.client_id, m.client_host, m.group_instance_id, partitions))
     return tuple(sorted(members, key=lambda m: m.member_id))
 
 
 def group_description(
     described: DescribedGroup,
-    committed: OffsetFetchGroupResponse,
+    committed: OffsetFetchResponseGroup,
     end_offsets: Mapping[TopicPartition, int],
     coordinator: int,
 ) -> GroupDescription:
@@ -310,7 +321,10 @@ class AdminClient:
 
     # --- metadata and offsets ---------------------------------------------------------------------------------
     async def _metadata(self, topics: tuple[str, ...] | None) -> MetadataResponse:
-        response = await self._send(MetadataRequest(topics), None, MetadataResponse)
+        wanted = None if topics is None else tuple(MetadataRequestTopic(name=t) for t in topics)
+        response = await self._send(
+            MetadataRequest(topics=wanted, allow_auto_topic_creation=False), None, MetadataResponse
+        )
         self._directory.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
         return response
 
@@ -338,8 +352,9 @@ class AdminClient:
             by_leader.setdefault(leader, []).append(partition)
         found: dict[int, int] = {}
         for leader, partitions in sorted(by_leader.items()):
+            wanted = tuple(ListOffsetsPartition(partition_index=p, timestamp=timestamp) for p in sorted(partitions))
             request = ListOffsetsRequest(
-                (ListOffsetsTopic(topic, tuple(ListOffsetsPartition(p, timestamp) for p in sorted(partitions))),)
+                replica_id=CONSUMER_REPLICA_ID, topics=(ListOffsetsTopic(name=topic, partitions=wanted),)
             )
             response = await self._send(request, leader, ListOffsetsResponse)
             for t in response.topics:
@@ -353,8 +368,8 @@ class AdminClient:
         leaders = await self.partition_leaders(topic)
 
         async def attempt() -> tuple[PartitionOffsets, ...]:
-            beginnings = await self._list_offsets(topic, leaders, EARLIEST)
-            ends = await self._list_offsets(topic, leaders, LATEST)
+            beginnings = await self._list_offsets(topic, leaders, EARLIEST_TIMESTAMP)
+            ends = await self._list_offsets(topic, leaders, LATEST_TIMESTAMP)
             return partition_offsets(topic, leaders, beginnings, ends)
 
         return await self._retrying(f"offsets of {topic!r}", attempt)
@@ -366,8 +381,8 @@ class AdminClient:
             await self._retrying("metadata", lambda: self._metadata(()))
 
         async def attempt() -> int:
-            response = await self._send(FindCoordinatorRequest(group_id), None, FindCoordinatorResponse)
-            found = response.for_key(group_id)
+            response = await self._send(FindCoordinatorRequest(key=group_id), None, FindCoordinatorResponse)
+            found = coordinator_for(response, group_id)
             _check(found.error_code, f"finding the coordinator of group {group_id!r}")
             self._directory.brokers.setdefault(found.node_id, (found.host, found.port))
             log.debug("admin.coordinator", group=group_id, node=found.node_id, host=found.host, port=found.port)
@@ -378,16 +393,17 @@ class AdminClient:
     async def describe_group(self, group_id: str) -> GroupDescription:
         """Members, assignments, committed offsets, log-end offsets and lag of ``group_id``."""
 
-        async def attempt() -> tuple[int, DescribedGroup, OffsetFetchGroupResponse]:
+        async def attempt() -> tuple[int, DescribedGroup, OffsetFetchResponseGroup]:
             node = await self.find_coordinator(group_id)
-            described = await self._send(DescribeGroupsRequest((group_id,)), node, DescribeGroupsResponse)
+            described = await self._send(DescribeGroupsRequest(groups=(group_id,)), node, DescribeGroupsResponse)
             group = next((g for g in described.groups if g.group_id == group_id), None)
             if group is None:
                 raise CorruptResponseError(f"DescribeGroups answered without group {group_id!r}")
             if group.error_code:
                 raise for_code(group.error_code, f"describing group {group_id!r}")
-            fetched = await self._send(OffsetFetchRequest(group_id, None), node, OffsetFetchResponse)
-            committed = fetched.partitions_for(group_id)
+            request = OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id=group_id, topics=None),))
+            fetched = await self._send(request, node, OffsetFetchResponse)
+            committed = offsets_for_group(fetched, group_id)
             if committed.error_code:
                 raise for_code(committed.error_code, f"fetching the offsets of group {group_id!r}")
             return node, group, committed
@@ -401,7 +417,7 @@ class AdminClient:
                 leaders = await self.partition_leaders(topic)
                 offsets = await self._retrying(
                     f"end offsets of {topic!r}",
-                    functools.partial(self._list_offsets, topic, leaders, LATEST),
+                    functools.partial(self._list_offsets, topic, leaders, LATEST_TIMESTAMP),
                 )
             except TopicNotFoundError:
                 continue

@@ -18,7 +18,7 @@ import pytest
 
 from asyncconsumer import AsyncConsumer, ConsumerRecord, KafkaError, RecordDeserializationError, TopicPartition
 from asyncconsumer.errors import RecordBatchTooLargeError, ResponseTooLargeError, UnknownBrokerError
-from asyncconsumer.protocol.fetch import FetchPartition, FetchPartitionData, FetchResponse
+from asyncconsumer.protocol.messages.fetch import FetchPartition, FetchResponse, PartitionData
 from asyncconsumer.protocol.records import iter_batches
 from tests.conftest import ProxiedBroker
 from tests.support.batches import ZSTD, batch_around, compressed_zeros
@@ -192,7 +192,7 @@ async def test_a_records_section_cut_inside_a_batch_is_fetched_again_from_that_b
     """(partition, base offset of the batch cut, number of the exchange cut, what its request asked)"""
 
     def truncate(exchange: FetchExchange) -> FetchResponse | None:
-        def cut(topic: str, part: FetchPartitionData) -> FetchPartitionData:
+        def cut(topic: str, part: PartitionData) -> PartitionData:
             records = part.records
             views = list(iter_batches(memoryview(records or b"")))
             asked = exchange.requested(topic, part.partition_index)
@@ -253,7 +253,7 @@ async def test_an_unexpected_partition_error_code_is_raised_once_per_failed_fetc
             return None
         state["failed"] += 1
 
-        def fail(topic: str, part: FetchPartitionData) -> FetchPartitionData:
+        def fail(topic: str, part: PartitionData) -> PartitionData:
             if part.partition_index != failing.partition:
                 return part
             return attrs.evolve(part, error_code=code, records=None)
@@ -356,7 +356,7 @@ async def test_a_compression_bomb_from_the_broker_is_raised_naming_the_partition
     planted: dict[str, int] = {}
 
     def plant(exchange: FetchExchange) -> FetchResponse | None:
-        def swap(topic: str, part: FetchPartitionData) -> FetchPartitionData:
+        def swap(topic: str, part: PartitionData) -> PartitionData:
             if planted or part.partition_index != 0 or not part.records:
                 return part
             first = next(iter_batches(memoryview(part.records)))

@@ -19,7 +19,7 @@ from asyncconsumer import (
     TopicPartition,
 )
 from asyncconsumer.protocol.base import encode_response
-from asyncconsumer.protocol.fetch import FetchRequest, FetchResponse
+from asyncconsumer.protocol.messages.fetch import FetchRequest, FetchResponse
 from asyncconsumer.protocol.wire import Reader
 from asyncconsumer.tools.embedded_broker import free_port
 from tests.conftest import ProxiedBroker
@@ -143,7 +143,7 @@ async def test_offset_out_of_range_answer_resets_by_auto_offset_reset(proxied_br
         version = fetch_versions.pop(correlation_id)
         reader = Reader(payload, 4)
         if version >= FetchRequest.FLEXIBLE_FROM:
-            reader.tagged_fields()
+            reader.skip_tags()
         response = FetchResponse.decode(reader, version)
         parts = [p for t in response.responses for p in t.partitions]
         if not any(p.records is None or len(p.records) == 0 for p in parts):

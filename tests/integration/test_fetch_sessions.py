@@ -17,7 +17,7 @@ import pytest
 
 from asyncconsumer import AsyncConsumer, TopicPartition
 from asyncconsumer.managers.fetch_session import FINAL_EPOCH
-from asyncconsumer.protocol.fetch import FetchRequest, FetchResponse
+from asyncconsumer.protocol.messages.fetch import FetchRequest, FetchResponse
 from tests.conftest import Broker, TopicFactory
 from tests.support.background import on_background_async
 from tests.support.consume import by_partition, consume_exactly, consume_until
@@ -80,7 +80,14 @@ def close_session(bootstrap: str, session: SessionIds) -> bool:
     """Closes ``session`` on the broker from a second client: a full fetch naming it (epoch -1, no partitions)."""
     client = RawClient(bootstrap, "session-closer")
     try:
-        request = FetchRequest(0, 1, 1024, (), session_id=session.session_id, session_epoch=FINAL_EPOCH)
+        request = FetchRequest(
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1024,
+            topics=(),
+            session_id=session.session_id,
+            session_epoch=FINAL_EPOCH,
+        )
         answer = client.call(request, FETCH_VERSION)
     finally:
         client.close()
@@ -94,7 +101,9 @@ def step_epoch(bootstrap: str, session: SessionIds) -> bool:
     client = RawClient(bootstrap, "epoch-stepper")
     try:
         for epoch in (session.epoch + 1, session.epoch):
-            request = FetchRequest(0, 1, 1, (), session_id=session.session_id, session_epoch=epoch)
+            request = FetchRequest(
+                max_wait_ms=0, min_bytes=1, max_bytes=1, topics=(), session_id=session.session_id, session_epoch=epoch
+            )
             answer = client.call(request, FETCH_VERSION)
             assert isinstance(answer, FetchResponse)
             if answer.error_code == 0:

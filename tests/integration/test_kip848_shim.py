@@ -7,21 +7,24 @@ from collections.abc import Iterator
 
 import pytest
 
-from asyncconsumer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from asyncconsumer.protocol.consumer_group_heartbeat import (
+from asyncconsumer.protocol.layouts import offsets_for_group
+from asyncconsumer.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    HeartbeatTopicPartitions,
+    TopicPartitions,
 )
-from asyncconsumer.protocol.metadata import MetadataRequest, MetadataResponse
-from asyncconsumer.protocol.offsets_commit import (
-    OffsetCommitPartition,
+from asyncconsumer.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from asyncconsumer.protocol.messages.offset_commit import (
     OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
     OffsetCommitResponse,
-    OffsetCommitTopic,
+)
+from asyncconsumer.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
+    OffsetFetchRequestTopic,
     OffsetFetchResponse,
-    OffsetFetchTopic,
 )
 from asyncconsumer.protocol.wire import ZERO_UUID
 from tests.conftest import Kip848Broker
@@ -49,7 +52,13 @@ API_API_VERSIONS = 18
 
 
 def metadata(client: RawClient, topics: tuple[str, ...] | None = None) -> MetadataResponse:
-    answer = client.call(MetadataRequest(topics), 12)
+    answer = client.call(
+        MetadataRequest(
+            topics=None if topics is None else tuple(MetadataRequestTopic(name=t) for t in topics),
+            allow_auto_topic_creation=False,
+        ),
+        12,
+    )
     assert isinstance(answer, MetadataResponse)
     return answer
 
@@ -76,9 +85,9 @@ class Member:
         version: int = 1,
     ) -> ConsumerGroupHeartbeatResponse:
         request = ConsumerGroupHeartbeatRequest(
-            self.group_id,
-            self.member_id,
-            self.epoch if epoch is None else epoch,
+            group_id=self.group_id,
+            member_id=self.member_id,
+            member_epoch=self.epoch if epoch is None else epoch,
             rebalance_timeout_ms=30_000 if topics is not None else -1,
             subscribed_topic_names=topics,
             server_assignor=assignor,
@@ -101,12 +110,14 @@ class Member:
         assert answer.error_code == 0, answer
         return answer
 
-    def _by_id(self, owned: frozenset[TopicPartition]) -> tuple[HeartbeatTopicPartitions, ...]:
+    def _by_id(self, owned: frozenset[TopicPartition]) -> tuple[TopicPartitions, ...]:
         ids = {name: topic_id for topic_id, name in self.topic_ids.items()}
         by_topic: dict[str, list[int]] = {}
         for name, p in owned:
             by_topic.setdefault(name, []).append(p)
-        return tuple(HeartbeatTopicPartitions(ids[name], tuple(sorted(ps))) for name, ps in sorted(by_topic.items()))
+        return tuple(
+            TopicPartitions(topic_id=ids[name], partitions=tuple(sorted(ps))) for name, ps in sorted(by_topic.items())
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -365,7 +376,19 @@ def test_a_topic_created_after_joining_is_assigned(kip848_broker: Kip848Broker) 
 
 def commit(client: RawClient, group: str, member_id: str, epoch: int, topic: str, offset: int) -> int:
     request = OffsetCommitRequest(
-        group, epoch, member_id, (OffsetCommitTopic(topic, (OffsetCommitPartition(0, offset, 3, "m"),)),)
+        group_id=group,
+        generation_id_or_member_epoch=epoch,
+        member_id=member_id,
+        topics=(
+            OffsetCommitRequestTopic(
+                name=topic,
+                partitions=(
+                    OffsetCommitRequestPartition(
+                        partition_index=0, committed_offset=offset, committed_leader_epoch=3, committed_metadata="m"
+                    ),
+                ),
+            ),
+        ),
     )
     answer = client.call(request, 9)
     assert isinstance(answer, OffsetCommitResponse)
@@ -399,9 +422,14 @@ def test_commit_and_fetch_round_trip_with_epoch_checks(
         assert shim.committed(group) == {(topic, 0): 15}
 
         for version in (5, 8, 9):
-            answer = client.call(OffsetFetchRequest(group, (OffsetFetchTopic(topic, (0, 1)),)), version)
+            answer = client.call(
+                OffsetFetchRequest(
+                    group_id=group, topics=(OffsetFetchRequestTopic(name=topic, partition_indexes=(0, 1)),)
+                ),
+                version,
+            )
             assert isinstance(answer, OffsetFetchResponse)
-            fetched = answer.partitions_for(group)
+            fetched = offsets_for_group(answer, group)
             assert fetched.error_code == 0
             ((name, partitions),) = [(t.name, t.partitions) for t in fetched.topics]
             assert name == topic
@@ -409,10 +437,10 @@ def test_commit_and_fetch_round_trip_with_epoch_checks(
                 (0, 15, 3),
                 (1, -1, -1),
             ]
-        everything = client.call(OffsetFetchRequest(group, None), 9)
+        everything = client.call(OffsetFetchRequest(group_id=group, topics=None), 9)
         assert isinstance(everything, OffsetFetchResponse)
         assert [
-            (t.name, [p.committed_offset for p in t.partitions]) for t in everything.partitions_for(group).topics
+            (t.name, [p.committed_offset for p in t.partitions]) for t in offsets_for_group(everything, group).topics
         ] == [(topic, [15])]
     finally:
         a.close()

@@ -15,18 +15,18 @@ import uuid
 import pytest
 
 from asyncconsumer.protocol.base import Request, Response, decode_response, encode_request
-from asyncconsumer.protocol.consumer_protocol import Assignment, Subscription
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorRequest
-from asyncconsumer.protocol.group import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupProtocol,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    SyncGroupAssignment,
-    SyncGroupRequest,
-    SyncGroupResponse,
+from asyncconsumer.protocol.consumer_protocol import encode_assignment, encode_subscription
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
 )
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    TopicPartition as WireTopicPartition,
+)
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorRequest
+from asyncconsumer.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from asyncconsumer.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
+from asyncconsumer.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse
 from tests.conftest import Broker, TopicFactory
 
 pytestmark = pytest.mark.broker
@@ -83,9 +83,23 @@ class RawMember:
         self, group_id: str, topic: str, owned: tuple[int, ...] = (), generation: int = -1
     ) -> JoinGroupRequest:
         """A JoinGroup offering cooperative-sticky, with the partitions owned now (as a cooperative member says)."""
-        subscription = Subscription((topic,), None, ((topic, owned),) if owned else (), generation).encode()
-        protocols = (JoinGroupProtocol("cooperative-sticky", subscription),)
-        return JoinGroupRequest(group_id, SESSION_TIMEOUT_MS, 30_000, self.member_id, "consumer", protocols)
+        subscription = encode_subscription(
+            ConsumerProtocolSubscription(
+                topics=(topic,),
+                user_data=None,
+                owned_partitions=(WireTopicPartition(topic=topic, partitions=owned),) if owned else (),
+                generation_id=generation,
+            )
+        )
+        protocols = (JoinGroupRequestProtocol(name="cooperative-sticky", metadata=subscription),)
+        return JoinGroupRequest(
+            group_id=group_id,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            rebalance_timeout_ms=30_000,
+            member_id=self.member_id,
+            protocol_type="consumer",
+            protocols=protocols,
+        )
 
     def join(self, group_id: str, topic: str) -> JoinGroupResponse:
         """JoinGroup; a member without an id first gets one (MEMBER_ID_REQUIRED) and then joins with it."""
@@ -97,7 +111,7 @@ class RawMember:
             if answer.error_code not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
                 break
             # FindCoordinator makes Kafka create __consumer_offsets, which a bare JoinGroup never does
-            self.send(FindCoordinatorRequest(group_id), 3)
+            self.send(FindCoordinatorRequest(key=group_id), 3)
             self.receive(10)
             time.sleep(0.2)  # retry backoff; the loop ends on an answer or at the deadline
         if not self.member_id and answer.error_code == MEMBER_ID_REQUIRED:
@@ -148,13 +162,23 @@ def sync_as_leader(
     group_id: str, leader: RawMember, follower: RawMember, joined: JoinGroupResponse, topic: str
 ) -> bytes:
     """The leader syncs (partition 0 to itself, 1 to the follower); returns the follower's assignment bytes."""
-    mine, theirs = Assignment(((topic, (0,)),)).encode(), Assignment(((topic, (1,)),)).encode()
+    mine, theirs = (
+        encode_assignment(
+            ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic=topic, partitions=(0,)),))
+        ),
+        encode_assignment(
+            ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic=topic, partitions=(1,)),))
+        ),
+    )
     leader.send(
         SyncGroupRequest(
-            group_id,
-            joined.generation_id,
-            leader.member_id,
-            (SyncGroupAssignment(leader.member_id, mine), SyncGroupAssignment(follower.member_id, theirs)),
+            group_id=group_id,
+            generation_id=joined.generation_id,
+            member_id=leader.member_id,
+            assignments=(
+                SyncGroupRequestAssignment(member_id=leader.member_id, assignment=mine),
+                SyncGroupRequestAssignment(member_id=follower.member_id, assignment=theirs),
+            ),
         ),
         SYNC_VERSION,
     )
@@ -169,7 +193,12 @@ def test_a_follower_syncing_first_gets_its_assignment_once_the_leader_syncs(
     name = topic(2)
     group_id, leader, follower, joined = join_pair(broker, name)
     try:
-        follower.send(SyncGroupRequest(group_id, joined.generation_id, follower.member_id, ()), SYNC_VERSION)
+        follower.send(
+            SyncGroupRequest(
+                group_id=group_id, generation_id=joined.generation_id, member_id=follower.member_id, assignments=()
+            ),
+            SYNC_VERSION,
+        )
         theirs = sync_as_leader(group_id, leader, follower, joined, name)
         synced = time.monotonic()
         answer = follower.receive(10)
@@ -204,20 +233,27 @@ def test_a_follower_keeps_its_assignment_when_the_leader_rejoins_right_after_syn
         leader.join(group_id, name)
         joined = leader.join(group_id, name)
         assert joined.leader == leader.member_id
-        everything = Assignment(((name, (0, 1)),)).encode()
+        everything = encode_assignment(
+            ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic=name, partitions=(0, 1)),))
+        )
         leader.send(
             SyncGroupRequest(
-                group_id, joined.generation_id, leader.member_id, (SyncGroupAssignment(leader.member_id, everything),)
+                group_id=group_id,
+                generation_id=joined.generation_id,
+                member_id=leader.member_id,
+                assignments=(SyncGroupRequestAssignment(member_id=leader.member_id, assignment=everything),),
             ),
             SYNC_VERSION,
         )
-        assert leader.receive(5) == SyncGroupResponse(0, everything)
+        assert leader.receive(5) == SyncGroupResponse(error_code=0, assignment=everything)
         # A newcomer joins (held); the leader hears of it from its heartbeat and rejoins, owning both partitions.
         newcomer.join(group_id, name)
         newcomer.send(newcomer.join_request(group_id, name), JOIN_VERSION)
         deadline = time.monotonic() + 10
         while True:
-            leader.send(HeartbeatRequest(group_id, joined.generation_id, leader.member_id), 1)
+            leader.send(
+                HeartbeatRequest(group_id=group_id, generation_id=joined.generation_id, member_id=leader.member_id), 1
+            )
             beat = leader.receive(5)
             assert isinstance(beat, HeartbeatResponse)
             if beat.error_code == REBALANCE_IN_PROGRESS:
@@ -230,19 +266,29 @@ def test_a_follower_keeps_its_assignment_when_the_leader_rejoins_right_after_syn
         assert rejoined.leader == leader.member_id and rejoined.generation_id == newcomer_joined.generation_id
         generation = rejoined.generation_id
         # Round one of a cooperative rebalance: the leader keeps partition 0 and revokes 1, the newcomer gets nothing.
-        newcomer.send(SyncGroupRequest(group_id, generation, newcomer.member_id, ()), SYNC_VERSION)
+        newcomer.send(
+            SyncGroupRequest(group_id=group_id, generation_id=generation, member_id=newcomer.member_id, assignments=()),
+            SYNC_VERSION,
+        )
         # A follower's SyncGroup waits for the leader's: checking that it is held also orders it before the
         # leader's at the broker (sent from two sockets, they could otherwise arrive the other way round).
         assert newcomer.silent_for(0.5), "Tansu answered the follower's SyncGroup before the leader synced"
-        nothing = Assignment(()).encode()
+        nothing = encode_assignment(ConsumerProtocolAssignment(assigned_partitions=()))
         leader.send(
             SyncGroupRequest(
-                group_id,
-                generation,
-                leader.member_id,
-                (
-                    SyncGroupAssignment(leader.member_id, Assignment(((name, (0,)),)).encode()),
-                    SyncGroupAssignment(newcomer.member_id, nothing),
+                group_id=group_id,
+                generation_id=generation,
+                member_id=leader.member_id,
+                assignments=(
+                    SyncGroupRequestAssignment(
+                        member_id=leader.member_id,
+                        assignment=encode_assignment(
+                            ConsumerProtocolAssignment(
+                                assigned_partitions=(WireTopicPartition(topic=name, partitions=(0,)),)
+                            )
+                        ),
+                    ),
+                    SyncGroupRequestAssignment(member_id=newcomer.member_id, assignment=nothing),
                 ),
             ),
             SYNC_VERSION,

@@ -45,7 +45,7 @@ from confluent_kafka import KafkaError as ConfluentError
 from confluent_kafka import Message, Producer
 
 from asyncconsumer import AsyncConsumer, ConsumerRecord, TopicPartition
-from asyncconsumer.protocol.fetch import AbortedTransaction, FetchPartitionData, FetchResponse
+from asyncconsumer.protocol.messages.fetch import AbortedTransaction, FetchResponse, PartitionData
 from asyncconsumer.protocol.records import iter_batches
 from tests.conftest import BROKER_KINDS, ProxiedBroker, ProxiedKafka, fail_on_mutator_errors
 from tests.support.consume import consume_exactly, consume_until
@@ -205,7 +205,7 @@ class KafkaTxnIndex:
         """A FetchTap on ``broker``'s proxy that observes the broker's own lists if it fills them, else rewrites."""
         return FetchTap(broker.proxy, self.observe if broker.lists_aborted_transactions else self.rewrite)
 
-    def learn(self, topic: str, part: FetchPartitionData) -> list[_Batch]:
+    def learn(self, topic: str, part: PartitionData) -> list[_Batch]:
         seen = []
         for view in iter_batches(memoryview(part.records or b"")):
             batch = _Batch(
@@ -256,7 +256,7 @@ class KafkaTxnIndex:
             lists[(topic, partition)] = (
                 start,
                 tuple(
-                    AbortedTransaction(producer_id, first)
+                    AbortedTransaction(producer_id=producer_id, first_offset=first)
                     for producer_id, first, last in self.aborted(topic, partition)
                     if last >= start and first < upper
                 ),
@@ -269,7 +269,7 @@ class KafkaTxnIndex:
         if exchange.request.isolation_level != _READ_COMMITTED:
             return None
 
-        def listed(topic: str, part: FetchPartitionData) -> FetchPartitionData:
+        def listed(topic: str, part: PartitionData) -> PartitionData:
             if (topic, part.partition_index) not in lists:
                 return part
             _, txns = lists[(topic, part.partition_index)]
@@ -294,7 +294,7 @@ class KafkaTxnIndex:
         wrong = []
         for answer in self.answers:
             real = {
-                AbortedTransaction(producer_id, first)
+                AbortedTransaction(producer_id=producer_id, first_offset=first)
                 for producer_id, first, last in self.aborted(answer.topic, answer.partition)
                 if last >= answer.fetch_offset
             }

@@ -11,7 +11,7 @@ from typing import Any
 
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.plugins import PluginContext, PollResult, UnsentRequest
-from asyncconsumer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from asyncconsumer.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 FETCH_API_KEY = 1
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from hypothesis import strategies as st
 
 from asyncconsumer.assignors import GroupMember, PartitionAssignor, from_wire, to_wire
-from asyncconsumer.protocol.consumer_protocol import Subscription
+from asyncconsumer.protocol.messages.consumer_protocol import ConsumerProtocolSubscription
 from asyncconsumer.records import TopicPartition
 
 TP = TopicPartition
@@ -26,7 +26,13 @@ def member(
     instance: str | None = None,
     user_data: bytes | None = None,
 ) -> GroupMember:
-    return GroupMember(member_id, instance, Subscription(tuple(topics), user_data, to_wire(owned), generation))
+    return GroupMember(
+        member_id,
+        instance,
+        ConsumerProtocolSubscription(
+            topics=tuple(topics), user_data=user_data, owned_partitions=to_wire(owned), generation_id=generation
+        ),
+    )
 
 
 def tps(topic: str, *partitions: int) -> list[TopicPartition]:

@@ -14,13 +14,13 @@ from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.heartbeat_consumer import ConsumerHeartbeatManager, ConsumerHeartbeatSettings
 from asyncconsumer.managers.membership_consumer import ConsumerGroupSettings, ConsumerMembershipManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.consumer_group_heartbeat import (
-    ConsumerGroupHeartbeatAssignment,
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import (
+    Assignment,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    HeartbeatTopicPartitions,
+    TopicPartitions,
 )
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResponse
 from asyncconsumer.records import PartitionInfo, TopicPartition
 
 T_ID, U_ID = uuid.UUID(int=1), uuid.UUID(int=2)
@@ -43,7 +43,7 @@ class Harness:
     def __init__(self, *, instance_id: str | None = None, max_poll_interval_ms: int = 300_000) -> None:
         self.coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)
         (find,) = self.coordinator.poll(0).unsent_requests
-        find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 0)
+        find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 0)
         self.cluster = cluster(("t", T_ID, 4))
         self.metadata_requests = 0
         self.applied: list[frozenset[TopicPartition]] = []
@@ -118,6 +118,15 @@ def answer(
     given = (
         None
         if assignment is None
-        else ConsumerGroupHeartbeatAssignment(tuple(HeartbeatTopicPartitions(t, p) for t, p in assignment.items()))
+        else Assignment(
+            topic_partitions=tuple(TopicPartitions(topic_id=t, partitions=p) for t, p in assignment.items())
+        )
     )
-    return ConsumerGroupHeartbeatResponse(code, member_id, epoch, interval, message, given)
+    return ConsumerGroupHeartbeatResponse(
+        error_code=code,
+        member_id=member_id,
+        member_epoch=epoch,
+        heartbeat_interval_ms=interval,
+        error_message=message,
+        assignment=given,
+    )

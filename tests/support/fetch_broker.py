@@ -21,7 +21,7 @@ import attrs
 from asyncconsumer.errors import ErrorCode
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
-from asyncconsumer.protocol.fetch import FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse
+from asyncconsumer.protocol.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse, PartitionData
 from asyncconsumer.records import TopicPartition
 
 Log = list[tuple[int, int, bytes]]
@@ -126,7 +126,7 @@ class FakeFetchBroker:
             return FetchResponse(responses=(), error_code=pending.error_code, session_id=0)
         session = self._sessions.get(pending.session_id)
         total = 0
-        parts: dict[str, list[FetchPartitionData]] = {}
+        parts: dict[str, list[PartitionData]] = {}
         served: list[TopicPartition] = []
         for tp, (fetch_offset, partition_max_bytes) in pending.partitions.items():
             log = self.logs[tp]
@@ -148,11 +148,20 @@ class FakeFetchBroker:
             if chunk:
                 served.append(tp)
             parts.setdefault(tp.topic, []).append(
-                FetchPartitionData(tp.partition, 0, end, end, 0, None, -1, chunk or None)
+                PartitionData(
+                    partition_index=tp.partition,
+                    error_code=0,
+                    high_watermark=end,
+                    last_stable_offset=end,
+                    log_start_offset=0,
+                    aborted_transactions=None,
+                    preferred_read_replica=-1,
+                    records=chunk or None,
+                )
             )
         if session is not None and pending.incremental:
             for tp in served:  # to the back of the session, as Kafka does
                 if tp in session.partitions:
                     session.partitions[tp] = session.partitions.pop(tp)
-        responses = tuple(FetchableTopicResponse(topic, tuple(ps)) for topic, ps in parts.items())
+        responses = tuple(FetchableTopicResponse(topic=topic, partitions=tuple(ps)) for topic, ps in parts.items())
         return FetchResponse(responses=responses, session_id=pending.session_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
 from asyncconsumer._state.subscription import SubscriptionState
-from asyncconsumer.protocol.fetch import AbortedTransaction
+from asyncconsumer.protocol.messages.fetch import AbortedTransaction
 from asyncconsumer.records import TopicPartition
 
 TP = TopicPartition("t", 0)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import attrs
 
 from asyncconsumer.protocol.base import decode_request_frame, encode_response
-from asyncconsumer.protocol.fetch import FetchPartition, FetchPartitionData, FetchRequest, FetchResponse
+from asyncconsumer.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, PartitionData
 from asyncconsumer.protocol.wire import Reader
 from tests.support.faultproxy import API_FETCH, FaultProxy, FrameAction, response_correlation_id
 
@@ -32,7 +32,7 @@ class FetchExchange:
     request: FetchRequest
     response: FetchResponse
 
-    def partitions(self) -> Iterator[tuple[str, FetchPartitionData]]:
+    def partitions(self) -> Iterator[tuple[str, PartitionData]]:
         """(topic, partition data) of every partition in the response."""
         for topic in self.response.responses:
             for part in topic.partitions:
@@ -51,9 +51,7 @@ class FetchExchange:
 Rewrite = Callable[[FetchExchange], "FetchResponse | bytes | FrameAction | None"]
 
 
-def with_partitions(
-    response: FetchResponse, change: Callable[[str, FetchPartitionData], FetchPartitionData]
-) -> FetchResponse:
+def with_partitions(response: FetchResponse, change: Callable[[str, PartitionData], PartitionData]) -> FetchResponse:
     """``response`` with every partition replaced by ``change(topic, partition)``."""
     return attrs.evolve(
         response,
@@ -112,7 +110,7 @@ class FetchTap:
         version, request = sent
         reader = Reader(payload, 4)
         if version >= FetchRequest.FLEXIBLE_FROM:
-            reader.tagged_fields()
+            reader.skip_tags()
         response = FetchResponse.decode(reader, version)
         exchange = FetchExchange(version, request, response)
         with self._lock:

@@ -21,10 +21,21 @@ from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.membership import MembershipContext
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.consumer_protocol import Assignment
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorResponse
-from asyncconsumer.protocol.group import SyncGroupResponse
-from asyncconsumer.protocol.metadata import MetadataBroker, MetadataPartition, MetadataResponse, MetadataTopic
+from asyncconsumer.protocol.consumer_protocol import encode_assignment
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+)
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    TopicPartition as WireTopicPartition,
+)
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.messages.metadata import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from asyncconsumer.protocol.messages.sync_group import SyncGroupResponse
 from asyncconsumer.records import TopicPartition
 from tests.support.classic_member import joined
 
@@ -44,16 +55,26 @@ def answer_metadata(
     metadata.request_update()
     (request,) = metadata.poll(now_ms).unsent_requests
     answered = tuple(
-        MetadataTopic(
-            0,
-            name,
-            tuple(MetadataPartition(0, p, 1, 0, (1,), (1,)) for p in range(count)),
-            uuid.uuid4(),
+        MetadataResponseTopic(
+            error_code=0,
+            name=name,
+            partitions=tuple(
+                MetadataResponsePartition(
+                    error_code=0, partition_index=p, leader_id=1, leader_epoch=0, replica_nodes=(1,), isr_nodes=(1,)
+                )
+                for p in range(count)
+            ),
+            topic_id=uuid.uuid4(),
             is_internal=name in internal,
         )
         for name, count in topics.items()
-    ) + tuple(MetadataTopic(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name, ()) for name in unknown)
-    request.on_response(MetadataResponse(brokers=(MetadataBroker(1, "h", 9092),), topics=answered), now_ms)
+    ) + tuple(
+        MetadataResponseTopic(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name, partitions=())
+        for name in unknown
+    )
+    request.on_response(
+        MetadataResponse(brokers=(MetadataResponseBroker(node_id=1, host="h", port=9092),), topics=answered), now_ms
+    )
 
 
 class Recorder:
@@ -122,7 +143,9 @@ class WiredGroup:
 
     def find_coordinator(self, node_id: int = 1, now_ms: int = 0) -> None:
         (find,) = self.group.coordinator.poll(now_ms).unsent_requests
-        find.on_response(FindCoordinatorResponse(0, node_id, "h", 9092), now_ms)
+        find.on_response(
+            FindCoordinatorResponse(error_code=0, node_id=node_id, host="h", port=9092, error_message=None), now_ms
+        )
 
     def join_as_leader(self, *, listener: bool) -> None:
         """Subscribes to ``t`` (two partitions) and goes through JoinGroup and SyncGroup as member ``m-1``, the
@@ -137,4 +160,12 @@ class WiredGroup:
         (join_group,) = membership.poll(1).unsent_requests
         join_group.on_response(joined("m-1", leader="m-1"), 1)
         (sync_group,) = membership.poll(2).unsent_requests
-        sync_group.on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 2)
+        sync_group.on_response(
+            SyncGroupResponse(
+                error_code=0,
+                assignment=encode_assignment(
+                    ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic="t", partitions=(0, 1)),))
+                ),
+            ),
+            2,
+        )

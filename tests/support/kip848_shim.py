@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 
 import attrs
 
-from asyncconsumer.protocol.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.base import (
     Request,
     Response,
@@ -47,23 +46,28 @@ from asyncconsumer.protocol.base import (
     encode_request,
     encode_response,
 )
-from asyncconsumer.protocol.consumer_group_heartbeat import (
-    ConsumerGroupHeartbeatAssignment,
+from asyncconsumer.protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import (
+    Assignment,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    HeartbeatTopicPartitions,
+    TopicPartitions,
 )
-from asyncconsumer.protocol.metadata import MetadataRequest, MetadataResponse
-from asyncconsumer.protocol.offsets_commit import (
-    OffsetCommitPartitionResponse,
+from asyncconsumer.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from asyncconsumer.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetCommitTopicResponse,
-    OffsetFetchGroupResponse,
-    OffsetFetchPartitionResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from asyncconsumer.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchResponse,
-    OffsetFetchTopicResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
 )
 from tests.support.faultproxy import parse_request_header, response_correlation_id
 from tests.support.loop_thread import STREAM_LIMIT, LoopThreadServer, close_gracefully
@@ -456,12 +460,14 @@ class Kip848Shim(LoopThreadServer[_Connection]):
             return None
         others = tuple(k for k in answer.api_keys if k.api_key != API_CONSUMER_GROUP_HEARTBEAT)
         if self._advertise_api68:
-            keys = (*others, ApiVersionRange(API_CONSUMER_GROUP_HEARTBEAT, 0, 1))
+            keys = (*others, ApiVersion(api_key=API_CONSUMER_GROUP_HEARTBEAT, min_version=0, max_version=1))
         elif len(others) == len(answer.api_keys):
             return None
         else:
             keys = others
-        rewritten = ApiVersionsResponse(answer.error_code, keys, answer.throttle_time_ms)
+        rewritten = ApiVersionsResponse(
+            error_code=answer.error_code, api_keys=keys, throttle_time_ms=answer.throttle_time_ms
+        )
         return encode_response(rewritten, ApiVersionsRequest, version, response_correlation_id(payload))
 
     # --- local answers ------------------------------------------------------------------------------------
@@ -513,7 +519,14 @@ class Kip848Shim(LoopThreadServer[_Connection]):
             self._metadata_conn = await asyncio.open_connection(*self._target, limit=STREAM_LIMIT)
         reader, writer = self._metadata_conn
         correlation_id = next(self._metadata_correlation)
-        writer.write(encode_request(MetadataRequest(None), _METADATA_VERSION, correlation_id, "kip848-shim"))
+        writer.write(
+            encode_request(
+                MetadataRequest(topics=None, allow_auto_topic_creation=False),
+                _METADATA_VERSION,
+                correlation_id,
+                "kip848-shim",
+            )
+        )
         await writer.drain()
         (size,) = struct.unpack(">i", await reader.readexactly(4))
         payload = await reader.readexactly(size)
@@ -537,7 +550,13 @@ class Kip848Shim(LoopThreadServer[_Connection]):
         if self._fail_remaining > 0:
             self._fail_remaining -= 1
             self._heartbeats.append((request.group_id, request.member_id, request, version))
-            return ConsumerGroupHeartbeatResponse(self._fail_code, None, 0, 0, "injected by the KIP-848 shim")
+            return ConsumerGroupHeartbeatResponse(
+                error_code=self._fail_code,
+                member_id=None,
+                member_epoch=0,
+                heartbeat_interval_ms=0,
+                error_message="injected by the KIP-848 shim",
+            )
 
         # What this heartbeat needs to know about topics; fetched before touching group state, which is then
         # updated without awaiting (so atomically on the shim's loop).
@@ -554,7 +573,9 @@ class Kip848Shim(LoopThreadServer[_Connection]):
         try:
             response, member_id = self._heartbeat_now(request)
         except _ShimError as exc:
-            response = ConsumerGroupHeartbeatResponse(exc.code, None, 0, 0, exc.message)
+            response = ConsumerGroupHeartbeatResponse(
+                error_code=exc.code, member_id=None, member_epoch=0, heartbeat_interval_ms=0, error_message=exc.message
+            )
         self._heartbeats.append((request.group_id, member_id, request, version))
         return response
 
@@ -571,7 +592,10 @@ class Kip848Shim(LoopThreadServer[_Connection]):
                 group.targets.pop(request.member_id, None)
                 self._recompute(group, bump=True)
             return ConsumerGroupHeartbeatResponse(
-                0, request.member_id, epoch, self.heartbeat_interval_ms
+                error_code=0,
+                member_id=request.member_id,
+                member_epoch=epoch,
+                heartbeat_interval_ms=self.heartbeat_interval_ms,
             ), request.member_id
 
         assignor = request.server_assignor
@@ -643,11 +667,16 @@ class Kip848Shim(LoopThreadServer[_Connection]):
             assignment = self._assignment(member.assigned)
             member.last_sent = member.assigned
         response = ConsumerGroupHeartbeatResponse(
-            0, member_id, member.member_epoch, self.heartbeat_interval_ms, None, assignment
+            error_code=0,
+            member_id=member_id,
+            member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            error_message=None,
+            assignment=assignment,
         )
         return response, member_id
 
-    def _names(self, topic_partitions: Iterable[HeartbeatTopicPartitions]) -> frozenset[TopicPartition]:
+    def _names(self, topic_partitions: Iterable[TopicPartitions]) -> frozenset[TopicPartition]:
         owned: set[TopicPartition] = set()
         for tp in topic_partitions:
             name = self._topic_names.get(tp.topic_id)
@@ -655,13 +684,13 @@ class Kip848Shim(LoopThreadServer[_Connection]):
                 owned.update((name, p) for p in tp.partitions)
         return frozenset(owned)
 
-    def _assignment(self, partitions: frozenset[TopicPartition]) -> ConsumerGroupHeartbeatAssignment:
+    def _assignment(self, partitions: frozenset[TopicPartition]) -> Assignment:
         by_topic: dict[str, list[int]] = {}
         for name, partition in partitions:
             by_topic.setdefault(name, []).append(partition)
-        return ConsumerGroupHeartbeatAssignment(
-            tuple(
-                HeartbeatTopicPartitions(self._topics[name][0], tuple(sorted(by_topic[name])))
+        return Assignment(
+            topic_partitions=tuple(
+                TopicPartitions(topic_id=self._topics[name][0], partitions=tuple(sorted(by_topic[name])))
                 for name in sorted(by_topic)
                 if name in self._topics
             )
@@ -746,33 +775,59 @@ class Kip848Shim(LoopThreadServer[_Connection]):
                     p.committed_leader_epoch,
                     p.committed_metadata,
                 )
-            partitions = tuple(OffsetCommitPartitionResponse(p.partition_index, code) for p in topic.partitions)
-            topics.append(OffsetCommitTopicResponse(topic.name, partitions))
-        return OffsetCommitResponse(tuple(topics))
+            partitions = tuple(
+                OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+                for p in topic.partitions
+            )
+            topics.append(OffsetCommitResponseTopic(name=topic.name, partitions=partitions))
+        return OffsetCommitResponse(topics=tuple(topics))
 
     def _offset_fetch(self, request: OffsetFetchRequest, version: int) -> OffsetFetchResponse:
-        group = self._groups.get(request.group_id)
+        if request.groups:  # v8+ asks per group; our client asks for one
+            group_id, asked = request.groups[0].group_id, request.groups[0].topics
+        else:
+            group_id, asked = request.group_id, request.topics
+        group = self._groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         wanted: dict[str, list[int]] = {}
-        if request.topics is None:
+        if asked is None:
             for name, partition in sorted(offsets):
                 wanted.setdefault(name, []).append(partition)
         else:
-            for t in request.topics:
+            for t in asked:
                 wanted.setdefault(t.name, []).extend(t.partition_indexes)
-        topics = []
-        for name, partitions in wanted.items():
-            answers = []
-            for partition in partitions:
-                stored = offsets.get((name, partition))
-                if stored is None:
-                    answers.append(OffsetFetchPartitionResponse(partition, -1, -1, ""))
-                else:
-                    answers.append(OffsetFetchPartitionResponse(partition, stored[0], stored[1], stored[2]))
-            topics.append(OffsetFetchTopicResponse(name, tuple(answers)))
+        rows = {
+            name: [(p, *offsets.get((name, p), (-1, -1, ""))) for p in partitions]
+            for name, partitions in wanted.items()
+        }
         if version >= 8:
-            return OffsetFetchResponse(groups=(OffsetFetchGroupResponse(request.group_id, tuple(topics)),))
-        return OffsetFetchResponse(tuple(topics))
+            topics = tuple(
+                OffsetFetchResponseTopics(
+                    name=name,
+                    partitions=tuple(
+                        OffsetFetchResponsePartitions(
+                            partition_index=p, committed_offset=o, committed_leader_epoch=e, metadata=m
+                        )
+                        for p, o, e, m in answers
+                    ),
+                )
+                for name, answers in rows.items()
+            )
+            return OffsetFetchResponse(groups=(OffsetFetchResponseGroup(group_id=group_id, topics=topics),))
+        return OffsetFetchResponse(
+            topics=tuple(
+                OffsetFetchResponseTopic(
+                    name=name,
+                    partitions=tuple(
+                        OffsetFetchResponsePartition(
+                            partition_index=p, committed_offset=o, committed_leader_epoch=e, metadata=m
+                        )
+                        for p, o, e, m in answers
+                    ),
+                )
+                for name, answers in rows.items()
+            )
+        )
 
     def __repr__(self) -> str:
         where = f"{self._listen[0]}:{self._port}" if self._port is not None else "not started"

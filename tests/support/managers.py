@@ -7,7 +7,12 @@ import uuid
 
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.metadata import MetadataBroker, MetadataPartition, MetadataResponse, MetadataTopic
+from asyncconsumer.protocol.messages.metadata import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
 
 
 def no_jitter(initial: int = 100, maximum: int = 1000) -> ExponentialBackoff:
@@ -24,18 +29,28 @@ def metadata_response(
     """``leader``: one leader for all partitions, or partition p's leader at ``leader[p % len(leader)]``."""
     leaders = (leader,) if isinstance(leader, int) else leader
     return MetadataResponse(
-        brokers=(MetadataBroker(1, "127.0.0.1", 9092), MetadataBroker(2, "127.0.0.1", 9093)),
+        brokers=(
+            MetadataResponseBroker(node_id=1, host="127.0.0.1", port=9092),
+            MetadataResponseBroker(node_id=2, host="127.0.0.1", port=9093),
+        ),
         topics=(
-            MetadataTopic(
-                error_code,
-                topic,
-                tuple(
-                    MetadataPartition(0, p, node, leader_epoch, (node,), (node,))
+            MetadataResponseTopic(
+                error_code=error_code,
+                name=topic,
+                partitions=tuple(
+                    MetadataResponsePartition(
+                        error_code=0,
+                        partition_index=p,
+                        leader_id=node,
+                        leader_epoch=leader_epoch,
+                        replica_nodes=(node,),
+                        isr_nodes=(node,),
+                    )
                     for p, node in zip(range(partitions), itertools.cycle(leaders))
                 )
                 if error_code == 0
                 else (),
-                uuid.uuid4(),
+                topic_id=uuid.uuid4(),
             ),
         ),
         cluster_id="c",

@@ -15,7 +15,12 @@ from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.metrics import PluginMetricsStore
 from asyncconsumer.plugins import PluginContext
-from asyncconsumer.protocol.metadata import MetadataBroker, MetadataPartition, MetadataResponse, MetadataTopic
+from asyncconsumer.protocol.messages.metadata import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
 from asyncconsumer.records import TopicPartition
 
 TP0, TP1, TP2 = (TopicPartition("t", p) for p in range(3))
@@ -24,11 +29,24 @@ TP0, TP1, TP2 = (TopicPartition("t", p) for p in range(3))
 def metadata(leaders: dict[int, int]) -> MetadataManager:
     manager = MetadataManager(["h:1"], 60_000, ExponentialBackoff(100, 1000, jitter=0.0))
     (request,) = manager.poll(0).unsent_requests
-    partitions = tuple(MetadataPartition(0, p, leader, 0, (leader,), (leader,)) for p, leader in leaders.items())
+    partitions = tuple(
+        MetadataResponsePartition(
+            error_code=0,
+            partition_index=p,
+            leader_id=leader,
+            leader_epoch=0,
+            replica_nodes=(leader,),
+            isr_nodes=(leader,),
+        )
+        for p, leader in leaders.items()
+    )
     request.on_response(
         MetadataResponse(
-            brokers=(MetadataBroker(1, "127.0.0.1", 9092), MetadataBroker(2, "127.0.0.1", 9093)),
-            topics=(MetadataTopic(0, "t", partitions, uuid.uuid4()),),
+            brokers=(
+                MetadataResponseBroker(node_id=1, host="127.0.0.1", port=9092),
+                MetadataResponseBroker(node_id=2, host="127.0.0.1", port=9093),
+            ),
+            topics=(MetadataResponseTopic(error_code=0, name="t", partitions=partitions, topic_id=uuid.uuid4()),),
             cluster_id="c",
             controller_id=1,
         ),

@@ -34,12 +34,8 @@ from typing import Literal
 
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.protocol.base import decode_request_frame, encode_response
-from asyncconsumer.protocol.sasl import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
+from asyncconsumer.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from asyncconsumer.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from tests.support.loop_thread import STREAM_LIMIT, LoopThreadServer, close_gracefully
 
 __all__ = ["SCRAM_ITERATIONS", "SecureFront"]
@@ -223,7 +219,9 @@ class SecureFront(LoopThreadServer[_Connection]):
                     if ok and request.mechanism in _SCRAM
                     else None
                 )
-                reply = SaslHandshakeResponse(0 if ok else _UNSUPPORTED_MECHANISM, self._mechanisms)
+                reply = SaslHandshakeResponse(
+                    error_code=0 if ok else _UNSUPPORTED_MECHANISM, mechanisms=self._mechanisms
+                )
                 await _send(connection, encode_response(reply, SaslHandshakeRequest, version, correlation_id))
                 if not ok:
                     return False
@@ -243,7 +241,7 @@ class SecureFront(LoopThreadServer[_Connection]):
             code = _SASL_FAILED if error is not None else 0
             if error is not None and mechanism is None:
                 code = _ILLEGAL_SASL_STATE
-            reply_auth = SaslAuthenticateResponse(code, error, token)
+            reply_auth = SaslAuthenticateResponse(error_code=code, error_message=error, auth_bytes=token)
             await _send(connection, encode_response(reply_auth, SaslAuthenticateRequest, version, correlation_id))
             if error is not None:
                 self.counts["auth_failed"] += 1

@@ -202,20 +202,9 @@ UNIT_TESTS = Path(__file__).resolve().parent
 MIRROR_MIN_LINES = 40
 """A module of this many non-blank lines or more has logic worth a test file of its own."""
 
-_SPLIT_ON_H_PROTO = "protocol tests are being split on the h-proto branch"
-
 MIRROR_EXCEPTIONS: dict[str, str] = {
-    "protocol/api_versions.py": _SPLIT_ON_H_PROTO,
-    "protocol/base.py": _SPLIT_ON_H_PROTO,
-    "protocol/consumer_protocol.py": _SPLIT_ON_H_PROTO,
-    "protocol/fetch.py": _SPLIT_ON_H_PROTO,
-    "protocol/find_coordinator.py": _SPLIT_ON_H_PROTO,
-    "protocol/list_offsets.py": _SPLIT_ON_H_PROTO,
-    "protocol/metadata.py": _SPLIT_ON_H_PROTO,
-    "protocol/offsets_commit.py": _SPLIT_ON_H_PROTO,
-    "protocol/offsets_for_leader_epoch.py": _SPLIT_ON_H_PROTO,
-    "protocol/records.py": _SPLIT_ON_H_PROTO,
-    "protocol/sasl.py": _SPLIT_ON_H_PROTO,
+    "protocol/records.py": "record batches are tested by what reads them: test_v2records.py (the decoders), "
+    "test_crc32c.py (CRC checks), test_aiokafka_parts.py and test_fuzz_decoders.py (mutated record sets)",
 }
 """Modules with logic that may lack their mirror for now, each with the reason (path relative to the package)."""
 

@@ -18,7 +18,7 @@ from asyncconsumer.errors import AuthenticationError, ConfigError, KafkaConnecti
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.membership_classic import ClassicMembershipManager
 from asyncconsumer.managers.membership_consumer import ConsumerMembershipManager
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResponse
 from tests.support.group_context import answer_metadata
 
 
@@ -83,7 +83,9 @@ def test_the_coordinators_own_connection_is_found_before_the_clusters_nodes() ->
     answer_metadata(owned.metadata, {"t": 1})  # node 1 at h:9092
     assert nodes.address(1) == ("h", 9092)
     (find,) = group.coordinator.poll(0).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 1, "coordinator-host", 9093), 0)
+    find.on_response(
+        FindCoordinatorResponse(error_code=0, node_id=1, host="coordinator-host", port=9093, error_message=None), 0
+    )
     coordinator = group.coordinator.coordinator
     assert coordinator is not None
     assert nodes.address(coordinator.node_id) == ("coordinator-host", 9093)
@@ -99,7 +101,7 @@ def test_a_lost_connection_asks_for_metadata_and_one_to_a_too_large_response_is_
     group = owned.group
     assert group is not None
     (find,) = group.coordinator.poll(0).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 0)
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 0)
     coordinator = group.coordinator.coordinator
     assert coordinator is not None
     for listener in owned.delegate._disconnect_listeners:
@@ -132,7 +134,7 @@ def test_the_end_of_a_loop_iteration_publishes_the_snapshot_then_delivers_what_i
     order: list[str] = []
     parts.background_events.stage(ErrorEvent(AuthenticationError("x")))
     (find,) = group.coordinator.poll(0).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 4, "h", 9092), 0)
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=4, host="h", port=9092, error_message=None), 0)
     deliver = parts.background_events.deliver
 
     def delivering() -> bool:

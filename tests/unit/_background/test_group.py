@@ -8,11 +8,11 @@ import re
 
 from asyncconsumer.managers.member_state import MemberState
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState
-from asyncconsumer.protocol.offsets_commit import (
-    OffsetCommitPartitionResponse,
+from asyncconsumer.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetCommitTopicResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
 )
 from asyncconsumer.records import TopicPartition
 from tests.support.group_context import WiredGroup, answer_metadata
@@ -104,6 +104,13 @@ def test_with_auto_commit_the_revoke_callback_is_asked_only_once_the_positions_a
     sent = [(t.name, p.partition_index, p.committed_offset) for t in commit.request.topics for p in t.partitions]
     assert sent == [("t", 0, 7)]
     commit.on_response(
-        OffsetCommitResponse(topics=(OffsetCommitTopicResponse("t", (OffsetCommitPartitionResponse(0, 0),)),)), 5
+        OffsetCommitResponse(
+            topics=(
+                OffsetCommitResponseTopic(
+                    name="t", partitions=(OffsetCommitResponsePartition(partition_index=0, error_code=0),)
+                ),
+            )
+        ),
+        5,
     )
     assert [e.kind for e in wired.asked] == ["assigned", "revoked"]

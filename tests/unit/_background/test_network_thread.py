@@ -18,7 +18,7 @@ from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.metadata import MetadataRequest
+from asyncconsumer.protocol.messages.metadata import MetadataRequest, MetadataResponse, MetadataResponseBroker
 from asyncconsumer.records import TopicPartition
 
 
@@ -109,6 +109,5 @@ def test_events_past_their_deadline_fail_with_a_timeout() -> None:
 
 
 def _empty_metadata() -> Any:
-    from asyncconsumer.protocol.metadata import MetadataBroker, MetadataResponse
 
-    return MetadataResponse(brokers=(MetadataBroker(1, "h", 1),), topics=())
+    return MetadataResponse(brokers=(MetadataResponseBroker(node_id=1, host="h", port=1),), topics=())

@@ -80,7 +80,8 @@ class Parts:
     def asked_topics(self) -> tuple[str, ...] | None:
         self.metadata.request_update()
         (request,) = self.metadata.poll(0).unsent_requests
-        return request.request.topics  # type: ignore[attr-defined, no-any-return]
+        topics = request.request.topics  # type: ignore[attr-defined]
+        return None if topics is None else tuple(t.name for t in topics)
 
 
 # --- what each event does ---------------------------------------------------------------------------------------

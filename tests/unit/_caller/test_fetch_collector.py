@@ -22,7 +22,7 @@ from asyncconsumer.errors import (
     RecordDeserializationError,
 )
 from asyncconsumer.protocol import records as records_module
-from asyncconsumer.protocol.fetch import AbortedTransaction
+from asyncconsumer.protocol.messages.fetch import AbortedTransaction
 from asyncconsumer.records import TopicPartition
 from tests.support.batches import (
     GZIP,
@@ -246,7 +246,7 @@ def test_read_committed_drops_aborted_transactions_and_control_records() -> None
     subs.assign([TP])
     subs.seek(TP, 0)
     buffer = FetchBuffer(1 << 20, CallerSignal())
-    add(buffer, subs, data, 0, aborted=(AbortedTransaction(pid_aborted, 0),))
+    add(buffer, subs, data, 0, aborted=(AbortedTransaction(producer_id=pid_aborted, first_offset=0),))
     collector = FetchCollector(ConsumerConfig.from_kwargs("h:1", **cfg), subs, buffer)
     assert [r.value for r in collector.collect(100)[TP]] == [b"c1", b"plain"]
     assert subs.position(TP) == 6
@@ -288,7 +288,10 @@ def test_read_committed_fetch_starting_at_an_abort_marker_returns_the_producers_
         + build_control_batch(17, other, commit=True)
         + build_batch(18, [b"plain"])
     )
-    aborted = (AbortedTransaction(pid, 4), AbortedTransaction(pid, 14))
+    aborted = (
+        AbortedTransaction(producer_id=pid, first_offset=4),
+        AbortedTransaction(producer_id=pid, first_offset=14),
+    )
     assert read_committed(data, 10, aborted) == ([11, 12, 15, 18], 19)
 
 
@@ -301,7 +304,7 @@ def test_read_committed_still_drops_aborted_data_before_a_producers_committed_tr
         + build_batch(3, [b"c1"], transactional=True, producer_id=pid)
         + build_control_batch(4, pid, commit=True)
     )
-    aborted = (AbortedTransaction(pid, 0),)
+    aborted = (AbortedTransaction(producer_id=pid, first_offset=0),)
     assert read_committed(data, 0, aborted) == ([3], 5)
     # Fetched from inside the aborted transaction (the broker lists it, as it began before the fetch): still dropped.
     from_inside = data[len(build_batch(0, [b"a1"], transactional=True, producer_id=pid)) :]
@@ -451,7 +454,7 @@ def _fetches(draw: st.DrawFn) -> tuple[bytes, dict[str, object]]:
         else:
             data += build_batch(offset, values, keys=keys, headers=headers, transactional=True, producer_id=pid)
             if kind == "aborted":
-                aborted.append(AbortedTransaction(pid, offset))
+                aborted.append(AbortedTransaction(producer_id=pid, first_offset=offset))
             offset += n
             data += build_control_batch(offset, pid, commit=kind == "committed")
             offset += 1

@@ -24,7 +24,13 @@ from asyncconsumer.assignors import (
     to_wire,
 )
 from asyncconsumer.errors import ConfigError, IllegalStateError, KafkaError
-from asyncconsumer.protocol.consumer_protocol import Assignment
+from asyncconsumer.protocol.consumer_protocol import decode_assignment, encode_assignment
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+)
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    TopicPartition as WireTopicPartition,
+)
 from asyncconsumer.records import TopicPartition
 from tests.support.assignors import TP, EverythingToFirst, member, tps
 
@@ -108,10 +114,19 @@ def test_perform_assignment_rejects_direct_moves_only_under_cooperative() -> Non
 def test_group_assignment_to_wire() -> None:
     result = GroupAssignment({"a": (TP("t", 1), TP("s", 0), TP("t", 0)), "b": ()}, {"a": b"x"})
     wire = result.to_assignments()
-    assert wire == {"a": Assignment((("s", (0,)), ("t", (0, 1))), b"x"), "b": Assignment(())}
-    assert Assignment.decode(wire["a"].encode()) == wire["a"]
-    assert from_wire(wire["a"].partitions) == [TP("s", 0), TP("t", 0), TP("t", 1)]
-    assert result.assignment_for("nobody") == Assignment(())
+    assert wire == {
+        "a": ConsumerProtocolAssignment(
+            assigned_partitions=(
+                WireTopicPartition(topic="s", partitions=(0,)),
+                WireTopicPartition(topic="t", partitions=(0, 1)),
+            ),
+            user_data=b"x",
+        ),
+        "b": ConsumerProtocolAssignment(assigned_partitions=()),
+    }
+    assert decode_assignment(encode_assignment(wire["a"])) == wire["a"]
+    assert from_wire(wire["a"].assigned_partitions) == [TP("s", 0), TP("t", 0), TP("t", 1)]
+    assert result.assignment_for("nobody") == ConsumerProtocolAssignment(assigned_partitions=())
 
 
 # --- the wire shape and the member order ----------------------------------------------------------------------
@@ -119,10 +134,10 @@ def test_group_assignment_to_wire() -> None:
 
 def test_to_wire_groups_sorts_and_deduplicates_and_from_wire_reads_it_back_in_order() -> None:
     wire = to_wire([TP("b", 2), TP("a", 1), TP("b", 0), TP("a", 1)])
-    assert wire == (("a", (1,)), ("b", (0, 2)))
+    assert wire == (WireTopicPartition(topic="a", partitions=(1,)), WireTopicPartition(topic="b", partitions=(0, 2)))
     assert from_wire(wire) == [TP("a", 1), TP("b", 0), TP("b", 2)]
     assert to_wire([]) == () and from_wire(()) == []
-    assert from_wire((("z", (3, 1)),)) == [TP("z", 3), TP("z", 1)]  # wire order kept, not re-sorted
+    assert from_wire((WireTopicPartition(topic="z", partitions=(3, 1)),)) == [TP("z", 3), TP("z", 1)]  # wire order kept
 
 
 def test_members_sort_static_first_by_instance_id_then_by_member_id() -> None:

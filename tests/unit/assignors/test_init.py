@@ -17,7 +17,9 @@ from asyncconsumer.assignors import (
     perform_assignment,
 )
 from asyncconsumer.errors import ConfigError
-from asyncconsumer.protocol.consumer_protocol import Assignment
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+)
 from tests.support.assignors import TP, EverythingToFirst, Group, check_valid, groups, member
 
 
@@ -56,7 +58,7 @@ def test_assignor_for_user_defined_instances_and_classes() -> None:
     assert isinstance(made, EverythingToFirst)
     assert made.supported_protocols == (RebalanceProtocol.EAGER,)
     assert made.subscription_user_data(frozenset()) is None
-    made.on_assignment(Assignment(()), 1)  # the default is a no-op that must exist
+    made.on_assignment(ConsumerProtocolAssignment(assigned_partitions=()), 1)  # the default is a no-op that must exist
     result = perform_assignment(made, {"t": 2}, [member("b", ["t"]), member("a", ["t"])])
     assert result.partitions == {"b": (), "a": (TP("t", 0), TP("t", 1))}
 

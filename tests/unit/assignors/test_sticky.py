@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from asyncconsumer.assignors import CooperativeStickyAssignor, GroupMember, RebalanceProtocol, perform_assignment
 from asyncconsumer.assignors.roundrobin import round_robin_assign
 from asyncconsumer.assignors.sticky import cooperative_sticky_assign, member_generation, resolve_owners, sticky_assign
-from asyncconsumer.protocol.consumer_protocol import Assignment, Subscription
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+)
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    TopicPartition as WireTopicPartition,
+)
 from tests.support.assignors import (
     TP,
     Group,
@@ -201,9 +207,13 @@ def test_conflicting_claims_in_the_same_generation_are_revoked_by_both() -> None
 
 def test_generation_from_user_data_when_the_subscription_has_none() -> None:
     old = struct.pack(">i", 9)
-    assert member_generation(Subscription(("t",), old)) == 9
-    assert member_generation(Subscription(("t",), old, generation_id=4)) == 4  # the v2 field wins
-    assert member_generation(Subscription(("t",), b"\x01")) == -1  # unreadable: no generation
+    assert member_generation(ConsumerProtocolSubscription(topics=("t",), user_data=old)) == 9
+    assert (
+        member_generation(ConsumerProtocolSubscription(topics=("t",), user_data=old, generation_id=4)) == 4
+    )  # the v2 field wins
+    assert (
+        member_generation(ConsumerProtocolSubscription(topics=("t",), user_data=b"\x01")) == -1
+    )  # unreadable: no generation
     members = [
         member("a", ["t"], tps("t", 0), user_data=struct.pack(">i", 3)),
         member("b", ["t"], tps("t", 0), user_data=old),
@@ -221,6 +231,13 @@ def test_claims_on_missing_or_unsubscribed_partitions_are_dropped() -> None:
 def test_cooperative_sticky_assignor_sends_its_generation() -> None:
     assignor = CooperativeStickyAssignor()
     assert assignor.subscription_user_data(frozenset({"t"})) == struct.pack(">i", -1)
-    assignor.on_assignment(Assignment((("t", (0,)),)), 7)
+    assignor.on_assignment(
+        ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic="t", partitions=(0,)),)), 7
+    )
     assert assignor.generation == 7
-    assert member_generation(Subscription(("t",), assignor.subscription_user_data(frozenset({"t"})))) == 7
+    assert (
+        member_generation(
+            ConsumerProtocolSubscription(topics=("t",), user_data=assignor.subscription_user_data(frozenset({"t"})))
+        )
+        == 7
+    )

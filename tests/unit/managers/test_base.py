@@ -13,7 +13,7 @@ import pytest
 import asyncconsumer.managers
 from asyncconsumer.errors import KafkaConnectionError
 from asyncconsumer.managers.base import EMPTY, MAX_POLL_WAIT_MS, PollResult, RequestManager, UnsentRequest, is_error
-from asyncconsumer.protocol.metadata import MetadataRequest
+from asyncconsumer.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 
 
 def test_a_poll_result_asks_for_nothing_and_for_the_longest_sleep_by_default() -> None:
@@ -25,7 +25,7 @@ def test_a_poll_result_asks_for_nothing_and_for_the_longest_sleep_by_default() -
 
 
 def test_an_unsent_request_is_its_request_and_node_not_its_callback() -> None:
-    request = MetadataRequest(topics=("t",))
+    request = MetadataRequest(topics=(MetadataRequestTopic(name="t"),), allow_auto_topic_creation=False)
     first = UnsentRequest(request, 1, lambda result, now: None)
     assert first == UnsentRequest(request, 1, lambda result, now: None)
     assert first != UnsentRequest(request, None, lambda result, now: None)  # None: the least-loaded node
@@ -35,7 +35,11 @@ def test_an_unsent_request_is_its_request_and_node_not_its_callback() -> None:
 
 def test_an_answer_is_an_error_only_when_it_is_a_kafka_error() -> None:
     assert is_error(KafkaConnectionError("gone"))
-    assert not is_error(MetadataRequest(topics=None)) and not is_error(None) and not is_error(ValueError("x"))
+    assert (
+        not is_error(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+        and not is_error(None)
+        and not is_error(ValueError("x"))
+    )
 
 
 def _managers() -> list[type]:

@@ -11,16 +11,18 @@ from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.commit import NO_GENERATION, CommitManager, Generation
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorResponse
-from asyncconsumer.protocol.offsets_commit import (
-    OffsetCommitPartitionResponse,
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetCommitTopicResponse,
-    OffsetFetchPartitionResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from asyncconsumer.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchResponse,
-    OffsetFetchTopicResponse,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
 )
 from asyncconsumer.records import OffsetAndMetadata, TopicPartition
 
@@ -30,7 +32,7 @@ TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
 def setup(generation: Generation = NO_GENERATION) -> tuple[CommitManager, CoordinatorManager]:
     coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)
     (find,) = coordinator.poll(0).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 0)
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 0)
     return CommitManager(coordinator, lambda: generation, ExponentialBackoff(100, 1000, jitter=0)), coordinator
 
 
@@ -42,9 +44,18 @@ def one(requests: tuple[UnsentRequest, ...]) -> UnsentRequest:
 def fetched(offsets: dict[TopicPartition, int], error_code: int = 0) -> OffsetFetchResponse:
     return OffsetFetchResponse(
         topics=(
-            OffsetFetchTopicResponse(
-                "t",
-                tuple(OffsetFetchPartitionResponse(tp.partition, o, 3, "m", error_code) for tp, o in offsets.items()),
+            OffsetFetchResponseTopic(
+                name="t",
+                partitions=tuple(
+                    OffsetFetchResponsePartition(
+                        partition_index=tp.partition,
+                        committed_offset=o,
+                        committed_leader_epoch=3,
+                        metadata="m",
+                        error_code=error_code,
+                    )
+                    for tp, o in offsets.items()
+                ),
             ),
         )
     )
@@ -52,7 +63,11 @@ def fetched(offsets: dict[TopicPartition, int], error_code: int = 0) -> OffsetFe
 
 def committed_answer(error_code: int = 0) -> OffsetCommitResponse:
     return OffsetCommitResponse(
-        topics=(OffsetCommitTopicResponse("t", (OffsetCommitPartitionResponse(0, error_code),)),)
+        topics=(
+            OffsetCommitResponseTopic(
+                name="t", partitions=(OffsetCommitResponsePartition(partition_index=0, error_code=error_code),)
+            ),
+        )
     )
 
 
@@ -62,7 +77,7 @@ def test_fetch_committed_asks_the_coordinator_and_reads_offsets() -> None:
     manager.fetch_committed((TP0, TP1), 10_000, results.append, results.append)
     request = one(manager.poll(0).unsent_requests)
     assert coordinator.coordinator is not None and request.node_id == coordinator.coordinator.node_id
-    assert isinstance(request.request, OffsetFetchRequest) and request.request.group_id == "g"
+    assert isinstance(request.request, OffsetFetchRequest) and request.request.groups[0].group_id == "g"
     request.on_response(fetched({TP0: 42, TP1: -1}), 5)
     assert results == [{TP0: OffsetAndMetadata(42, "m", 3), TP1: None}]
 
@@ -95,7 +110,7 @@ def test_a_moved_coordinator_is_forgotten_and_the_job_retried_after_backoff() ->
     assert coordinator.coordinator is None
     assert manager.poll(200).unsent_requests == ()  # no coordinator yet
     (find,) = coordinator.poll(200).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 2, "h2", 9092), 201)
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=2, host="h2", port=9092, error_message=None), 201)
     retry = one(manager.poll(202).unsent_requests)
     retry.on_response(committed_answer(), 203)
     assert done == [None]
@@ -108,7 +123,7 @@ def test_a_lost_connection_retries_and_a_load_in_progress_waits() -> None:
     one(manager.poll(0).unsent_requests).on_response(KafkaConnectionError("gone"), 1)
     assert coordinator.coordinator is None
     (find,) = coordinator.poll(1).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 2)
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 2)
     assert manager.poll(50).unsent_requests == ()  # backoff 100 ms from t=1
     one(manager.poll(101).unsent_requests).on_response(OffsetFetchResponse(error_code=14), 102)
     assert results == []
@@ -167,7 +182,7 @@ def test_a_stale_member_epoch_is_retried_with_the_epoch_the_member_has_by_then()
     """KIP-848: a commit built before the member's epoch moved on is answered STALE_MEMBER_EPOCH and resent."""
     coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)
     (find,) = coordinator.poll(0).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 0)
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 0)
     generation = [Generation(4, "m")]
     manager = CommitManager(coordinator, lambda: generation[0], ExponentialBackoff(100, 1000, jitter=0))
     done: list[Any] = []
@@ -185,7 +200,7 @@ def test_offset_fetch_names_the_member_and_epoch_only_for_a_kip848_group() -> No
     for kip848, expected in ((False, (None, -1)), (True, ("m", 6))):
         coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)
         (find,) = coordinator.poll(0).unsent_requests
-        find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 0)
+        find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 0)
         manager = CommitManager(
             coordinator,
             lambda: Generation(6, "m"),
@@ -195,4 +210,4 @@ def test_offset_fetch_names_the_member_and_epoch_only_for_a_kip848_group() -> No
         manager.fetch_committed((TP0,), 10_000, lambda r: None, lambda e: None)
         sent = one(manager.poll(0).unsent_requests).request
         assert isinstance(sent, OffsetFetchRequest)
-        assert (sent.member_id, sent.member_epoch) == expected
+        assert (sent.groups[0].member_id, sent.groups[0].member_epoch) == expected

@@ -18,7 +18,7 @@ from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.managers.metadata import MetadataManager
-from asyncconsumer.protocol.fetch import FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse
+from asyncconsumer.protocol.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse, PartitionData
 from asyncconsumer.records import TopicPartition
 from tests.support.batches import build_batch
 from tests.support.fetch_broker import FakeFetchBroker
@@ -57,9 +57,18 @@ def fetch_answer(
     return FetchResponse(
         responses=(
             FetchableTopicResponse(
-                "t",
-                tuple(
-                    FetchPartitionData(p, code, high_watermark, high_watermark, 0, None, -1, records)
+                topic="t",
+                partitions=tuple(
+                    PartitionData(
+                        partition_index=p,
+                        error_code=code,
+                        high_watermark=high_watermark,
+                        last_stable_offset=high_watermark,
+                        log_start_offset=0,
+                        aborted_transactions=None,
+                        preferred_read_replica=-1,
+                        records=records,
+                    )
                     for p, (code, records) in parts.items()
                 ),
             ),
@@ -611,8 +620,20 @@ def test_read_committed_counts_records_waiting_up_to_the_last_stable_offset_only
         subs.seek(tp, 0)
     first = only(manager.poll(0).unsent_requests)
     # open transactions: the high watermark is at 100, but nothing past offset 1 may be read yet
-    parts = tuple(FetchPartitionData(p, 0, 100, 1, 0, (), -1, build_batch(0, [b"x"])) for p in range(4))
-    first.on_response(FetchResponse(responses=(FetchableTopicResponse("t", parts),)), 1)
+    parts = tuple(
+        PartitionData(
+            partition_index=p,
+            error_code=0,
+            high_watermark=100,
+            last_stable_offset=1,
+            log_start_offset=0,
+            aborted_transactions=(),
+            preferred_read_replica=-1,
+            records=build_batch(0, [b"x"]),
+        )
+        for p in range(4)
+    )
+    first.on_response(FetchResponse(responses=(FetchableTopicResponse(topic="t", partitions=parts),)), 1)
     assert named(only(manager.poll(2).unsent_requests)) == {0, 1, 2, 3}
 
 

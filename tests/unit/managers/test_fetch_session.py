@@ -19,7 +19,7 @@ from asyncconsumer.managers.fetch_session import (
     SessionFetch,
     next_epoch,
 )
-from asyncconsumer.protocol.fetch import FetchableTopicResponse, FetchPartitionData, FetchResponse
+from asyncconsumer.protocol.messages.fetch import FetchableTopicResponse, FetchResponse, PartitionData
 from asyncconsumer.records import TopicPartition
 
 
@@ -44,10 +44,12 @@ def forgotten(fetch: SessionFetch) -> set[TopicPartition]:
 
 def answer(session_id: int = 0, error_code: int = 0, full: FetchSession | None = None) -> FetchResponse:
     """An answer with no partitions, or with ``full``: every partition that session holds (as a full answer)."""
-    by_topic: dict[str, list[FetchPartitionData]] = {}
+    by_topic: dict[str, list[PartitionData]] = {}
     for t in full.partitions if full is not None else ():
-        by_topic.setdefault(t.topic, []).append(FetchPartitionData(t.partition, 0, 0))
-    responses = tuple(FetchableTopicResponse(topic, tuple(parts)) for topic, parts in by_topic.items())
+        by_topic.setdefault(t.topic, []).append(
+            PartitionData(partition_index=t.partition, error_code=0, high_watermark=0)
+        )
+    responses = tuple(FetchableTopicResponse(topic=topic, partitions=tuple(parts)) for topic, parts in by_topic.items())
     return FetchResponse(responses=responses, error_code=error_code, session_id=session_id)
 
 
@@ -278,8 +280,10 @@ def test_a_throttled_empty_answer_to_a_full_fetch_is_no_refusal_of_a_session() -
 
 
 def partitions_answer(session_id: int, *parts: int) -> FetchResponse:
-    data = tuple(FetchPartitionData(p, 0, 0) for p in parts)
-    return FetchResponse(responses=(FetchableTopicResponse("t", data),) if parts else (), session_id=session_id)
+    data = tuple(PartitionData(partition_index=p, error_code=0, high_watermark=0) for p in parts)
+    return FetchResponse(
+        responses=(FetchableTopicResponse(topic="t", partitions=data),) if parts else (), session_id=session_id
+    )
 
 
 def test_an_answer_that_does_not_fit_the_session_restarts_it() -> None:

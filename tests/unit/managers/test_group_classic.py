@@ -14,17 +14,23 @@ from asyncconsumer.assignors import NoCommonAssignorError, RebalanceProtocol, to
 from asyncconsumer.managers.group_classic import ClassicLeader, build
 from asyncconsumer.managers.heartbeat_classic import ClassicHeartbeatManager
 from asyncconsumer.managers.membership_classic import ClassicMembershipManager
-from asyncconsumer.protocol.consumer_protocol import Assignment, Subscription
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorResponse
-from asyncconsumer.protocol.group import JoinGroupMember, JoinGroupRequest
+from asyncconsumer.protocol.consumer_protocol import decode_assignment, decode_subscription, encode_subscription
+from asyncconsumer.protocol.messages.consumer_protocol import ConsumerProtocolSubscription
+from asyncconsumer.protocol.messages.consumer_protocol import TopicPartition as WireTopicPartition
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponseMember
 from asyncconsumer.records import TopicPartition
 from tests.support.group_context import answer_metadata, membership_context
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
-def member(member_id: str, *topics: str) -> JoinGroupMember:
-    return JoinGroupMember(member_id, None, Subscription(topics).encode())
+def member(member_id: str, *topics: str) -> JoinGroupResponseMember:
+    return JoinGroupResponseMember(
+        member_id=member_id,
+        group_instance_id=None,
+        metadata=encode_subscription(ConsumerProtocolSubscription(topics=topics)),
+    )
 
 
 def as_member(member_id: str, leader_id: str, *, owned: frozenset[TopicPartition] = frozenset()) -> SimpleNamespace:
@@ -44,12 +50,12 @@ def test_build_wires_a_classic_member_whose_join_offers_each_assignor_in_order()
     context.subscriptions.subscribe(["b", "a"])
     answer_metadata(context.metadata, {"a": 2, "b": 1})
     (find,) = context.coordinator.poll(0).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 0)
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 0)
     built.manager.subscribe()
     (join,) = built.manager.poll(1).unsent_requests
     assert isinstance(join.request, JoinGroupRequest)
     assert join.request.rebalance_timeout_ms == 40_000  # max_poll_interval_ms, as Java
-    offered = [(p.name, Subscription.decode(p.metadata)) for p in join.request.protocols]
+    offered = [(p.name, decode_subscription(p.metadata)) for p in join.request.protocols]
     assert [name for name, _ in offered] == ["cooperative-sticky", "range"]
     assert [s.topics for _, s in offered] == [("a", "b"), ("a", "b")]
     assert offered[0][1].user_data == struct.pack(">i", -1)  # cooperative-sticky sends its generation
@@ -63,7 +69,7 @@ def test_a_cooperative_member_offers_what_it_owns_and_its_generation() -> None:
     assert leader.protocol is RebalanceProtocol.COOPERATIVE
     context.subscriptions.subscribe(["t"])
     (protocol,) = leader.protocols(as_member("m-1", "m-2", owned=frozenset([T1, T0])))  # type: ignore[arg-type]
-    subscription = Subscription.decode(protocol.metadata)
+    subscription = decode_subscription(protocol.metadata)
     assert (subscription.owned_partitions, subscription.generation_id) == (to_wire([T0, T1]), 4)
     assert build(context).manager.cooperative is True
 
@@ -73,9 +79,9 @@ def test_the_leader_assigns_with_the_chosen_assignor_over_the_metadata_it_has() 
     answer_metadata(context.metadata, {"t": 4})
     leader = ClassicLeader(context)
     result = leader.assign("range", [member("m-2", "t"), member("m-1", "t")])
-    assert {m: Assignment.decode(data).partitions for m, data in result.items()} == {
-        "m-1": (("t", (0, 1)),),
-        "m-2": (("t", (2, 3)),),
+    assert {m: decode_assignment(data).assigned_partitions for m, data in result.items()} == {
+        "m-1": (WireTopicPartition(topic="t", partitions=(0, 1)),),
+        "m-2": (WireTopicPartition(topic="t", partitions=(2, 3)),),
     }
     with pytest.raises(NoCommonAssignorError, match="this member: \\[roundrobin, range\\]; the group: \\[sticky\\]"):
         leader.assign("sticky", [member("m-1", "t")])
@@ -85,9 +91,9 @@ def test_a_topic_the_leader_has_no_metadata_for_is_asked_for_and_assigned_nothin
     context, _ = membership_context()
     answer_metadata(context.metadata, {"t": 1})
     result = ClassicLeader(context).assign("range", [member("m-1", "t", "u")])
-    assert Assignment.decode(result["m-1"]).partitions == (("t", (0,)),)
+    assert decode_assignment(result["m-1"]).assigned_partitions == (WireTopicPartition(topic="t", partitions=(0,)),)
     (request,) = context.metadata.poll(1).unsent_requests  # the leader asked for u
-    assert "u" in (request.request.topics or ())  # type: ignore[attr-defined]
+    assert "u" in {t.name for t in request.request.topics or ()}  # type: ignore[attr-defined]
 
 
 def test_a_leader_whose_topics_changed_since_it_assigned_rejoins_once() -> None:

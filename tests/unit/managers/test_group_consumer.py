@@ -12,8 +12,8 @@ from asyncconsumer.managers.heartbeat_consumer import ConsumerHeartbeatManager
 from asyncconsumer.managers.membership import Membership
 from asyncconsumer.managers.membership_consumer import ConsumerMembershipManager
 from asyncconsumer.protocol.base import ApiKey
-from asyncconsumer.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResponse
 from tests.support.group_context import Recorder, membership_context
 
 
@@ -23,7 +23,7 @@ def built(**settings: object) -> tuple[Membership, Recorder, list[object]]:
     context, recorder = membership_context(group_protocol="consumer", **settings)
     membership = build(context)
     (find,) = context.coordinator.poll(0).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 0)
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 0)
     context.subscriptions.subscribe(["b", "a"])
     outcome: list[object] = []
     membership.heartbeat.check_support(outcome.append, outcome.append)

@@ -17,8 +17,8 @@ from asyncconsumer.errors import (
     UnsupportedVersionError,
 )
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as S
-from asyncconsumer.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, HeartbeatTopicPartitions
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResponse
 from tests.support.consumer_member import T0, T1, T_ID, Harness, answer
 
 
@@ -39,7 +39,7 @@ def test_join_sends_every_field_then_reconciles_assigns_and_acknowledges_at_once
     ack, unsent = h.send(7)  # acknowledging goes out without waiting for the interval
     assert h.membership.state is S.STABLE
     assert ack.member_epoch == 3
-    assert ack.topic_partitions == (HeartbeatTopicPartitions(T_ID, (0, 1)),)
+    assert ack.topic_partitions == (TopicPartitions(topic_id=T_ID, partitions=(0, 1)),)
     assert (ack.subscribed_topic_names, ack.rebalance_timeout_ms, ack.rack_id, ack.server_assignor) == (
         None,
         -1,
@@ -65,10 +65,12 @@ def test_coordinator_loss_keeps_the_partitions_and_resends_every_field(code: int
     assert h.coordinator.coordinator is None
     assert h.membership.state is S.STABLE and h.membership.owned == {T0}
     (find,) = h.coordinator.poll(1004).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 1, "h", 9092), 1004)
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 1004)
     again, _ = h.send(1200)  # after the backoff
     assert again.member_epoch == 1
-    assert again.subscribed_topic_names == ("t",) and again.topic_partitions == (HeartbeatTopicPartitions(T_ID, (0,)),)
+    assert again.subscribed_topic_names == ("t",) and again.topic_partitions == (
+        TopicPartitions(topic_id=T_ID, partitions=(0,)),
+    )
 
 
 def test_a_lost_connection_backs_off_and_keeps_the_membership() -> None:

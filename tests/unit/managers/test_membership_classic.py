@@ -6,16 +6,17 @@ from __future__ import annotations
 from asyncconsumer.errors import KafkaConnectionError
 from asyncconsumer.managers.commit import NO_GENERATION
 from asyncconsumer.managers.member_state import MemberState
-from asyncconsumer.protocol.consumer_protocol import Assignment
-from asyncconsumer.protocol.find_coordinator import FindCoordinatorResponse
-from asyncconsumer.protocol.group import (
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
+from asyncconsumer.protocol.consumer_protocol import encode_assignment
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
 )
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    TopicPartition as WireTopicPartition,
+)
+from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from asyncconsumer.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from asyncconsumer.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from asyncconsumer.records import TopicPartition
 from tests.support.classic_member import Harness, joined
 
@@ -28,7 +29,18 @@ def test_join_with_member_id_required_then_lead_sync_and_become_stable() -> None
     first = h.one(0)
     assert isinstance(first.request, JoinGroupRequest) and first.request.member_id == ""
     assert first.timeout_ms == 35_000  # a join may be held for the whole rebalance timeout
-    first.on_response(JoinGroupResponse(79, -1, None, None, "", "m-1", ()), 1)  # MEMBER_ID_REQUIRED
+    first.on_response(
+        JoinGroupResponse(
+            error_code=79,
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=None,
+            leader="",
+            member_id="m-1",
+            members=(),
+        ),
+        1,
+    )  # MEMBER_ID_REQUIRED
     second = h.one(2)
     assert isinstance(second.request, JoinGroupRequest) and second.request.member_id == "m-1"
     second.on_response(joined("m-1", leader="m-1"), 3)
@@ -38,7 +50,15 @@ def test_join_with_member_id_required_then_lead_sync_and_become_stable() -> None
     assert isinstance(sync.request, SyncGroupRequest)
     assert (sync.request.generation_id, sync.request.member_id) == (5, "m-1")
     assert [a.member_id for a in sync.request.assignments] == ["m-1"]
-    sync.on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 5)
+    sync.on_response(
+        SyncGroupResponse(
+            error_code=0,
+            assignment=encode_assignment(
+                ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic="t", partitions=(0, 1)),))
+            ),
+        ),
+        5,
+    )
     assert h.applied[-1] == {TP0, TP1}
     assert h.manager.state is MemberState.ASSIGNING
     kind, partitions, done = h.calls[-1]
@@ -59,7 +79,15 @@ def test_a_stable_leader_whose_assignment_went_stale_rejoins_even_when_metadata_
     h.manager.subscribe()
     h.one(0).on_response(joined("m-1", leader="m-1"), 0)
     assert h.manager.state is MemberState.SYNCING
-    h.one(0).on_response(SyncGroupResponse(0, Assignment((("t", (0, 1)),)).encode()), 0)
+    h.one(0).on_response(
+        SyncGroupResponse(
+            error_code=0,
+            assignment=encode_assignment(
+                ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic="t", partitions=(0, 1)),))
+            ),
+        ),
+        0,
+    )
     assert h.manager.state is MemberState.ASSIGNING  # the assign callback is pending: not yet
     assert h.manager.poll(1).unsent_requests == ()
     h.calls[-1][2].set_result(None)
@@ -108,7 +136,7 @@ def test_sync_with_an_illegal_generation_rejoins_after_backoff() -> None:
     h = Harness()
     h.manager.subscribe()
     h.one(0).on_response(joined("m-1", leader="m-1"), 0)
-    h.one(1).on_response(SyncGroupResponse(22, b""), 10)  # ILLEGAL_GENERATION
+    h.one(1).on_response(SyncGroupResponse(error_code=22, assignment=b""), 10)  # ILLEGAL_GENERATION
     assert h.manager.state is MemberState.JOINING
     assert h.manager.generation() is NO_GENERATION
     assert h.manager.poll(50).unsent_requests == ()
@@ -145,7 +173,7 @@ def test_a_lost_coordinator_during_join_is_forgotten_and_the_join_retried() -> N
     assert h.coordinator.coordinator is None
     assert h.manager.poll(500).unsent_requests == ()  # no coordinator: nothing to send
     (find,) = h.coordinator.poll(500).unsent_requests
-    find.on_response(FindCoordinatorResponse(0, 2, "h2", 9092), 501)
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=2, host="h2", port=9092, error_message=None), 501)
     assert isinstance(h.one(502).request, JoinGroupRequest)
 
 
@@ -157,7 +185,7 @@ def test_leaving_revokes_and_sends_leave_group() -> None:
     leave = h.one(1)
     assert isinstance(leave.request, LeaveGroupRequest)
     assert [m.member_id for m in leave.request.members] == ["m-1"]
-    leave.on_response(LeaveGroupResponse(0), 2)
+    leave.on_response(LeaveGroupResponse(error_code=0), 2)
     assert h.manager.state is MemberState.UNJOINED
     assert h.manager.poll(3).unsent_requests == ()  # unsubscribed: no rejoin
 
@@ -188,7 +216,15 @@ def test_cooperative_rejoin_keeps_the_partitions_and_revokes_only_what_moved() -
     join = h.one(1)
     join.on_response(joined("m-1", leader="m-2", generation=6), 2)
     sync = h.one(3)
-    sync.on_response(SyncGroupResponse(0, Assignment((("t", (0,)),)).encode()), 4)
+    sync.on_response(
+        SyncGroupResponse(
+            error_code=0,
+            assignment=encode_assignment(
+                ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic="t", partitions=(0,)),))
+            ),
+        ),
+        4,
+    )
     kind, partitions, done = h.calls[-1]
     assert (kind, partitions) == ("revoked", {TP1})  # only the partition that moved
     assert h.applied[-1] == {TP0, TP1}  # still held while the callback may commit
@@ -207,7 +243,15 @@ def test_cooperative_assignment_without_revocation_settles() -> None:
     h = cooperative_harness()
     h.manager.subscribe()
     h.one(0).on_response(joined("m-1", leader="m-2"), 1)
-    h.one(2).on_response(SyncGroupResponse(0, Assignment((("t", (1,)),)).encode()), 3)
+    h.one(2).on_response(
+        SyncGroupResponse(
+            error_code=0,
+            assignment=encode_assignment(
+                ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic="t", partitions=(1,)),))
+            ),
+        ),
+        3,
+    )
     kind, partitions, done = h.calls[-1]
     assert (kind, partitions) == ("assigned", {TP1})
     done.set_result(None)
@@ -252,7 +296,7 @@ def test_leaving_while_a_callback_is_pending_abandons_what_was_to_follow_it() ->
     h.manager.leave_until_next_poll()  # the caller stopped polling before it ran on_partitions_assigned
     (leave,) = h.manager.poll(4).unsent_requests  # the pending callback does not hold the LeaveGroup back
     assert isinstance(leave.request, LeaveGroupRequest)
-    leave.on_response(LeaveGroupResponse(0), 5)
+    leave.on_response(LeaveGroupResponse(error_code=0), 5)
     assigned.set_result(None)  # the caller finally runs it; nothing may move the member to STABLE now
     h.manager.poll(6)
     assert h.manager.state is MemberState.UNJOINED

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from asyncconsumer.managers.commit import NO_GENERATION
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as S
-from asyncconsumer.protocol.consumer_group_heartbeat import HeartbeatTopicPartitions
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import TopicPartitions
 from asyncconsumer.records import TopicPartition
 from tests.support.consumer_member import T0, T1, T2, T_ID, U_ID, Harness, answer, cluster
 
@@ -45,7 +45,7 @@ def test_a_new_assignment_during_reconciliation_is_reconciled_after_the_acknowle
     unsent.on_response(answer(2, {T_ID: (0, 1)}), 1002)
     h.finish_callbacks()
     ack, _ = h.send(1003)
-    assert ack.topic_partitions == (HeartbeatTopicPartitions(T_ID, (0,)),)
+    assert ack.topic_partitions == (TopicPartitions(topic_id=T_ID, partitions=(0,)),)
     assert h.membership.state is S.RECONCILING  # the newer target is next
     h.tick(1004)
     assert h.calls[-1][1] == {T1}

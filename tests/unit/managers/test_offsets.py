@@ -8,7 +8,7 @@ from asyncconsumer.errors import KafkaError, UnknownTopicOrPartitionError
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import UNKNOWN_TOPIC_GRACE_MS, OffsetsManager
-from asyncconsumer.protocol.list_offsets import (
+from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
@@ -35,7 +35,13 @@ def list_offsets_answer(offsets: dict[TopicPartition, int], error_code: int = 0)
     return ListOffsetsResponse(
         topics=(
             ListOffsetsTopicResponse(
-                "t", tuple(ListOffsetsPartitionResponse(tp.partition, error_code, -1, o) for tp, o in offsets.items())
+                name="t",
+                partitions=tuple(
+                    ListOffsetsPartitionResponse(
+                        partition_index=tp.partition, error_code=error_code, timestamp=-1, offset=o
+                    )
+                    for tp, o in offsets.items()
+                ),
             ),
         )
     )
@@ -82,8 +88,15 @@ def test_list_offsets_job_completes_with_offsets_and_timestamps() -> None:
         ListOffsetsResponse(
             topics=(
                 ListOffsetsTopicResponse(
-                    "t",
-                    (ListOffsetsPartitionResponse(0, 0, 1001, 4, 0), ListOffsetsPartitionResponse(1, 0, -1, -1, -1)),
+                    name="t",
+                    partitions=(
+                        ListOffsetsPartitionResponse(
+                            partition_index=0, error_code=0, timestamp=1001, offset=4, leader_epoch=0
+                        ),
+                        ListOffsetsPartitionResponse(
+                            partition_index=1, error_code=0, timestamp=-1, offset=-1, leader_epoch=-1
+                        ),
+                    ),
                 ),
             )
         ),
@@ -142,7 +155,14 @@ def test_a_topic_that_appears_within_the_grace_is_reset_without_an_error() -> No
     only(metadata.poll(500).unsent_requests).on_response(metadata_response("new"), 501)
     request = only(manager.poll(502).unsent_requests)
     request.on_response(
-        ListOffsetsResponse(topics=(ListOffsetsTopicResponse("new", (ListOffsetsPartitionResponse(0, 0, -1, 3),)),)),
+        ListOffsetsResponse(
+            topics=(
+                ListOffsetsTopicResponse(
+                    name="new",
+                    partitions=(ListOffsetsPartitionResponse(partition_index=0, error_code=0, timestamp=-1, offset=3),),
+                ),
+            )
+        ),
         503,
     )
     assert subs.position(tp) == 3

@@ -22,8 +22,8 @@ from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets_validation import OffsetValidationManager
-from asyncconsumer.protocol.fetch import FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse
-from asyncconsumer.protocol.offsets_for_leader_epoch import (
+from asyncconsumer.protocol.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse, PartitionData
+from asyncconsumer.protocol.messages.offset_for_leader_epoch import (
     EpochEndOffset,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
@@ -73,9 +73,18 @@ def fetch_answer(parts: dict[int, bytes], high_watermark: int = 100, error_code:
     return FetchResponse(
         responses=(
             FetchableTopicResponse(
-                "t",
-                tuple(
-                    FetchPartitionData(p, error_code, high_watermark, high_watermark, 0, None, -1, records)
+                topic="t",
+                partitions=tuple(
+                    PartitionData(
+                        partition_index=p,
+                        error_code=error_code,
+                        high_watermark=high_watermark,
+                        last_stable_offset=high_watermark,
+                        log_start_offset=0,
+                        aborted_transactions=None,
+                        preferred_read_replica=-1,
+                        records=records,
+                    )
                     for p, records in parts.items()
                 ),
             ),
@@ -86,7 +95,15 @@ def fetch_answer(parts: dict[int, bytes], high_watermark: int = 100, error_code:
 def epoch_answer(*ends: tuple[int, int, int, int]) -> OffsetForLeaderEpochResponse:
     """(partition, error code, leader epoch, end offset) per partition."""
     return OffsetForLeaderEpochResponse(
-        (OffsetForLeaderTopicResult("t", tuple(EpochEndOffset(code, p, epoch, end) for p, code, epoch, end in ends)),)
+        topics=(
+            OffsetForLeaderTopicResult(
+                topic="t",
+                partitions=tuple(
+                    EpochEndOffset(error_code=code, partition=p, leader_epoch=epoch, end_offset=end)
+                    for p, code, epoch, end in ends
+                ),
+            ),
+        )
     )
 
 

@@ -17,8 +17,13 @@ from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.managers.metadata import MetadataManager
-from asyncconsumer.protocol.fetch import FetchableTopicResponse, FetchPartitionData, FetchRequest, FetchResponse
-from asyncconsumer.protocol.metadata import MetadataBroker, MetadataPartition, MetadataResponse, MetadataTopic
+from asyncconsumer.protocol.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse, PartitionData
+from asyncconsumer.protocol.messages.metadata import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
 from asyncconsumer.records import TopicPartition
 from tests.support.batches import build_batch
 from tests.support.managers import no_jitter, only
@@ -34,13 +39,26 @@ def cluster_metadata(
 ) -> MetadataResponse:
     """Brokers 1-3 in racks r1-r3; partitions 0 and 1 of "t" replicated on all three."""
     return MetadataResponse(
-        brokers=tuple(MetadataBroker(n, "127.0.0.1", 9090 + n, f"r{n}") for n in brokers),
+        brokers=tuple(
+            MetadataResponseBroker(node_id=n, host="127.0.0.1", port=9090 + n, rack=f"r{n}") for n in brokers
+        ),
         topics=(
-            MetadataTopic(
-                0,
-                "t",
-                tuple(MetadataPartition(0, p, leader, epoch, (1, 2, 3), (1, 2, 3), offline) for p in (0, 1)),
-                TOPIC_ID,
+            MetadataResponseTopic(
+                error_code=0,
+                name="t",
+                partitions=tuple(
+                    MetadataResponsePartition(
+                        error_code=0,
+                        partition_index=p,
+                        leader_id=leader,
+                        leader_epoch=epoch,
+                        replica_nodes=(1, 2, 3),
+                        isr_nodes=(1, 2, 3),
+                        offline_replicas=offline,
+                    )
+                    for p in (0, 1)
+                ),
+                topic_id=TOPIC_ID,
             ),
         ),
         cluster_id="c",
@@ -96,9 +114,18 @@ def answer(
     return FetchResponse(
         responses=(
             FetchableTopicResponse(
-                "t",
-                tuple(
-                    FetchPartitionData(p, code, high_watermark, high_watermark, 0, None, preferred, records)
+                topic="t",
+                partitions=tuple(
+                    PartitionData(
+                        partition_index=p,
+                        error_code=code,
+                        high_watermark=high_watermark,
+                        last_stable_offset=high_watermark,
+                        log_start_offset=0,
+                        aborted_transactions=None,
+                        preferred_read_replica=preferred,
+                        records=records,
+                    )
                     for p, (code, records) in parts.items()
                 ),
             ),
@@ -185,12 +212,18 @@ def test_a_failed_replica_is_read_from_again_once_it_answers_a_fetch() -> None:
     rig = Rig(partitions=(TP0, TP1))
     # node 2 leads partition 1; partition 0 is led by node 1, which names node 2 for our rack
     metadata = cluster_metadata()
-    part1 = MetadataPartition(0, 1, 2, 5, (1, 2, 3), (1, 2, 3))
+    part1 = MetadataResponsePartition(
+        error_code=0, partition_index=1, leader_id=2, leader_epoch=5, replica_nodes=(1, 2, 3), isr_nodes=(1, 2, 3)
+    )
     topic = metadata.topics[0]
     rig.set_metadata(
         MetadataResponse(
             brokers=metadata.brokers,
-            topics=(MetadataTopic(0, "t", (topic.partitions[0], part1), TOPIC_ID),),
+            topics=(
+                MetadataResponseTopic(
+                    error_code=0, name="t", partitions=(topic.partitions[0], part1), topic_id=TOPIC_ID
+                ),
+            ),
             cluster_id="c",
             controller_id=1,
         ),

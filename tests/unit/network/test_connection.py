@@ -29,9 +29,9 @@ from asyncconsumer.network.connection import (
 )
 from asyncconsumer.network.frames import FrameSizeError
 from asyncconsumer.network.security import ConnectionSecurity
-from asyncconsumer.protocol.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.base import decode_request_frame, encode_response
-from asyncconsumer.protocol.metadata import MetadataRequest
+from asyncconsumer.protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
+from asyncconsumer.protocol.messages.metadata import MetadataRequest
 
 
 def test_peers_are_named_by_role() -> None:
@@ -135,7 +135,13 @@ class _OversizeServer:
                 await buffered.receive_exactly(size), {18: ApiVersionsRequest, 3: MetadataRequest}
             )
             if api_key == 18:
-                answer = ApiVersionsResponse(0, (ApiVersionRange(18, 0, 3), ApiVersionRange(3, 0, 12)))
+                answer = ApiVersionsResponse(
+                    error_code=0,
+                    api_keys=(
+                        ApiVersion(api_key=18, min_version=0, max_version=3),
+                        ApiVersion(api_key=3, min_version=0, max_version=12),
+                    ),
+                )
                 await stream.send(encode_response(answer, ApiVersionsRequest, version, correlation_id))
                 continue
             self.received += 1
@@ -170,7 +176,11 @@ async def _oversized(size: int, limit: int, requests: int) -> tuple[list[object]
         )
         await connection.connect(5)
         for _ in range(requests):
-            await connection.send(UnsentRequest(MetadataRequest(topics=()), 1, lambda r, now: None), 12, 10**12)
+            await connection.send(
+                UnsentRequest(MetadataRequest(topics=(), allow_auto_topic_creation=False), 1, lambda r, now: None),
+                12,
+                10**12,
+            )
         with anyio.fail_after(5):
             await connection.read_loop()
             await server.done.wait()

@@ -28,10 +28,14 @@ from asyncconsumer.errors import (
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.delegate import NetworkClientDelegate
-from asyncconsumer.protocol.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.base import Request, decode_request_frame, encode_response
-from asyncconsumer.protocol.list_offsets import ListOffsetsRequest
-from asyncconsumer.protocol.metadata import MetadataBroker, MetadataRequest, MetadataResponse
+from asyncconsumer.protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
+from asyncconsumer.protocol.messages.list_offsets import ListOffsetsRequest
+from asyncconsumer.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+)
 
 TYPES: dict[int, type[Request]] = {18: ApiVersionsRequest, 3: MetadataRequest, 2: ListOffsetsRequest}
 Handler = Callable[[int, int, Request], Any]
@@ -75,7 +79,11 @@ class ScriptedBroker:
                 self.versions_seen.append((api_key, version))
                 if api_key == 18:
                     response: Any = ApiVersionsResponse(
-                        0, (ApiVersionRange(18, 0, 3), ApiVersionRange(3, 0, self.metadata_max))
+                        error_code=0,
+                        api_keys=(
+                            ApiVersion(api_key=18, min_version=0, max_version=3),
+                            ApiVersion(api_key=3, min_version=0, max_version=self.metadata_max),
+                        ),
                     )
                 else:
                     response = self.handler(api_key, version, request)
@@ -110,7 +118,7 @@ class Nodes:
 
 
 def metadata_answer() -> MetadataResponse:
-    return MetadataResponse(brokers=(MetadataBroker(1, "127.0.0.1", 1),), topics=())
+    return MetadataResponse(brokers=(MetadataResponseBroker(node_id=1, host="127.0.0.1", port=1),), topics=())
 
 
 async def exchange(broker: ScriptedBroker, request: Request, request_timeout_ms: int = 2_000) -> object:
@@ -153,7 +161,7 @@ def scripted() -> Any:
 
 def test_the_highest_version_both_sides_speak_is_used(scripted: Any) -> None:
     broker = scripted(lambda key, version, request: metadata_answer(), metadata_max=7)
-    result = anyio.run(exchange, broker, MetadataRequest(topics=()))
+    result = anyio.run(exchange, broker, MetadataRequest(topics=(), allow_auto_topic_creation=False))
     assert isinstance(result, MetadataResponse)
     assert (3, 7) in broker.versions_seen
     assert broker.versions_seen[0] == (18, 3)
@@ -161,20 +169,20 @@ def test_the_highest_version_both_sides_speak_is_used(scripted: Any) -> None:
 
 def test_an_api_the_broker_lacks_fails_with_unsupported_version(scripted: Any) -> None:
     broker = scripted(lambda key, version, request: None)
-    result = anyio.run(exchange, broker, ListOffsetsRequest(topics=()))
+    result = anyio.run(exchange, broker, ListOffsetsRequest(topics=(), replica_id=-1))
     assert isinstance(result, UnsupportedVersionError)
     assert "LIST_OFFSETS" in str(result)
 
 
 def test_a_request_with_no_answer_times_out_and_its_connection_is_closed(scripted: Any) -> None:
     broker = scripted(lambda key, version, request: None)
-    result = anyio.run(exchange, broker, MetadataRequest(topics=()), 300)
+    result = anyio.run(exchange, broker, MetadataRequest(topics=(), allow_auto_topic_creation=False), 300)
     assert isinstance(result, RequestTimedOutError)
 
 
 def test_a_dropped_connection_fails_the_request_with_a_retriable_error(scripted: Any) -> None:
     broker = scripted(lambda key, version, request: "close")
-    result = anyio.run(exchange, broker, MetadataRequest(topics=()))
+    result = anyio.run(exchange, broker, MetadataRequest(topics=(), allow_auto_topic_creation=False))
     assert isinstance(result, KafkaConnectionError)
     assert result.retriable
     assert f"127.0.0.1:{broker.port}" in str(result)
@@ -184,7 +192,7 @@ def test_nothing_listening_fails_after_the_request_timeout_naming_the_address() 
     with socket.create_server(("127.0.0.1", 0)) as placeholder:
         port = placeholder.getsockname()[1]
     broker_stub = type("Stub", (), {"port": port})()
-    result = anyio.run(exchange, broker_stub, MetadataRequest(topics=()), 500)
+    result = anyio.run(exchange, broker_stub, MetadataRequest(topics=(), allow_auto_topic_creation=False), 500)
     assert isinstance(result, KafkaConnectionError)
     assert f"127.0.0.1:{port}" in str(result)
 
@@ -212,7 +220,13 @@ def test_a_response_over_the_limit_drops_the_connection_and_the_next_request_get
             delegate.attach(tg)
             for attempt in (1, 2):
                 delegate.add_all(
-                    [UnsentRequest(MetadataRequest(topics=()), None, lambda r, now: results.append(r))],
+                    [
+                        UnsentRequest(
+                            MetadataRequest(topics=(), allow_auto_topic_creation=False),
+                            None,
+                            lambda r, now: results.append(r),
+                        )
+                    ],
                     clock.now_ms(),
                 )
                 with anyio.fail_after(10):

@@ -13,12 +13,8 @@ from asyncconsumer import ConfigError, ConsumerConfig
 from asyncconsumer.network.sasl import mechanism_for
 from asyncconsumer.network.security import ConnectionSecurity, SaslCredentials
 from asyncconsumer.protocol.base import decode_request_frame, decode_response, encode_request, encode_response
-from asyncconsumer.protocol.sasl import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
+from asyncconsumer.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from asyncconsumer.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 
 
 def test_no_repr_shows_a_password() -> None:
@@ -27,7 +23,7 @@ def test_no_repr_shows_a_password() -> None:
         repr(credentials),
         repr(mechanism_for(credentials)),
         repr(mechanism_for(SaslCredentials("PLAIN", "alice", "s3cret-pw"))),
-        repr(SaslAuthenticateRequest(b"\0alice\0s3cret-pw")),
+        repr(SaslAuthenticateRequest(auth_bytes=b"\0alice\0s3cret-pw")),
         repr(ConnectionSecurity(sasl=credentials)),
         repr(
             ConsumerConfig.from_kwargs(
@@ -42,15 +38,15 @@ def test_no_repr_shows_a_password() -> None:
 
 @pytest.mark.parametrize("version", [1])
 def test_sasl_handshake_round_trips(version: int) -> None:
-    frame = encode_request(SaslHandshakeRequest("SCRAM-SHA-512"), version, 7, "cid")
+    frame = encode_request(SaslHandshakeRequest(mechanism="SCRAM-SHA-512"), version, 7, "cid")
     _, got_version, correlation_id, client_id, request = decode_request_frame(frame[4:], {17: SaslHandshakeRequest})
     assert (got_version, correlation_id, client_id, request) == (
         version,
         7,
         "cid",
-        SaslHandshakeRequest("SCRAM-SHA-512"),
+        SaslHandshakeRequest(mechanism="SCRAM-SHA-512"),
     )
-    response = SaslHandshakeResponse(33, ("SCRAM-SHA-256", "SCRAM-SHA-512"))
+    response = SaslHandshakeResponse(error_code=33, mechanisms=("SCRAM-SHA-256", "SCRAM-SHA-512"))
     wire = encode_response(response, SaslHandshakeRequest, version, 7)
     assert decode_response(wire[4:], SaslHandshakeRequest, version) == response
 
@@ -58,17 +54,19 @@ def test_sasl_handshake_round_trips(version: int) -> None:
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_sasl_authenticate_round_trips(version: int) -> None:
     token = bytes(range(256))
-    frame = encode_request(SaslAuthenticateRequest(token), version, 9, None)
+    frame = encode_request(SaslAuthenticateRequest(auth_bytes=token), version, 9, None)
     _, _, _, _, request = decode_request_frame(frame[4:], {36: SaslAuthenticateRequest})
-    assert request == SaslAuthenticateRequest(token)
-    response = SaslAuthenticateResponse(58, "no", b"e=other-error", 1000 if version >= 1 else 0)
+    assert request == SaslAuthenticateRequest(auth_bytes=token)
+    response = SaslAuthenticateResponse(
+        error_code=58, error_message="no", auth_bytes=b"e=other-error", session_lifetime_ms=1000 if version >= 1 else 0
+    )
     wire = encode_response(response, SaslAuthenticateRequest, version, 9)
     assert decode_response(wire[4:], SaslAuthenticateRequest, version) == response
 
 
 def test_sasl_authenticate_v2_is_flexible_and_v0_is_not() -> None:
-    v0 = encode_request(SaslAuthenticateRequest(b"ab"), 0, 1, None)
-    v2 = encode_request(SaslAuthenticateRequest(b"ab"), 2, 1, None)
+    v0 = encode_request(SaslAuthenticateRequest(auth_bytes=b"ab"), 0, 1, None)
+    v2 = encode_request(SaslAuthenticateRequest(auth_bytes=b"ab"), 2, 1, None)
     assert v0.endswith(b"\x00\x00\x00\x02ab")  # int32 length
     assert v2.endswith(b"\x03ab\x00")  # uvarint length + 1, then no tagged fields
 

@@ -11,7 +11,7 @@ from asyncconsumer.errors import PluginError
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.metrics import PluginMetricsStore
 from asyncconsumer.plugins.guard import GuardedManager
-from asyncconsumer.protocol.list_offsets import ListOffsetsRequest
+from asyncconsumer.protocol.messages.list_offsets import ListOffsetsRequest
 
 
 class Scripted:
@@ -62,7 +62,7 @@ def test_response_callbacks_are_guarded_too() -> None:
         answered.append(result)
         raise KeyError("in callback")
 
-    request = UnsentRequest(ListOffsetsRequest(()), 1, callback)
+    request = UnsentRequest(ListOffsetsRequest(topics=(), replica_id=-1), 1, callback)
     guarded = GuardedManager("p", Scripted(PollResult(5, (request,))), PluginMetricsStore(), fatal=False)
     result = guarded.poll(0)
     assert result.time_until_next_poll_ms == 5

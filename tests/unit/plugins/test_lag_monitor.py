@@ -9,7 +9,7 @@ import pytest
 from asyncconsumer.errors import ConfigError, KafkaConnectionError
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.plugins.lag_monitor import LagMonitor, create
-from asyncconsumer.protocol.list_offsets import (
+from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
@@ -22,9 +22,15 @@ NOT_LEADER_OR_FOLLOWER = 6
 
 def answer(offsets: dict[TopicPartition, int], error_code: int = 0) -> ListOffsetsResponse:
     return ListOffsetsResponse(
-        (
+        topics=(
             ListOffsetsTopicResponse(
-                "t", tuple(ListOffsetsPartitionResponse(tp.partition, error_code, -1, o) for tp, o in offsets.items())
+                name="t",
+                partitions=tuple(
+                    ListOffsetsPartitionResponse(
+                        partition_index=tp.partition, error_code=error_code, timestamp=-1, offset=o
+                    )
+                    for tp, o in offsets.items()
+                ),
             ),
         )
     )

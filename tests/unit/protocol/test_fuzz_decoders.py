@@ -35,7 +35,7 @@ from aiokafka.record.util import calc_crc32c
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-import asyncconsumer.protocol
+import asyncconsumer.protocol.messages
 from asyncconsumer._caller.fetch_collector import FetchCollector
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
@@ -43,78 +43,95 @@ from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import CorruptRecordError, CorruptResponseError, KafkaError
 from asyncconsumer.protocol import base
-from asyncconsumer.protocol.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
-from asyncconsumer.protocol.consumer_group_heartbeat import (
-    ConsumerGroupHeartbeatAssignment,
+from asyncconsumer.protocol.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from asyncconsumer.protocol.messages import (
+    consumer_group_describe,
+    get_telemetry_subscriptions,
+    push_telemetry,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
+)
+from asyncconsumer.protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import Assignment as HeartbeatAssignment
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    HeartbeatTopicPartitions,
+    TopicPartitions,
 )
-from asyncconsumer.protocol.consumer_protocol import Assignment, Subscription
-from asyncconsumer.protocol.describe_groups import (
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+)
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    TopicPartition as WireTopicPartition,
+)
+from asyncconsumer.protocol.messages.describe_groups import (
     DescribedGroup,
     DescribedGroupMember,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
 )
-from asyncconsumer.protocol.fetch import (
+from asyncconsumer.protocol.messages.fetch import (
     AbortedTransaction,
     FetchableTopicResponse,
-    FetchPartitionData,
     FetchRequest,
     FetchResponse,
     LeaderIdAndEpoch,
+    PartitionData,
 )
-from asyncconsumer.protocol.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
-from asyncconsumer.protocol.group import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupMember,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupMemberResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
+from asyncconsumer.protocol.messages.find_coordinator import (
+    Coordinator,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
 )
-from asyncconsumer.protocol.list_offsets import (
+from asyncconsumer.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from asyncconsumer.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
+from asyncconsumer.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
+from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )
-from asyncconsumer.protocol.metadata import (
-    MetadataBroker,
-    MetadataPartition,
+from asyncconsumer.protocol.messages.metadata import (
     MetadataRequest,
     MetadataResponse,
-    MetadataTopic,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
 )
-from asyncconsumer.protocol.offsets_commit import (
-    OffsetCommitPartitionResponse,
+from asyncconsumer.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetCommitTopicResponse,
-    OffsetFetchGroupResponse,
-    OffsetFetchPartitionResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from asyncconsumer.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchResponse,
-    OffsetFetchTopicResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
 )
-from asyncconsumer.protocol.offsets_for_leader_epoch import (
+from asyncconsumer.protocol.messages.offset_for_leader_epoch import (
     EpochEndOffset,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderTopicResult,
 )
+from asyncconsumer.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from asyncconsumer.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from asyncconsumer.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from asyncconsumer.protocol.records import BatchError, complete_prefix, iter_batches
-from asyncconsumer.protocol.sasl import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
 from asyncconsumer.protocol.wire import ZERO_UUID, Reader
 from asyncconsumer.records import TopicPartition
 from tests.support.batches import legacy_wrapper_with_inner_length
@@ -136,10 +153,11 @@ NO_AUTH_OPS = -(2**31)
 
 
 def discover_request_types() -> list[type[base.Request]]:
-    """Every request class in ``asyncconsumer.protocol``: a new one is fuzzed (and must get seeds) by itself."""
+    """Every request class in ``asyncconsumer.protocol.messages``: a new one is fuzzed (and must get seeds) by
+    itself."""
     found: dict[str, type[base.Request]] = {}
-    for info in pkgutil.iter_modules(asyncconsumer.protocol.__path__):
-        module = importlib.import_module(f"asyncconsumer.protocol.{info.name}")
+    for info in pkgutil.iter_modules(asyncconsumer.protocol.messages.__path__):
+        module = importlib.import_module(f"asyncconsumer.protocol.messages.{info.name}")
         for value in vars(module).values():
             if (
                 isinstance(value, type)
@@ -232,8 +250,24 @@ FETCH_RECORDS = v2_batch(0, GZIP, count=2) + legacy_message(2, 1, SNAPPY)
 
 # --- valid inputs to mutate: one or more responses per type and version, every field of the version set --------
 
-SUBSCRIPTION = Subscription(("t", "t\u00f6"), b"ud", (("t", (0, 1)),), 5, "rack").encode()
-ASSIGNMENT = Assignment((("t", (0, 2)), ("u", ())), b"ud").encode()
+SUBSCRIPTION = encode_subscription(
+    ConsumerProtocolSubscription(
+        topics=("t", "t\u00f6"),
+        user_data=b"ud",
+        owned_partitions=(WireTopicPartition(topic="t", partitions=(0, 1)),),
+        generation_id=5,
+        rack_id="rack",
+    )
+)
+ASSIGNMENT = encode_assignment(
+    ConsumerProtocolAssignment(
+        assigned_partitions=(
+            WireTopicPartition(topic="t", partitions=(0, 2)),
+            WireTopicPartition(topic="u", partitions=()),
+        ),
+        user_data=b"ud",
+    )
+)
 
 
 def since(version: int, first: int, value: Any, default: Any) -> Any:
@@ -241,131 +275,436 @@ def since(version: int, first: int, value: Any, default: Any) -> Any:
 
 
 def api_versions_seeds(v: int) -> list[base.Response]:
-    keys = (ApiVersionRange(1, 4, 12), ApiVersionRange(3, 1, 12))
-    return [ApiVersionsResponse(35, keys, since(v, 1, 7, 0)), ApiVersionsResponse(0, ())]
+    keys = (ApiVersion(api_key=1, min_version=4, max_version=12), ApiVersion(api_key=3, min_version=1, max_version=12))
+    return [
+        ApiVersionsResponse(error_code=35, api_keys=keys, throttle_time_ms=since(v, 1, 7, 0)),
+        ApiVersionsResponse(error_code=0, api_keys=()),
+    ]
 
 
 def metadata_seeds(v: int) -> list[base.Response]:
     partitions = (
-        MetadataPartition(0, 0, 1, since(v, 7, 5, -1), (1, 2), (1,), since(v, 5, (2,), ())),
-        MetadataPartition(9, 1, -1),
+        MetadataResponsePartition(
+            error_code=0,
+            partition_index=0,
+            leader_id=1,
+            leader_epoch=since(v, 7, 5, -1),
+            replica_nodes=(1, 2),
+            isr_nodes=(1,),
+            offline_replicas=since(v, 5, (2,), ()),
+        ),
+        MetadataResponsePartition(error_code=9, partition_index=1, leader_id=-1),
     )
     topics = (
-        MetadataTopic(
-            0, "t\u00f6pic", partitions, since(v, 10, TOPIC_ID, ZERO_UUID), v >= 1, since(v, 8, 5, NO_AUTH_OPS)
+        MetadataResponseTopic(
+            error_code=0,
+            name="t\u00f6pic",
+            partitions=partitions,
+            topic_id=since(v, 10, TOPIC_ID, ZERO_UUID),
+            is_internal=v >= 1,
+            topic_authorized_operations=since(v, 8, 5, NO_AUTH_OPS),
         ),
-        MetadataTopic(3, since(v, 12, None, "x"), ()),
+        MetadataResponseTopic(error_code=3, name=since(v, 12, None, "x"), partitions=()),
     )
-    brokers = (MetadataBroker(1, "h\u00f6st", 9092, since(v, 1, "r1", None)), MetadataBroker(2, "h2", 9093))
+    brokers = (
+        MetadataResponseBroker(node_id=1, host="h\u00f6st", port=9092, rack=since(v, 1, "r1", None)),
+        MetadataResponseBroker(node_id=2, host="h2", port=9093),
+    )
     full = MetadataResponse(
-        brokers,
-        topics,
-        since(v, 2, "cluster", None),
-        since(v, 1, 1, -1),
-        since(v, 3, 5, 0),
-        7 if 8 <= v <= 10 else NO_AUTH_OPS,
+        brokers=brokers,
+        topics=topics,
+        cluster_id=since(v, 2, "cluster", None),
+        controller_id=since(v, 1, 1, -1),
+        throttle_time_ms=since(v, 3, 5, 0),
+        cluster_authorized_operations=7 if 8 <= v <= 10 else NO_AUTH_OPS,
     )
-    return [full, MetadataResponse((), ())]
+    return [full, MetadataResponse(brokers=(), topics=())]
 
 
 def fetch_seeds(v: int) -> list[base.Response]:
-    partition = FetchPartitionData(
-        0,
-        0,
-        10,
-        9,
-        since(v, 5, 0, -1),
-        (AbortedTransaction(7, 0), AbortedTransaction(8, 1)),
-        since(v, 11, 2, -1),
-        FETCH_RECORDS,
-        since(v, 12, LeaderIdAndEpoch(1, 3), None),
+    partition = PartitionData(
+        partition_index=0,
+        error_code=0,
+        high_watermark=10,
+        last_stable_offset=9,
+        log_start_offset=since(v, 5, 0, -1),
+        aborted_transactions=(
+            AbortedTransaction(producer_id=7, first_offset=0),
+            AbortedTransaction(producer_id=8, first_offset=1),
+        ),
+        preferred_read_replica=since(v, 11, 2, -1),
+        records=FETCH_RECORDS,
+        current_leader=since(v, 12, LeaderIdAndEpoch(leader_id=1, leader_epoch=3), None),
     )
-    topics = (FetchableTopicResponse("t", (partition, FetchPartitionData(1, 1, -1))),)
-    return [FetchResponse(topics, 3, since(v, 7, 1, 0), since(v, 7, 77, 0)), FetchResponse(())]
+    topics = (
+        FetchableTopicResponse(
+            topic="t", partitions=(partition, PartitionData(partition_index=1, error_code=1, high_watermark=-1))
+        ),
+    )
+    return [
+        FetchResponse(
+            responses=topics, throttle_time_ms=3, error_code=since(v, 7, 1, 0), session_id=since(v, 7, 77, 0)
+        ),
+        FetchResponse(responses=()),
+    ]
 
 
 def list_offsets_seeds(v: int) -> list[base.Response]:
-    partitions = (ListOffsetsPartitionResponse(0, 0, 123, 456, since(v, 4, 5, -1)), ListOffsetsPartitionResponse(1, 6))
-    return [ListOffsetsResponse((ListOffsetsTopicResponse("t", partitions),), since(v, 2, 2, 0))]
+    partitions = (
+        ListOffsetsPartitionResponse(
+            partition_index=0, error_code=0, timestamp=123, offset=456, leader_epoch=since(v, 4, 5, -1)
+        ),
+        ListOffsetsPartitionResponse(partition_index=1, error_code=6),
+    )
+    return [
+        ListOffsetsResponse(
+            topics=(ListOffsetsTopicResponse(name="t", partitions=partitions),), throttle_time_ms=since(v, 2, 2, 0)
+        )
+    ]
 
 
 def find_coordinator_seeds(v: int) -> list[base.Response]:
     if v >= 4:
-        coordinators = (Coordinator("g", 1, "h", 9092), Coordinator("g2", -1, "", -1, 15, "not y\u00e9t"))
+        coordinators = (
+            Coordinator(key="g", node_id=1, host="h", port=9092, error_message=None),
+            Coordinator(key="g2", node_id=-1, host="", port=-1, error_code=15, error_message="not y\u00e9t"),
+        )
         return [FindCoordinatorResponse(coordinators=coordinators, throttle_time_ms=1), FindCoordinatorResponse()]
-    return [FindCoordinatorResponse(0, 1, "h\u00f6st", 9092, "ok", (), 1), FindCoordinatorResponse(15)]
+    return [
+        FindCoordinatorResponse(
+            error_code=0,
+            node_id=1,
+            host="h\u00f6st",
+            port=9092,
+            error_message="ok",
+            coordinators=(),
+            throttle_time_ms=1,
+        ),
+        FindCoordinatorResponse(error_code=15, node_id=-1, port=-1, error_message=None),
+    ]
 
 
 def offset_commit_seeds(v: int) -> list[base.Response]:
-    partitions = (OffsetCommitPartitionResponse(0, 0), OffsetCommitPartitionResponse(1, 22))
-    return [OffsetCommitResponse((OffsetCommitTopicResponse("t", partitions),), since(v, 3, 4, 0))]
+    partitions = (
+        OffsetCommitResponsePartition(partition_index=0, error_code=0),
+        OffsetCommitResponsePartition(partition_index=1, error_code=22),
+    )
+    return [
+        OffsetCommitResponse(
+            topics=(OffsetCommitResponseTopic(name="t", partitions=partitions),), throttle_time_ms=since(v, 3, 4, 0)
+        )
+    ]
 
 
 def offset_fetch_seeds(v: int) -> list[base.Response]:
-    partitions = (
-        OffsetFetchPartitionResponse(0, 42, since(v, 5, 5, -1), "m\u00e9ta", 0),
-        OffsetFetchPartitionResponse(1, -1, metadata=None),
-    )
-    topic = OffsetFetchTopicResponse("t", partitions)
     if v >= 8:
-        groups = (OffsetFetchGroupResponse("g", (topic,)), OffsetFetchGroupResponse("g2", (), 16))
+        partitions_v8 = (
+            OffsetFetchResponsePartitions(
+                partition_index=0, committed_offset=42, committed_leader_epoch=5, metadata="m\u00e9ta", error_code=0
+            ),
+            OffsetFetchResponsePartitions(partition_index=1, committed_offset=-1, metadata=None),
+        )
+        groups = (
+            OffsetFetchResponseGroup(
+                group_id="g", topics=(OffsetFetchResponseTopics(name="t", partitions=partitions_v8),)
+            ),
+            OffsetFetchResponseGroup(group_id="g2", topics=(), error_code=16),
+        )
         return [OffsetFetchResponse(throttle_time_ms=3, groups=groups)]
-    return [OffsetFetchResponse((topic,), since(v, 2, 16, 0), since(v, 3, 3, 0))]
+    partitions = (
+        OffsetFetchResponsePartition(
+            partition_index=0,
+            committed_offset=42,
+            committed_leader_epoch=since(v, 5, 5, -1),
+            metadata="m\u00e9ta",
+            error_code=0,
+        ),
+        OffsetFetchResponsePartition(partition_index=1, committed_offset=-1, metadata=None),
+    )
+    topic = OffsetFetchResponseTopic(name="t", partitions=partitions)
+    return [OffsetFetchResponse(topics=(topic,), error_code=since(v, 2, 16, 0), throttle_time_ms=since(v, 3, 3, 0))]
 
 
 def join_group_seeds(v: int) -> list[base.Response]:
     members = (
-        JoinGroupMember("m1", since(v, 5, "i1", None), SUBSCRIPTION),
-        JoinGroupMember("m2", None, Subscription(("t",)).encode(0)),
+        JoinGroupResponseMember(member_id="m1", group_instance_id=since(v, 5, "i1", None), metadata=SUBSCRIPTION),
+        JoinGroupResponseMember(
+            member_id="m2",
+            group_instance_id=None,
+            metadata=encode_subscription(ConsumerProtocolSubscription(topics=("t",)), 0),
+        ),
     )
-    full = JoinGroupResponse(0, 5, since(v, 7, "consumer", None), "range", "m1", "m1", members, 1, v >= 9)
-    return [full, JoinGroupResponse(79, -1, None, since(v, 7, None, ""), "", "", ())]
+    full = JoinGroupResponse(
+        error_code=0,
+        generation_id=5,
+        protocol_type=since(v, 7, "consumer", None),
+        protocol_name="range",
+        leader="m1",
+        member_id="m1",
+        members=members,
+        throttle_time_ms=1,
+        skip_assignment=v >= 9,
+    )
+    return [
+        full,
+        JoinGroupResponse(
+            error_code=79,
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=since(v, 7, None, ""),
+            leader="",
+            member_id="",
+            members=(),
+        ),
+    ]
 
 
 def sync_group_seeds(v: int) -> list[base.Response]:
-    full = SyncGroupResponse(0, ASSIGNMENT, 2, since(v, 5, "consumer", None), since(v, 5, "range", None))
-    return [full, SyncGroupResponse(27, b"")]
+    full = SyncGroupResponse(
+        error_code=0,
+        assignment=ASSIGNMENT,
+        throttle_time_ms=2,
+        protocol_type=since(v, 5, "consumer", None),
+        protocol_name=since(v, 5, "range", None),
+    )
+    return [full, SyncGroupResponse(error_code=27, assignment=b"")]
 
 
 def heartbeat_seeds(v: int) -> list[base.Response]:
-    return [HeartbeatResponse(27, 3)]
+    return [HeartbeatResponse(error_code=27, throttle_time_ms=3)]
 
 
 def leave_group_seeds(v: int) -> list[base.Response]:
-    members = (LeaveGroupMemberResponse("m", "i", 0), LeaveGroupMemberResponse("m2", None, 25))
-    return [LeaveGroupResponse(0, since(v, 3, members, ()), 1)]
+    members = (
+        MemberResponse(member_id="m", group_instance_id="i", error_code=0),
+        MemberResponse(member_id="m2", group_instance_id=None, error_code=25),
+    )
+    return [LeaveGroupResponse(error_code=0, members=since(v, 3, members, ()), throttle_time_ms=1)]
 
 
 def describe_groups_seeds(v: int) -> list[base.Response]:
-    member = DescribedGroupMember("m", "cid", "/10.0.0.1", SUBSCRIPTION, ASSIGNMENT, since(v, 4, "i", None))
-    groups = (
-        DescribedGroup(0, "g", "Stable", "consumer", "range", (member,), since(v, 3, 8, NO_AUTH_OPS)),
-        DescribedGroup(16, "g2", "Dead", "", "", ()),
+    member = DescribedGroupMember(
+        member_id="m",
+        client_id="cid",
+        client_host="/10.0.0.1",
+        member_metadata=SUBSCRIPTION,
+        member_assignment=ASSIGNMENT,
+        group_instance_id=since(v, 4, "i", None),
     )
-    return [DescribeGroupsResponse(groups, since(v, 1, 2, 0))]
+    groups = (
+        DescribedGroup(
+            error_code=0,
+            group_id="g",
+            group_state="Stable",
+            protocol_type="consumer",
+            protocol_data="range",
+            members=(member,),
+            authorized_operations=since(v, 3, 8, NO_AUTH_OPS),
+        ),
+        DescribedGroup(
+            error_code=16, group_id="g2", group_state="Dead", protocol_type="", protocol_data="", members=()
+        ),
+    )
+    return [DescribeGroupsResponse(groups=groups, throttle_time_ms=since(v, 1, 2, 0))]
 
 
 def consumer_group_heartbeat_seeds(v: int) -> list[base.Response]:
-    assignment = ConsumerGroupHeartbeatAssignment((HeartbeatTopicPartitions(TOPIC_ID, (0, 1)),))
+    assignment = HeartbeatAssignment(topic_partitions=(TopicPartitions(topic_id=TOPIC_ID, partitions=(0, 1)),))
     return [
-        ConsumerGroupHeartbeatResponse(0, "m", 3, 5000, None, assignment, 1),
-        ConsumerGroupHeartbeatResponse(25, None, -1, 0, "f\u00e9nced"),
+        ConsumerGroupHeartbeatResponse(
+            error_code=0,
+            member_id="m",
+            member_epoch=3,
+            heartbeat_interval_ms=5000,
+            error_message=None,
+            assignment=assignment,
+            throttle_time_ms=1,
+        ),
+        ConsumerGroupHeartbeatResponse(
+            error_code=25, member_id=None, member_epoch=-1, heartbeat_interval_ms=0, error_message="f\u00e9nced"
+        ),
     ]
 
 
 def offset_for_leader_epoch_seeds(v: int) -> list[base.Response]:
-    partitions = (EpochEndOffset(0, 0, 4, 1234), EpochEndOffset(74, 1), EpochEndOffset(0, 2, -1, -1))
-    return [OffsetForLeaderEpochResponse((OffsetForLeaderTopicResult("t\u00e9", partitions),), 7)]
+    partitions = (
+        EpochEndOffset(error_code=0, partition=0, leader_epoch=4, end_offset=1234),
+        EpochEndOffset(error_code=74, partition=1),
+        EpochEndOffset(error_code=0, partition=2, leader_epoch=-1, end_offset=-1),
+    )
+    return [
+        OffsetForLeaderEpochResponse(
+            topics=(OffsetForLeaderTopicResult(topic="t\u00e9", partitions=partitions),), throttle_time_ms=7
+        )
+    ]
 
 
 def sasl_handshake_seeds(v: int) -> list[base.Response]:
-    return [SaslHandshakeResponse(0, ("PLAIN", "SCRAM-SHA-256")), SaslHandshakeResponse(33, ())]
+    return [
+        SaslHandshakeResponse(error_code=0, mechanisms=("PLAIN", "SCRAM-SHA-256")),
+        SaslHandshakeResponse(error_code=33, mechanisms=()),
+    ]
 
 
 def sasl_authenticate_seeds(v: int) -> list[base.Response]:
     return [
-        SaslAuthenticateResponse(0, None, b"r=nonce,s=salt,i=4096", since(v, 1, 3_600_000, 0)),
-        SaslAuthenticateResponse(58, "bad p\u00e4ssword", b""),
+        SaslAuthenticateResponse(
+            error_code=0,
+            error_message=None,
+            auth_bytes=b"r=nonce,s=salt,i=4096",
+            session_lifetime_ms=since(v, 1, 3_600_000, 0),
+        ),
+        SaslAuthenticateResponse(error_code=58, error_message="bad p\u00e4ssword", auth_bytes=b""),
+    ]
+
+
+# The APIs generated for the issues to come (share groups, client telemetry, KIP-848 group descriptions).
+
+
+def consumer_group_describe_seeds(v: int) -> list[base.Response]:
+    assignment = consumer_group_describe.Assignment(
+        topic_partitions=(
+            consumer_group_describe.TopicPartitions(topic_id=TOPIC_ID, topic_name="t", partitions=(0, 1)),
+        )
+    )
+    member = consumer_group_describe.Member(
+        member_id="m",
+        instance_id="i",
+        rack_id="r",
+        member_epoch=3,
+        client_id="c",
+        client_host="/h",
+        subscribed_topic_names=("t",),
+        subscribed_topic_regex="t.*",
+        assignment=assignment,
+        target_assignment=assignment,
+        member_type=since(v, 1, 1, -1),
+    )
+    group = consumer_group_describe.DescribedGroup(
+        error_code=0,
+        error_message="fine",
+        group_id="g",
+        group_state="Stable",
+        group_epoch=4,
+        assignment_epoch=4,
+        assignor_name="uniform",
+        members=(member,),
+        authorized_operations=8,
+    )
+    response = consumer_group_describe.ConsumerGroupDescribeResponse
+    return [response(throttle_time_ms=1, groups=(group,)), response()]
+
+
+def get_telemetry_subscriptions_seeds(v: int) -> list[base.Response]:
+    return [
+        get_telemetry_subscriptions.GetTelemetrySubscriptionsResponse(
+            throttle_time_ms=1,
+            error_code=0,
+            client_instance_id=TOPIC_ID,
+            subscription_id=7,
+            accepted_compression_types=(0, 1, 4),
+            push_interval_ms=30_000,
+            telemetry_max_bytes=1 << 20,
+            delta_temporality=True,
+            requested_metrics=("org.apache.kafka.consumer.", "m\u00e9tric"),
+        )
+    ]
+
+
+def push_telemetry_seeds(v: int) -> list[base.Response]:
+    return [push_telemetry.PushTelemetryResponse(throttle_time_ms=1, error_code=35)]
+
+
+def share_group_heartbeat_seeds(v: int) -> list[base.Response]:
+    assignment = share_group_heartbeat.Assignment(
+        topic_partitions=(share_group_heartbeat.TopicPartitions(topic_id=TOPIC_ID, partitions=(0, 1)),)
+    )
+    response = share_group_heartbeat.ShareGroupHeartbeatResponse
+    return [
+        response(
+            throttle_time_ms=1,
+            error_code=0,
+            member_id="m",
+            member_epoch=2,
+            heartbeat_interval_ms=5000,
+            assignment=assignment,
+        ),
+        response(error_code=25, error_message="f\u00e9nced"),
+    ]
+
+
+def share_group_describe_seeds(v: int) -> list[base.Response]:
+    assignment = share_group_describe.Assignment(
+        topic_partitions=(share_group_describe.TopicPartitions(topic_id=TOPIC_ID, topic_name="t", partitions=(0,)),)
+    )
+    member = share_group_describe.Member(
+        member_id="m",
+        rack_id="r",
+        member_epoch=3,
+        client_id="c",
+        client_host="/h",
+        subscribed_topic_names=("t",),
+        assignment=assignment,
+    )
+    group = share_group_describe.DescribedGroup(
+        error_code=0,
+        error_message="fine",
+        group_id="g",
+        group_state="Stable",
+        group_epoch=4,
+        assignment_epoch=4,
+        assignor_name="simple",
+        members=(member,),
+        authorized_operations=8,
+    )
+    return [share_group_describe.ShareGroupDescribeResponse(throttle_time_ms=1, groups=(group,))]
+
+
+def share_fetch_seeds(v: int) -> list[base.Response]:
+    partition = share_fetch.PartitionData(
+        partition_index=0,
+        error_code=0,
+        error_message="m",
+        acknowledge_error_code=0,
+        acknowledge_error_message="n",
+        current_leader=share_fetch.LeaderIdAndEpoch(leader_id=1, leader_epoch=2),
+        records=memoryview(FETCH_RECORDS),
+        acquired_records=(share_fetch.AcquiredRecords(first_offset=0, last_offset=2, delivery_count=1),),
+    )
+    topic = share_fetch.ShareFetchableTopicResponse(topic_id=TOPIC_ID, partitions=(partition,))
+    endpoint = share_fetch.NodeEndpoint(node_id=1, host="h", port=9092, rack="r")
+    response = share_fetch.ShareFetchResponse
+    return [
+        response(
+            throttle_time_ms=1,
+            error_code=0,
+            error_message="ok",
+            acquisition_lock_timeout_ms=30_000,
+            responses=(topic,),
+            node_endpoints=(endpoint,),
+        ),
+        response(error_code=6),
+    ]
+
+
+def share_acknowledge_seeds(v: int) -> list[base.Response]:
+    partition = share_acknowledge.PartitionData(
+        partition_index=0,
+        error_code=0,
+        error_message="m",
+        current_leader=share_acknowledge.LeaderIdAndEpoch(leader_id=1, leader_epoch=2),
+    )
+    topic = share_acknowledge.ShareAcknowledgeTopicResponse(topic_id=TOPIC_ID, partitions=(partition,))
+    endpoint = share_acknowledge.NodeEndpoint(node_id=1, host="h", port=9092, rack=None)
+    return [
+        share_acknowledge.ShareAcknowledgeResponse(
+            throttle_time_ms=1,
+            error_code=0,
+            error_message="ok",
+            acquisition_lock_timeout_ms=since(v, 2, 30_000, 0),
+            responses=(topic,),
+            node_endpoints=(endpoint,),
+        )
     ]
 
 
@@ -386,6 +725,13 @@ SEEDS: dict[type[base.Request], Callable[[int], list[base.Response]]] = {
     ConsumerGroupHeartbeatRequest: consumer_group_heartbeat_seeds,
     SaslHandshakeRequest: sasl_handshake_seeds,
     SaslAuthenticateRequest: sasl_authenticate_seeds,
+    consumer_group_describe.ConsumerGroupDescribeRequest: consumer_group_describe_seeds,
+    get_telemetry_subscriptions.GetTelemetrySubscriptionsRequest: get_telemetry_subscriptions_seeds,
+    push_telemetry.PushTelemetryRequest: push_telemetry_seeds,
+    share_group_heartbeat.ShareGroupHeartbeatRequest: share_group_heartbeat_seeds,
+    share_group_describe.ShareGroupDescribeRequest: share_group_describe_seeds,
+    share_fetch.ShareFetchRequest: share_fetch_seeds,
+    share_acknowledge.ShareAcknowledgeRequest: share_acknowledge_seeds,
 }
 
 
@@ -427,25 +773,23 @@ class FieldTracer(Reader):
         self.widths[start] = (self.pos - start, True)
         return value
 
-    def nullable_string(self) -> str | None:
+    def _length(self, flexible: bool, short: bool) -> int:
         self.lengths.add(self.pos)
-        return super().nullable_string()
+        return super()._length(flexible, short)
 
-    def compact_nullable_string(self) -> str | None:
+    def array_len(self, flexible: bool) -> int:
         self.lengths.add(self.pos)
-        return super().compact_nullable_string()
+        return super().array_len(flexible)
 
-    def nullable_bytes(self) -> memoryview | None:
-        self.lengths.add(self.pos)
-        return super().nullable_bytes()
-
-    def compact_nullable_bytes(self) -> memoryview | None:
-        self.lengths.add(self.pos)
-        return super().compact_nullable_bytes()
-
-    def _array_len(self, flexible: bool) -> int:
-        self.lengths.add(self.pos)
-        return super()._array_len(flexible)
+    def unpack(self, fixed: struct.Struct) -> tuple[Any, ...]:
+        """Fixed-width fields read in one go (the generated decoders merge them) are fields all the same."""
+        at = self.pos
+        for code in fixed.format.lstrip(">"):
+            width = struct.calcsize(f">{code}")
+            if width in (1, 2, 4):
+                self.widths[at] = (width, False)
+            at += width
+        return super().unpack(fixed)
 
 
 class Field(NamedTuple):
@@ -463,7 +807,7 @@ def frame_fields(request_type: type[base.Request], version: int, seed: int) -> t
     frame = seed_frames(request_type, version)[seed]
     r = FieldTracer(frame, 4)
     if base.response_header_is_flexible(request_type, version):
-        r.tagged_fields()
+        r.skip_tags()
     request_type.RESPONSE.decode(r, version)
     return tuple(Field(at, width, varint, at in r.lengths) for at, (width, varint) in sorted(r.widths.items()))
 
@@ -587,21 +931,21 @@ def decode_everything(frame: bytes, request_type: type[base.Request], version: i
     (``typed``) of those."""
     response: Any = base.decode_response(frame, request_type, version)
     nested: list[Callable[[], object]] = []
-    if isinstance(response, FetchResponse):
+    if isinstance(response, FetchResponse | share_fetch.ShareFetchResponse):
         for topic in response.responses:
             for partition in topic.partitions:
                 if partition.records is not None:
                     nested.append(functools.partial(decode_records_typed, partition.records))
     elif isinstance(response, JoinGroupResponse):
-        nested += [functools.partial(Subscription.decode, m.metadata) for m in response.members]
+        nested += [functools.partial(decode_subscription, m.metadata) for m in response.members]
     elif isinstance(response, SyncGroupResponse):
-        nested.append(functools.partial(Assignment.decode, response.assignment))
+        nested.append(functools.partial(decode_assignment, response.assignment))
     elif isinstance(response, DescribeGroupsResponse):
         for group in response.groups:
             for m in group.members:
                 nested += [
-                    functools.partial(Subscription.decode, m.member_metadata),
-                    functools.partial(Assignment.decode, m.member_assignment),
+                    functools.partial(decode_subscription, m.member_metadata),
+                    functools.partial(decode_assignment, m.member_assignment),
                 ]
     return [typed(call) for call in nested]
 
@@ -694,8 +1038,8 @@ def test_random_bytes(request_type: type[base.Request], version: int, garbage: b
 @settings(FUZZ, max_examples=300)
 @given(garbage=st.binary(max_size=96))
 def test_random_bytes_as_consumer_protocol_and_records(garbage: bytes) -> None:
-    typed_in_time(functools.partial(Subscription.decode, garbage))
-    typed_in_time(functools.partial(Assignment.decode, garbage))
+    typed_in_time(functools.partial(decode_subscription, garbage))
+    typed_in_time(functools.partial(decode_assignment, garbage))
     typed_in_time(functools.partial(decode_records_typed, garbage))
 
 
@@ -744,8 +1088,28 @@ def test_every_field_at_every_extreme(request_type: type[base.Request], version:
         tracemalloc.stop()
 
 
-SUBSCRIPTIONS = [Subscription(("t", "t\u00f6"), b"ud", (("t", (0, 1)),), 5, "rack").encode(v) for v in range(4)]
-ASSIGNMENTS = [Assignment((("t", (0, 2)),), b"ud").encode(v) for v in range(4)]
+SUBSCRIPTIONS = [
+    encode_subscription(
+        ConsumerProtocolSubscription(
+            topics=("t", "t\u00f6"),
+            user_data=b"ud",
+            owned_partitions=(WireTopicPartition(topic="t", partitions=(0, 1)),),
+            generation_id=5,
+            rack_id="rack",
+        ),
+        v,
+    )
+    for v in range(4)
+]
+ASSIGNMENTS = [
+    encode_assignment(
+        ConsumerProtocolAssignment(
+            assigned_partitions=(WireTopicPartition(topic="t", partitions=(0, 2)),), user_data=b"ud"
+        ),
+        v,
+    )
+    for v in range(4)
+]
 
 
 @settings(FUZZ, max_examples=300)
@@ -757,8 +1121,8 @@ def test_mutated_consumer_protocol(data: st.DataObject) -> None:
     for i in range(data.draw(st.integers(1, 3), label="mutations")):
         subscription = mutate(data, subscription, f"subscription mutation {i}")
         assignment = mutate(data, assignment, f"assignment mutation {i}")
-    typed_in_time(functools.partial(Subscription.decode, subscription))
-    typed_in_time(functools.partial(Assignment.decode, assignment))
+    typed_in_time(functools.partial(decode_subscription, subscription))
+    typed_in_time(functools.partial(decode_assignment, assignment))
 
 
 # --- 4. mutated record sets ------------------------------------------------------------------------------------
@@ -832,7 +1196,7 @@ def test_mutated_record_sets_through_the_fetch_collector(data: st.DataObject) ->
     epoch = subs.epoch(tp)
     assert epoch is not None
     buffer = FetchBuffer(1 << 20, CallerSignal())
-    aborted = (AbortedTransaction(7, 0),) if read_committed else None
+    aborted = (AbortedTransaction(producer_id=7, first_offset=0),) if read_committed else None
     buffer.add_all([CompletedFetch(tp, epoch, 0, next_offset, view[:length], 100, aborted)])
     buffer.deliver()
     collector = FetchCollector(config, subs, buffer)

@@ -8,28 +8,53 @@ import json
 import pytest
 
 from asyncconsumer.errors import BrokerResponseError
-from asyncconsumer.protocol.consumer_protocol import Assignment
-from asyncconsumer.protocol.describe_groups import DescribedGroup, DescribedGroupMember
-from asyncconsumer.protocol.offsets_commit import (
-    OffsetFetchGroupResponse,
-    OffsetFetchPartitionResponse,
-    OffsetFetchTopicResponse,
+from asyncconsumer.protocol.consumer_protocol import encode_assignment
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+)
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    TopicPartition as WireTopicPartition,
+)
+from asyncconsumer.protocol.messages.describe_groups import DescribedGroup, DescribedGroupMember
+from asyncconsumer.protocol.messages.offset_fetch import (
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
 )
 from asyncconsumer.records import TopicPartition
 from asyncconsumer.tools.admin import GroupNotFoundError, group_description
 from asyncconsumer.tools.cli import group_lines
 
 
-def _committed(*offsets: tuple[str, int, int]) -> OffsetFetchGroupResponse:
-    topics: dict[str, list[OffsetFetchPartitionResponse]] = {}
+def _committed(*offsets: tuple[str, int, int]) -> OffsetFetchResponseGroup:
+    topics: dict[str, list[OffsetFetchResponsePartition]] = {}
     for topic, partition, offset in offsets:
-        topics.setdefault(topic, []).append(OffsetFetchPartitionResponse(partition, offset))
-    return OffsetFetchGroupResponse("g", tuple(OffsetFetchTopicResponse(t, tuple(ps)) for t, ps in topics.items()))
+        topics.setdefault(topic, []).append(
+            OffsetFetchResponsePartition(partition_index=partition, committed_offset=offset)
+        )
+    return OffsetFetchResponseGroup(
+        group_id="g", topics=tuple(OffsetFetchResponseTopic(name=t, partitions=tuple(ps)) for t, ps in topics.items())
+    )
 
 
 def test_group_description_decodes_assignments_and_computes_lag() -> None:
-    member = DescribedGroupMember("m-1", "cli", "/10.0.0.1", b"", Assignment((("t", (1, 0)),)).encode())
-    described = DescribedGroup(0, "g", "Stable", "consumer", "range", (member,))
+    member = DescribedGroupMember(
+        member_id="m-1",
+        client_id="cli",
+        client_host="/10.0.0.1",
+        member_metadata=b"",
+        member_assignment=encode_assignment(
+            ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic="t", partitions=(1, 0)),))
+        ),
+    )
+    described = DescribedGroup(
+        error_code=0,
+        group_id="g",
+        group_state="Stable",
+        protocol_type="consumer",
+        protocol_data="range",
+        members=(member,),
+    )
     ends = {TopicPartition("t", 0): 10, TopicPartition("t", 1): 5, TopicPartition("u", 0): 3}
     group = group_description(described, _committed(("t", 0, 7), ("t", 1, -1), ("u", 0, 3)), ends, coordinator=1)
     assert group.members[0].partitions == (TopicPartition("t", 0), TopicPartition("t", 1))
@@ -57,6 +82,18 @@ def test_group_description_decodes_assignments_and_computes_lag() -> None:
 
 def test_a_group_with_nothing_is_not_found_and_errors_are_raised() -> None:
     with pytest.raises(GroupNotFoundError):
-        group_description(DescribedGroup(0, "g", "Dead", "", "", ()), _committed(), {}, coordinator=1)
+        group_description(
+            DescribedGroup(
+                error_code=0, group_id="g", group_state="Dead", protocol_type="", protocol_data="", members=()
+            ),
+            _committed(),
+            {},
+            coordinator=1,
+        )
     with pytest.raises(BrokerResponseError):
-        group_description(DescribedGroup(16, "g", "", "", "", ()), _committed(), {}, coordinator=1)
+        group_description(
+            DescribedGroup(error_code=16, group_id="g", group_state="", protocol_type="", protocol_data="", members=()),
+            _committed(),
+            {},
+            coordinator=1,
+        )

@@ -15,46 +15,56 @@ from hypothesis import strategies as st
 
 from asyncconsumer.errors import CorruptResponseError
 from asyncconsumer.protocol import base
-from asyncconsumer.protocol.consumer_protocol import Assignment
-from asyncconsumer.protocol.describe_groups import (
+from asyncconsumer.protocol.consumer_protocol import decode_assignment, encode_assignment
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+)
+from asyncconsumer.protocol.messages.consumer_protocol import (
+    TopicPartition as WireTopicPartition,
+)
+from asyncconsumer.protocol.messages.describe_groups import (
     DescribedGroup,
     DescribedGroupMember,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
 )
 from tests.support.codec import decode, encode
+from tests.support.protocol import blob, h, int16, int32, text, tuples, versions
 
-
-def h(text: str) -> bytes:
-    """Hex with spaces, newlines and ``#`` comments allowed."""
-    return bytes.fromhex("".join(line.split("#", 1)[0] for line in text.splitlines()))
-
-
-VERSIONS = list(range(DescribeGroupsRequest.MIN_VERSION, DescribeGroupsRequest.MAX_VERSION + 1))
-int16 = st.integers(-(2**15), 2**15 - 1)
-int32 = st.integers(-(2**31), 2**31 - 1)
-text = st.text(max_size=8)
-blob = st.binary(max_size=12)
-
-
-def tuples(element: st.SearchStrategy[Any], max_size: int = 3) -> st.SearchStrategy[Any]:
-    return st.lists(element, max_size=max_size).map(tuple)
+VERSIONS = versions(DescribeGroupsRequest)
 
 
 @functools.cache
 def request(v: int) -> st.SearchStrategy[DescribeGroupsRequest]:
-    return st.builds(DescribeGroupsRequest, tuples(text), st.booleans() if v >= 3 else st.just(False))
+    return st.builds(
+        DescribeGroupsRequest,
+        groups=tuples(text),
+        include_authorized_operations=st.booleans() if v >= 3 else st.just(False),
+    )
 
 
 @functools.cache
 def response(v: int) -> st.SearchStrategy[DescribeGroupsResponse]:
     member = st.builds(
-        DescribedGroupMember, text, text, text, blob, blob, (st.none() | text) if v >= 4 else st.just(None)
+        DescribedGroupMember,
+        member_id=text,
+        client_id=text,
+        client_host=text,
+        member_metadata=blob,
+        member_assignment=blob,
+        group_instance_id=(st.none() | text) if v >= 4 else st.just(None),
     )
     group = st.builds(
-        DescribedGroup, int16, text, text, text, text, tuples(member), int32 if v >= 3 else st.just(-(2**31))
+        DescribedGroup,
+        error_code=int16,
+        group_id=text,
+        group_state=text,
+        protocol_type=text,
+        protocol_data=text,
+        members=tuples(member),
+        authorized_operations=int32 if v >= 3 else st.just(-(2**31)),
     )
-    return st.builds(DescribeGroupsResponse, tuples(group), int32 if v >= 1 else st.just(0))
+    return st.builds(DescribeGroupsResponse, groups=tuples(group), throttle_time_ms=int32 if v >= 1 else st.just(0))
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -101,7 +111,7 @@ def test_bytes_match_aiokafka(version: int, data: st.DataObject) -> None:
 
 
 def test_v5_request_bytes_by_hand() -> None:
-    req = DescribeGroupsRequest(("g1",), include_authorized_operations=True)
+    req = DescribeGroupsRequest(groups=("g1",), include_authorized_operations=True)
     assert encode(req, 5) == h(
         """
         02 03 6731   # Groups: compact array of 1, compact string "g1"
@@ -112,9 +122,24 @@ def test_v5_request_bytes_by_hand() -> None:
 
 
 def test_v5_response_bytes_by_hand() -> None:
-    member = DescribedGroupMember("m", "c", "/h", b"\x01", b"\x02\x03", group_instance_id=None)
-    group = DescribedGroup(0, "g", "Stable", "consumer", "range", (member,), authorized_operations=-(2**31))
-    resp = DescribeGroupsResponse((group,), throttle_time_ms=7)
+    member = DescribedGroupMember(
+        member_id="m",
+        client_id="c",
+        client_host="/h",
+        member_metadata=b"\x01",
+        member_assignment=b"\x02\x03",
+        group_instance_id=None,
+    )
+    group = DescribedGroup(
+        error_code=0,
+        group_id="g",
+        group_state="Stable",
+        protocol_type="consumer",
+        protocol_data="range",
+        members=(member,),
+        authorized_operations=-(2**31),
+    )
+    resp = DescribeGroupsResponse(groups=(group,), throttle_time_ms=7)
     expected = h(
         """
         00000007                 # ThrottleTimeMs
@@ -142,7 +167,9 @@ def test_v5_response_bytes_by_hand() -> None:
 
 
 def test_v4_member_carries_its_instance_id() -> None:
-    member = DescribedGroupMember("m", "c", "h", b"", b"", group_instance_id="i")
+    member = DescribedGroupMember(
+        member_id="m", client_id="c", client_host="h", member_metadata=b"", member_assignment=b"", group_instance_id="i"
+    )
     body = encode(member, 4)
     assert body == h("0001 6d  0001 69  0001 63  0001 68  00000000  00000000")
     assert decode(DescribedGroupMember, body, 4) == member
@@ -150,14 +177,37 @@ def test_v4_member_carries_its_instance_id() -> None:
 
 
 def test_a_member_assignment_decodes_with_the_consumer_protocol() -> None:
-    assignment = Assignment((("t", (0, 2)),))
-    member = DescribedGroupMember("m", "c", "h", b"", assignment.encode())
+    assignment = ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic="t", partitions=(0, 2)),))
+    member = DescribedGroupMember(
+        member_id="m",
+        client_id="c",
+        client_host="h",
+        member_metadata=b"",
+        member_assignment=encode_assignment(assignment),
+    )
     decoded = decode(
         DescribeGroupsResponse,
-        encode(DescribeGroupsResponse((DescribedGroup(0, "g", "Stable", "consumer", "range", (member,)),)), 5),
+        encode(
+            DescribeGroupsResponse(
+                groups=(
+                    DescribedGroup(
+                        error_code=0,
+                        group_id="g",
+                        group_state="Stable",
+                        protocol_type="consumer",
+                        protocol_data="range",
+                        members=(member,),
+                    ),
+                )
+            ),
+            5,
+        ),
         5,
     )
-    assert Assignment.decode(decoded.groups[0].members[0].member_assignment).partitions == assignment.partitions
+    assert (
+        decode_assignment(decoded.groups[0].members[0].member_assignment).assigned_partitions
+        == assignment.assigned_partitions
+    )
 
 
 @pytest.mark.parametrize("version", VERSIONS)

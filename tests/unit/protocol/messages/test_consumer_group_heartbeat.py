@@ -18,14 +18,12 @@ from hypothesis import strategies as st
 
 from asyncconsumer.errors import CorruptResponseError
 from asyncconsumer.protocol import base
-from asyncconsumer.protocol.consumer_group_heartbeat import (
-    JOIN_EPOCH,
-    LEAVE_EPOCH,
-    STATIC_LEAVE_EPOCH,
-    ConsumerGroupHeartbeatAssignment,
+from asyncconsumer.protocol.constants import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import (
+    Assignment,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    HeartbeatTopicPartitions,
+    TopicPartitions,
 )
 from tests.support.codec import decode, encode
 
@@ -50,16 +48,16 @@ def test_api_key_and_versions_match_kafka() -> None:
 # --- requests: golden bytes ------------------------------------------------------------------------------------
 
 FULL_JOIN = ConsumerGroupHeartbeatRequest(
-    "grp",
-    "m-1",
-    JOIN_EPOCH,
+    group_id="grp",
+    member_id="m-1",
+    member_epoch=JOIN_EPOCH,
     instance_id="i1",
     rack_id="r1",
     rebalance_timeout_ms=300_000,
     subscribed_topic_names=("a", "bc"),
     subscribed_topic_regex=None,
     server_assignor="uniform",
-    topic_partitions=(HeartbeatTopicPartitions(TOPIC_ID, (0, 5)),),
+    topic_partitions=(TopicPartitions(topic_id=TOPIC_ID, partitions=(0, 5)),),
 )
 
 FULL_JOIN_HEAD = """
@@ -86,7 +84,7 @@ REGEX_NULL = "00             # SubscribedTopicRegex null (v1+ only)"
 FULL_JOIN_V0 = h(FULL_JOIN_HEAD + FULL_JOIN_TAIL)
 FULL_JOIN_V1 = h(FULL_JOIN_HEAD + REGEX_NULL + FULL_JOIN_TAIL)
 
-DELTA = ConsumerGroupHeartbeatRequest("grp", "m-1", 7)
+DELTA = ConsumerGroupHeartbeatRequest(group_id="grp", member_id="m-1", member_epoch=7)
 DELTA_HEAD = """
     04 677270                # GroupId "grp"
     04 6d2d31                # MemberId "m-1"
@@ -104,7 +102,7 @@ DELTA_TAIL = """
 DELTA_V0 = h(DELTA_HEAD + DELTA_TAIL)
 DELTA_V1 = h(DELTA_HEAD + REGEX_NULL + DELTA_TAIL)
 
-LEAVE = ConsumerGroupHeartbeatRequest("grp", "m-1", LEAVE_EPOCH)
+LEAVE = ConsumerGroupHeartbeatRequest(group_id="grp", member_id="m-1", member_epoch=LEAVE_EPOCH)
 LEAVE_HEAD = """
     04 677270                # GroupId "grp"
     04 6d2d31                # MemberId "m-1"
@@ -116,7 +114,9 @@ LEAVE_HEAD = """
 LEAVE_V0 = h(LEAVE_HEAD + DELTA_TAIL)
 LEAVE_V1 = h(LEAVE_HEAD + REGEX_NULL + DELTA_TAIL)
 
-STATIC_LEAVE = ConsumerGroupHeartbeatRequest("grp", "m-1", STATIC_LEAVE_EPOCH, instance_id="i1")
+STATIC_LEAVE = ConsumerGroupHeartbeatRequest(
+    group_id="grp", member_id="m-1", member_epoch=STATIC_LEAVE_EPOCH, instance_id="i1"
+)
 STATIC_LEAVE_V1 = h(
     """
     04 677270 04 6d2d31      # GroupId, MemberId
@@ -158,7 +158,9 @@ def test_v0_has_no_regex_field_and_v1_adds_exactly_one_byte_for_a_null_one() -> 
 
 
 def test_regex_is_encoded_at_v1() -> None:
-    request = ConsumerGroupHeartbeatRequest("grp", "m-1", JOIN_EPOCH, subscribed_topic_regex="^t.*")
+    request = ConsumerGroupHeartbeatRequest(
+        group_id="grp", member_id="m-1", member_epoch=JOIN_EPOCH, subscribed_topic_regex="^t.*"
+    )
     golden = h(
         """
         04 677270 04 6d2d31  # GroupId, MemberId
@@ -176,7 +178,9 @@ def test_regex_is_encoded_at_v1() -> None:
 
 
 def test_regex_cannot_be_encoded_at_v0() -> None:
-    request = ConsumerGroupHeartbeatRequest("grp", "m-1", JOIN_EPOCH, subscribed_topic_regex="^t.*")
+    request = ConsumerGroupHeartbeatRequest(
+        group_id="grp", member_id="m-1", member_epoch=JOIN_EPOCH, subscribed_topic_regex="^t.*"
+    )
     with pytest.raises(ValueError, match="v0"):
         encode(request, 0)
     with pytest.raises(ValueError):
@@ -184,7 +188,9 @@ def test_regex_cannot_be_encoded_at_v0() -> None:
 
 
 def test_empty_topic_lists_are_not_null() -> None:
-    request = ConsumerGroupHeartbeatRequest("grp", "", 0, subscribed_topic_names=(), topic_partitions=())
+    request = ConsumerGroupHeartbeatRequest(
+        group_id="grp", member_id="", member_epoch=0, subscribed_topic_names=(), topic_partitions=()
+    )
     golden = h(
         """
         04 677270            # GroupId "grp"
@@ -206,7 +212,7 @@ def test_empty_topic_lists_are_not_null() -> None:
 
 def test_long_strings_use_a_multi_byte_varint_length() -> None:
     group = "g" * 127  # length + 1 = 128 = uvarint 80 01
-    request = ConsumerGroupHeartbeatRequest(group, "m", 1)
+    request = ConsumerGroupHeartbeatRequest(group_id=group, member_id="m", member_epoch=1)
     golden = h("80 01") + group.encode() + h("02 6d  00000001  00 00 ffffffff 00 00 00 00 00")
     assert encode(request, 1) == golden
     assert decode(ConsumerGroupHeartbeatRequest, golden, 1) == request
@@ -220,7 +226,7 @@ RESPONSE_ASSIGNED = ConsumerGroupHeartbeatResponse(
     member_epoch=5,
     heartbeat_interval_ms=5000,
     error_message=None,
-    assignment=ConsumerGroupHeartbeatAssignment((HeartbeatTopicPartitions(TOPIC_ID, (1, 2)),)),
+    assignment=Assignment(topic_partitions=(TopicPartitions(topic_id=TOPIC_ID, partitions=(1, 2)),)),
     throttle_time_ms=0,
 )
 RESPONSE_ASSIGNED_BYTES = h(
@@ -242,7 +248,7 @@ RESPONSE_ASSIGNED_BYTES = h(
 )
 
 RESPONSE_FENCED = ConsumerGroupHeartbeatResponse(
-    error_code=110,  # FENCED_MEMBER_EPOCH
+    error_code=110,
     member_id=None,
     member_epoch=-1,
     heartbeat_interval_ms=0,
@@ -280,11 +286,17 @@ def test_response_golden_bytes(response: ConsumerGroupHeartbeatResponse, version
 
 
 def test_response_with_an_empty_assignment_is_not_a_null_one() -> None:
-    response = ConsumerGroupHeartbeatResponse(0, "m-1", 6, 5000, assignment=ConsumerGroupHeartbeatAssignment(()))
+    response = ConsumerGroupHeartbeatResponse(
+        error_code=0,
+        member_id="m-1",
+        member_epoch=6,
+        heartbeat_interval_ms=5000,
+        assignment=Assignment(topic_partitions=()),
+    )
     golden = h("00000000 0000 00 046d2d31 00000006 00001388  01 01 00  00")  # present, 0 topics, tags; tags
     assert encode(response, 1) == golden
     decoded = decode(ConsumerGroupHeartbeatResponse, golden, 1)
-    assert decoded.assignment == ConsumerGroupHeartbeatAssignment(())
+    assert decoded.assignment == Assignment(topic_partitions=())
     assert decoded == response
 
 
@@ -371,7 +383,7 @@ def tuples(element: st.SearchStrategy[Any], max_size: int = 3) -> st.SearchStrat
     return st.lists(element, max_size=max_size).map(tuple)
 
 
-topic_partitions = st.builds(HeartbeatTopicPartitions, st.uuids(), tuples(int32, 4))
+topic_partitions = st.builds(TopicPartitions, topic_id=st.uuids(), partitions=tuples(int32, 4))
 
 
 def requests(version: int) -> st.SearchStrategy[ConsumerGroupHeartbeatRequest]:
@@ -397,7 +409,7 @@ responses = st.builds(
     member_epoch=int32,
     heartbeat_interval_ms=int32,
     error_message=nullable_text,
-    assignment=st.none() | st.builds(ConsumerGroupHeartbeatAssignment, tuples(topic_partitions)),
+    assignment=st.none() | st.builds(Assignment, topic_partitions=tuples(topic_partitions)),
     throttle_time_ms=int32,
 )
 
@@ -425,16 +437,16 @@ def test_response_round_trip(version: int, response: ConsumerGroupHeartbeatRespo
 @given(request=requests(1))
 def test_v0_and_v1_differ_only_by_the_regex(request: ConsumerGroupHeartbeatRequest) -> None:
     without = ConsumerGroupHeartbeatRequest(
-        request.group_id,
-        request.member_id,
-        request.member_epoch,
-        request.instance_id,
-        request.rack_id,
-        request.rebalance_timeout_ms,
-        request.subscribed_topic_names,
-        None,
-        request.server_assignor,
-        request.topic_partitions,
+        group_id=request.group_id,
+        member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
+        subscribed_topic_names=request.subscribed_topic_names,
+        subscribed_topic_regex=None,
+        server_assignor=request.server_assignor,
+        topic_partitions=request.topic_partitions,
     )
     v0 = encode(without, 0)
     v1 = encode(without, 1)
