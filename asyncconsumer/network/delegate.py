@@ -110,8 +110,7 @@ class NetworkClientDelegate:
 
     @property
     def connection_count(self) -> int:
-        # list(): also read from the caller's thread (metrics), while the background may add a connection
-        return sum(1 for c in list(self._connections.values()) if c.state is ConnectionState.READY)
+        return sum(1 for c in self._connections.values() if c.state is ConnectionState.READY)
 
     @property
     def in_flight_count(self) -> int:
@@ -125,9 +124,8 @@ class NetworkClientDelegate:
         return None
 
     def last_connection_error(self) -> KafkaError | None:
-        """The most recent failure of a node that has not connected since (None: every node is fine). Also read
-        from the caller's thread (metrics): list() copies the values in one step the background cannot split."""
-        failed = [b for b in list(self._backoff.values()) if b.last_error is not None]
+        """The most recent failure of a node that has not connected since (None: every node is fine)."""
+        failed = [b for b in self._backoff.values() if b.last_error is not None]
         return max(failed, key=lambda b: b.failed_at_ms).last_error if failed else None
 
     # --- requests --------------------------------------------------------------------------------------------
