@@ -129,7 +129,8 @@ class Consumer:
 
     def metrics(self) -> ConsumerMetrics:
         """A snapshot: records and bytes consumed (totals, rates), fetch latency, buffered bytes, per-partition
-        position and lag, rebalances, heartbeat age, coordinator, connections. Cheap; safe to call any time."""
+        position and lag, rebalances, heartbeat age, coordinator, connections. Cheap; safe to call any time. What the
+        background knows is as of its last loop iteration, never older than the records a ``poll`` returned."""
         return self._core.metrics()
 
     def highwater(self, partition: TopicPartition | tuple[str, int]) -> int | None:
