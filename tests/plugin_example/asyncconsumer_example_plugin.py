@@ -51,7 +51,9 @@ class ApiProbe:
             self._ctx.set_metric("assigned_partitions", len(self._ctx.assignment()))
             self._ctx.log.info("api_probe.answered", apis=len(versions), probes=self.probes)
 
-        return PollResult(self._interval_ms, (UnsentRequest(ApiVersionsRequest(), None, on_response),))
+        # ApiVersions v3+ names the client: Kafka answers INVALID_REQUEST to empty names (the definitions' default).
+        request = ApiVersionsRequest(client_software_name="api-probe", client_software_version="1.0")
+        return PollResult(self._interval_ms, (UnsentRequest(request, None, on_response),))
 
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()

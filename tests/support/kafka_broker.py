@@ -142,8 +142,15 @@ def maven_fetch(pom: Path, libs: Path, properties: Mapping[str, str], what: str)
 
 
 def cluster_id() -> str:
-    """A random KRaft cluster id (a UUID, base64 without padding, as ``kafka-storage random-uuid`` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random KRaft cluster id (a UUID, base64 without padding, as ``kafka-storage random-uuid`` prints).
+
+    Never one that starts with "-": ``kafka-storage format -t -xyz...`` reads it as an option and fails (one run in
+    64 did). Kafka's own ``Uuid.randomUuid`` draws again for the same reason.
+    """
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 @attrs.define(frozen=True, slots=True)

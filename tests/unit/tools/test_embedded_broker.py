@@ -69,8 +69,9 @@ def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("STAND_IN_MODE", "listen")
     monkeypatch.setenv("STAND_IN_TOPICS", str(tmp_path / "topic-commands"))
     monkeypatch.setattr(embedded_broker, "_resolve_binary", lambda: str(script))
+    running = set(embedded_broker._live_brokers)  # a session's real broker may be up when the suite runs whole
     yield script
-    assert not embedded_broker._live_brokers, "a test left a broker running"
+    assert set(embedded_broker._live_brokers) <= running, "a test left a broker running"
 
 
 def _alive(pid: int) -> bool:
