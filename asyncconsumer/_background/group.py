@@ -64,7 +64,6 @@ class ConsumerGroup:
             MembershipContext(
                 config=config,
                 group_id=self.group_id,
-                clock=clock,
                 subscriptions=subscriptions,
                 metadata=metadata,
                 coordinator=self.coordinator,

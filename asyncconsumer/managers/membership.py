@@ -16,7 +16,6 @@ from typing import Protocol
 
 import attrs
 
-from asyncconsumer._clock import Clock
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.assignors import PartitionAssignor
 from asyncconsumer.config import ConsumerConfig
@@ -83,7 +82,6 @@ class MembershipContext:
 
     config: ConsumerConfig
     group_id: str
-    clock: Clock
     subscriptions: SubscriptionState
     metadata: MetadataManager
     coordinator: CoordinatorManager

@@ -104,7 +104,6 @@ def membership_context(**settings: Any) -> tuple[MembershipContext, Recorder]:
     context = MembershipContext(
         config=config,
         group_id="g",
-        clock=ManualClock(),
         subscriptions=SubscriptionState(config.auto_offset_reset),
         metadata=MetadataManager(["h:1"], 60_000, backoff),
         coordinator=CoordinatorManager("g", backoff, recorder.errors.append),
