@@ -202,10 +202,7 @@ UNIT_TESTS = Path(__file__).resolve().parent
 MIRROR_MIN_LINES = 40
 """A module of this many non-blank lines or more has logic worth a test file of its own."""
 
-MIRROR_EXCEPTIONS: dict[str, str] = {
-    "protocol/records.py": "record batches are tested by what reads them: test_v2records.py (the decoders), "
-    "test_crc32c.py (CRC checks), test_aiokafka_parts.py and test_fuzz_decoders.py (mutated record sets)",
-}
+MIRROR_EXCEPTIONS: dict[str, str] = {}
 """Modules with logic that may lack their mirror for now, each with the reason (path relative to the package)."""
 
 
