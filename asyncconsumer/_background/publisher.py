@@ -7,19 +7,15 @@ owns. Building a snapshot costs a few attribute reads; the one mapping that grow
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from asyncconsumer._state.snapshot import BackgroundSnapshot, Published
+from asyncconsumer._state.snapshot import NO_PARTITIONS, BackgroundSnapshot, Published
 from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.network.delegate import NetworkClientDelegate
-from asyncconsumer.records import TopicPartition
 
 if TYPE_CHECKING:
     from asyncconsumer._background.group import ConsumerGroup  # loaded only by consumers with a group
-
-_EMPTY: Mapping[TopicPartition, int] = MappingProxyType({})
 
 
 class SnapshotPublisher:
@@ -36,7 +32,7 @@ class SnapshotPublisher:
         self._fetch = fetch
         self._delegate = delegate
         self._group = group
-        self._fetched_from = _EMPTY
+        self._fetched_from = NO_PARTITIONS
         self._fetched_from_seen = 0
 
     def publish(self, now_ms: int) -> None:
@@ -74,7 +70,7 @@ class SnapshotPublisher:
             fetch_requests_full=sessions.full_fetches,
             fetch_requests_incremental=sessions.incremental_fetches,
             fetch_session_errors=sessions.session_errors,
-            read_replicas=MappingProxyType(replicas.active(now_ms)) if replicas.leased else _EMPTY,
+            read_replicas=MappingProxyType(active) if (active := replicas.active(now_ms)) else NO_PARTITIONS,
             fetched_from=self._fetched_from,
             connection_count=self._delegate.connection_count,
             last_connection_error=None if last_error is None else str(last_error),

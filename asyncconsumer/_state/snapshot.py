@@ -15,7 +15,7 @@ import attrs
 
 from asyncconsumer.records import TopicPartition
 
-_NO_PARTITIONS: Mapping[TopicPartition, int] = MappingProxyType({})
+NO_PARTITIONS: Mapping[TopicPartition, int] = MappingProxyType({})
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -28,9 +28,9 @@ class BackgroundSnapshot:
     fetch_requests_full: int = 0
     fetch_requests_incremental: int = 0
     fetch_session_errors: int = 0
-    read_replicas: Mapping[TopicPartition, int] = _NO_PARTITIONS
+    read_replicas: Mapping[TopicPartition, int] = NO_PARTITIONS
     """Partitions read from a replica other than their leader now (KIP-392), and from which."""
-    fetched_from: Mapping[TopicPartition, int] = _NO_PARTITIONS
+    fetched_from: Mapping[TopicPartition, int] = NO_PARTITIONS
     """Partition -> the node whose fetch last brought it records."""
     connection_count: int = 0
     last_connection_error: str | None = None

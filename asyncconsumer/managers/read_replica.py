@@ -74,11 +74,6 @@ class ReadReplicas:
             return None
         return lease.replica if self._usable(lease, tp, cluster, now_ms) else None
 
-    @property
-    def leased(self) -> bool:
-        """Some leader named a read replica for some partition (cheap: ``active`` need not be asked otherwise)."""
-        return bool(self._leases)
-
     def active(self, now_ms: int) -> dict[TopicPartition, int]:
         """Every partition read from a replica now, and the replica (empty unless a leader named one)."""
         found = {tp: self.read_replica(tp, now_ms) for tp in self._leases}
