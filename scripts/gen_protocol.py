@@ -30,6 +30,7 @@ What comes out, for the versions of each API we speak (``APIS``):
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import keyword
 import re
@@ -578,6 +579,16 @@ def differs(expr: str, f: Field) -> str:
     return f"{expr} != {value}"
 
 
+def segments(fields: Sequence[Field]) -> Iterator[list[Field]]:
+    """The fields in order: each run of consecutive fixed-width ones together (one ``struct`` call), each other
+    field alone."""
+    for fixed, group in itertools.groupby(fields, key=lambda f: f.fixed is not None):
+        if fixed:
+            yield list(group)
+        else:
+            yield from ([f] for f in group)
+
+
 class Emitter:
     """Writes one module's source: its classes, their ``encode``/``decode``, the structs they unpack with, imports."""
 
@@ -627,20 +638,13 @@ class Emitter:
         body: list[str] = []
         uses_flexible = False
         fields = struct.fields
-        i = 0
-        while i < len(fields):
-            f = fields[i]
-            if f.fixed is not None:
-                run = [f]
-                while i + 1 < len(fields) and fields[i + 1].fixed is not None:
-                    i += 1
-                    run.append(fields[i])
+        for run in segments(fields):
+            if run[0].fixed is not None:
                 body += self.decode_run(run, domain)
             else:
-                lines, flexible_used = self.decode_field(f, struct)
+                lines, flexible_used = self.decode_field(run[0], struct)
                 uses_flexible |= flexible_used
                 body += lines
-            i += 1
         tagged = [f for f in fields if f.tagged]
         if struct.flexible:
             test = cond(struct.flexible, domain)
@@ -735,18 +739,11 @@ class Emitter:
         domain = struct.domain
         body: list[str] = []
         fields = struct.fields
-        i = 0
-        while i < len(fields):
-            f = fields[i]
-            if f.fixed is not None:
-                run = [f]
-                while i + 1 < len(fields) and fields[i + 1].fixed is not None:
-                    i += 1
-                    run.append(fields[i])
+        for run in segments(fields):
+            if run[0].fixed is not None:
                 body += self.encode_run(run, struct)
             else:
-                body += self.encode_field(f, struct)
-            i += 1
+                body += self.encode_field(run[0], struct)
         tagged = [f for f in fields if f.tagged]
         if struct.flexible:
             test = cond(struct.flexible, domain)
