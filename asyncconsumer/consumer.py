@@ -88,6 +88,7 @@ class AsyncConsumer:
         await _wait(self._core.assign(partitions))
 
     def assignment(self) -> set[TopicPartition]:
+        """The partitions assigned to this consumer now, by ``assign`` or by its group."""
         return self._core.subscriptions.assigned()
 
     # --- positions -------------------------------------------------------------------------------------------
@@ -100,6 +101,8 @@ class AsyncConsumer:
         await _wait(self._core.reset_positions(partitions, "earliest"))
 
     async def seek_to_end(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        """Evaluated lazily, like Java: the next ``poll`` starts after the last record (the high watermark, or the last
+        stable offset under ``read_committed``)."""
         await _wait(self._core.reset_positions(partitions, "latest"))
 
     async def position(self, partition: TopicPartition | tuple[str, int], timeout_ms: int | None = None) -> int:
@@ -107,12 +110,15 @@ class AsyncConsumer:
         return await _wait(self._core.position(partition, timeout_ms))
 
     async def pause(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        """Stops fetching ``partitions`` until ``resume``; their positions and anything buffered for them are kept."""
         await _wait(self._core.set_paused(partitions, True))
 
     async def resume(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        """Fetches ``partitions`` again after ``pause``."""
         await _wait(self._core.set_paused(partitions, False))
 
     def paused(self) -> set[TopicPartition]:
+        """The partitions paused now."""
         return self._core.subscriptions.paused()
 
     def metrics(self) -> ConsumerMetrics:
@@ -129,11 +135,14 @@ class AsyncConsumer:
     async def beginning_offsets(
         self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None
     ) -> dict[TopicPartition, int]:
+        """The first offset of each partition (ListOffsets ``earliest``)."""
         return await _wait(self._core.edge_offsets(partitions, latest=False, timeout_ms=timeout_ms))
 
     async def end_offsets(
         self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None
     ) -> dict[TopicPartition, int]:
+        """The offset after the last record of each partition (ListOffsets ``latest``; the last stable offset under
+        ``read_committed``)."""
         return await _wait(self._core.edge_offsets(partitions, latest=True, timeout_ms=timeout_ms))
 
     async def offsets_for_times(
@@ -230,6 +239,7 @@ class AsyncConsumer:
             await result
 
     def subscription(self) -> set[str]:
+        """The topics subscribed to; empty when the consumer is not subscribed."""
         return set(self._core.subscriptions.subscription or ())
 
     async def commit(
@@ -249,9 +259,11 @@ class AsyncConsumer:
     async def committed(
         self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offset of each partition (None where nothing was committed)."""
         return await _wait(self._core.committed(partitions, timeout_ms))
 
     def group_metadata(self) -> GroupMetadata:
+        """The member's group id, generation (or epoch) and member id, as a transactional producer needs them."""
         return self._core.group_metadata()
 
     def enforce_rebalance(self, reason: str | None = None) -> None:

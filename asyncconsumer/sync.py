@@ -101,30 +101,40 @@ class Consumer:
         self.close()
 
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
+        """Replaces the manual assignment; new partitions start per ``auto_offset_reset`` unless sought."""
         self._wait(self._core.assign(partitions))
 
     def assignment(self) -> set[TopicPartition]:
+        """The partitions assigned to this consumer now, by ``assign`` or by its group."""
         return self._core.subscriptions.assigned()
 
     def seek(self, partition: TopicPartition | tuple[str, int], offset: int) -> None:
+        """The next ``poll`` returns ``partition`` from ``offset``."""
         self._wait(self._core.seek(partition, offset))
 
     def seek_to_beginning(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        """Evaluated lazily, like Java: the position is looked up on the next ``poll`` or ``position``."""
         self._wait(self._core.reset_positions(partitions, "earliest"))
 
     def seek_to_end(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        """Evaluated lazily, like Java: the next ``poll`` starts after the last record (the high watermark, or the last
+        stable offset under ``read_committed``)."""
         self._wait(self._core.reset_positions(partitions, "latest"))
 
     def position(self, partition: TopicPartition | tuple[str, int], timeout_ms: int | None = None) -> int:
+        """The offset of the next record ``poll`` will return for ``partition``."""
         return self._wait(self._core.position(partition, timeout_ms), timeout_ms)
 
     def pause(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        """Stops fetching ``partitions`` until ``resume``; their positions and anything buffered for them are kept."""
         self._wait(self._core.set_paused(partitions, True))
 
     def resume(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        """Fetches ``partitions`` again after ``pause``."""
         self._wait(self._core.set_paused(partitions, False))
 
     def paused(self) -> set[TopicPartition]:
+        """The partitions paused now."""
         return self._core.subscriptions.paused()
 
     def metrics(self) -> ConsumerMetrics:
@@ -134,27 +144,34 @@ class Consumer:
         return self._core.metrics()
 
     def highwater(self, partition: TopicPartition | tuple[str, int]) -> int | None:
+        """The high watermark seen in the last fetch of ``partition`` (None before any)."""
         return self._core.subscriptions.high_watermark(to_partition(partition))
 
     def beginning_offsets(
         self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None
     ) -> dict[TopicPartition, int]:
+        """The first offset of each partition (ListOffsets ``earliest``)."""
         return self._wait(self._core.edge_offsets(partitions, latest=False, timeout_ms=timeout_ms), timeout_ms)
 
     def end_offsets(
         self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None
     ) -> dict[TopicPartition, int]:
+        """The offset after the last record of each partition (ListOffsets ``latest``; the last stable offset under
+        ``read_committed``)."""
         return self._wait(self._core.edge_offsets(partitions, latest=True, timeout_ms=timeout_ms), timeout_ms)
 
     def offsets_for_times(
         self, timestamps: Mapping[TopicPartition | tuple[str, int], int], timeout_ms: int | None = None
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The earliest offset whose timestamp is >= the given one, per partition (None if there is none)."""
         return self._wait(self._core.offsets_for_times(timestamps, timeout_ms), timeout_ms)
 
     def topics(self, timeout_ms: int | None = None) -> dict[str, list[PartitionInfo]]:
+        """Every topic the cluster has, with its partitions."""
         return self._wait(self._core.topic_metadata(None, timeout_ms), timeout_ms)
 
     def partitions_for(self, topic: str, timeout_ms: int | None = None) -> list[PartitionInfo]:
+        """The partitions of ``topic``; empty when the topic does not exist."""
         return self._wait(self._core.topic_metadata(topic, timeout_ms), timeout_ms).get(topic, [])
 
     def poll(self, timeout_ms: float = 0, max_records: int | None = None) -> ConsumerRecords:
@@ -216,6 +233,8 @@ class Consumer:
         pattern: str | re.Pattern[str] | None = None,
         listener: ConsumerRebalanceListener | None = None,
     ) -> None:
+        """Join ``group_id`` for ``topics`` (or every topic whose name matches ``pattern``); partitions are assigned in
+        the background and show up in ``poll``."""
         self._wait(self._core.subscribe(topics, pattern, listener))
 
     def unsubscribe(self) -> None:
@@ -235,11 +254,13 @@ class Consumer:
             asyncio.run(_awaited(result))
 
     def subscription(self) -> set[str]:
+        """The topics subscribed to; empty when the consumer is not subscribed."""
         return set(self._core.subscriptions.subscription or ())
 
     def commit(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None, timeout_ms: int | None = None
     ) -> None:
+        """Commits ``offsets`` (default: the current positions) and waits for the coordinator's answer."""
         self._wait(self._core.commit(offsets, timeout_ms), timeout_ms)
 
     def commit_async(
@@ -253,9 +274,11 @@ class Consumer:
     def committed(
         self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout_ms: int | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offset of each partition (None where nothing was committed)."""
         return self._wait(self._core.committed(partitions, timeout_ms), timeout_ms)
 
     def group_metadata(self) -> GroupMetadata:
+        """The member's group id, generation (or epoch) and member id, as a transactional producer needs them."""
         return self._core.group_metadata()
 
     def wakeup(self) -> None:
