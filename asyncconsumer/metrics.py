@@ -56,7 +56,7 @@ class ConsumerMetrics:
     """Fetched bytes waiting for the caller (bounded by ``fetch_buffer_limit_bytes``)."""
     fetch_buffer_limit_bytes: int
     """What buffered plus in-flight bytes may reach now: half of ``fetch_buffer_bytes`` at first, grown to it when
-    the caller keeps running the buffer dry (see the README)."""
+    the caller keeps running the buffer dry (see docs/how-it-works.md)."""
     partitions: dict[TopicPartition, PartitionMetrics]
     rebalances: int
     last_heartbeat_age_ms: int | None

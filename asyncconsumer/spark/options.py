@@ -3,7 +3,7 @@
 ``kafka.*`` options go to our consumer's configuration (``kafka.bootstrap.servers`` -> ``bootstrap.servers``); the
 Java security settings Spark users write (``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location`` ...) are
 translated to ours. Everything else must be one of the source options below. A mistake is a ``ConfigError`` naming
-the option. README.md's option table says, option by option, what Spark's source does and what this one does.
+the option. docs/spark.md's option table says, option by option, what Spark's source does and what this one does.
 """
 
 from __future__ import annotations

@@ -175,7 +175,7 @@ class KafkaStreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailab
         self._reported = latest
         if isinstance(limit, ReadAllAvailable):  # Trigger.Once, or no limit asked
             return plan.to_json(latest)
-        if self._delay is not None and self._target is None:  # availableNow: see README's option table
+        if self._delay is not None and self._target is None:  # availableNow: see docs/spark.md's option table
             available = sum(max(0, end - begin[tp]) for tp, end in latest.items())
             if not self._delay.admit(self._clock.now_ms(), available):
                 log.debug("spark.batch_delayed", available=available, min_offsets=self._delay.min_offsets)

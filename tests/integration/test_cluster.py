@@ -248,7 +248,7 @@ async def new_topic(cluster: KafkaCluster, hint: str) -> str:
 
 
 def report(what: str) -> None:
-    """Figures for the README's reliability section (shown with ``-s``)."""
+    """Figures for docs/reliability.md (shown with ``-s``)."""
     sys.stdout.write(f"\n[cluster] {what}\n")
 
 

@@ -3,7 +3,7 @@ how ranges become Spark tasks (``minPartitions``, ``maxRecordsPerPartition``), h
 (``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` with ``maxTriggerDelay``), starting by timestamp, and Java's
 ``kafka.*`` security settings (SASL_SSL with SCRAM, a PEM trust store) reaching the executors.
 
-Where the two sources differ on purpose, the test says so and pins both behaviours (README's option table).
+Where the two sources differ on purpose, the test says so and pins both behaviours (docs/spark.md's option table).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Tansu's classic group coordinator at the wire level: two members driven by hand, no consumer logic in between.
 
 These pin down, request by request, how Tansu answers a follower's SyncGroup, which decides how many generations a
-cooperative rebalance takes (see the README's list of Tansu differences).
+cooperative rebalance takes (see docs/brokers.md's list of Tansu differences).
 """
 
 from __future__ import annotations
