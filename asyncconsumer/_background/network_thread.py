@@ -1,8 +1,9 @@
 """The background thread: its own anyio event loop running one loop over events, managers and the network.
 
-One iteration: drain application events → read ``now`` once → poll every manager in a fixed order → hand the
-requests to the delegate → sleep in ``delegate.poll`` until something happens → fail events past their deadline.
-The caller wakes the loop from any thread with ``wakeup()``.
+One iteration: drain application events → read ``now`` once → poll every manager in a fixed order and hand their
+requests to the delegate → fail events past their deadline → sleep in ``delegate.poll`` until something happens →
+publish the snapshot and deliver what the iteration staged. The caller wakes the loop from any thread with
+``wakeup()``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The part of aiokafka we use, without its client: its Cython record-batch reader (``RecordBatchView.decode``, a
-second reading for the fuzz tests, and the CRC check when no ``_crc32c`` is built).
+second reading for the fuzz tests, and the CRC check when neither ``_crc32c`` nor google-crc32c is there).
 
 Importing any ``aiokafka.x`` first runs aiokafka's package ``__init__``, which imports its whole client (producer,
 consumer, connections): 3 MB of resident memory that a consumer built on asyncconsumer never uses. So when the
