@@ -111,33 +111,52 @@ def _spawn(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def _single_record_tail(name: str, partition: int, count: int) -> list[list[Record]]:
-    """``count`` records for ``partition`` whose last batch holds one record (Tansu's LATEST is the last batch's
-    base offset + 1)."""
-    head = [Record(b"p%d-%d" % (partition, i), partition=partition) for i in range(count - 1)]
-    return (
-        [head, [Record(b"p%d-last" % partition, partition=partition)]]
-        if head
-        else [[Record(b"x", partition=partition)]]
-    )
-
-
 def test_offsets_shows_beginning_and_end_per_partition(
     broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
-    name = topic(2)
-    produce.batches(name, _single_record_tail(name, 0, 5), partition=0)
-    produce.batches(name, _single_record_tail(name, 1, 2), partition=1)
+    # Last batches of several records: Tansu's ListOffsets LATEST would say 11 and 1 (the last batch's base + 1);
+    # the high watermark says 15 and 2 on both brokers.
+    name = topic(3)
+    produce.batches(name, [[b"a%d" % i for i in range(10)], [b"b%d" % i for i in range(5)]], partition=0)
+    produce.batches(name, [[b"c0", b"c1"]], partition=1)
     result = run_cli("offsets", name, "--bootstrap-server", broker.bootstrap_servers, "--format", "json")
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
-    assert [(r["partition"], r["beginning"], r["end"], r["records"]) for r in rows] == [(0, 0, 5, 5), (1, 0, 2, 2)]
+    assert [(r["partition"], r["beginning"], r["end"], r["records"]) for r in rows] == [
+        (0, 0, 15, 15),
+        (1, 0, 2, 2),
+        (2, 0, 0, 0),
+    ]
     text = run_cli("offsets", name, "--bootstrap-server", broker.bootstrap_servers)
     assert text.returncode == 0, text.stderr
+    assert text.stderr == ""
     lines = text.stdout.splitlines()
     assert lines[0].split() == ["TOPIC", "PARTITION", "BEGINNING", "END", "RECORDS"]
-    assert lines[1].split() == [name, "0", "0", "5", "5"]
+    assert lines[1].split() == [name, "0", "0", "15", "15"]
     assert lines[2].split() == [name, "1", "0", "2", "2"]
+    assert lines[3].split() == [name, "2", "0", "0", "0"]
+
+
+def test_groups_describe_shows_no_lag_for_a_group_that_committed_the_end(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    from asyncconsumer.sync import Consumer
+
+    name = topic(1)
+    produce.batches(name, [[b"a%d" % i for i in range(10)], [b"b%d" % i for i in range(5)]], partition=0)
+    group = f"ended-{name}"
+    with Consumer(broker.bootstrap_servers, group_id=group, enable_auto_commit=False) as consumer:
+        consumer.commit({TopicPartition(name, 0): 15})
+    result = run_cli("groups", "describe", group, "--bootstrap-server", broker.bootstrap_servers, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    described = json.loads(result.stdout)
+    assert [(p["partition"], p["committed"], p["log_end"], p["lag"]) for p in described["partitions"]] == [
+        (0, 15, 15, 0)
+    ]
+    assert described["total_lag"] == 0
+    text = run_cli("groups", "describe", group, "--bootstrap-server", broker.bootstrap_servers)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[0].endswith("0 member(s), total lag 0")
 
 
 def test_offsets_of_a_missing_topic_prints_one_line(broker: Broker) -> None:
@@ -172,8 +191,8 @@ def test_groups_describe_shows_the_running_member_then_committed_offsets_and_lag
     from tests.support.waiting import wait_for
 
     name = topic(2)
-    produce.batches(name, _single_record_tail(name, 0, 6), partition=0)
-    produce.batches(name, _single_record_tail(name, 1, 3), partition=1)
+    produce.batches(name, [[b"a%d" % i for i in range(4)], [b"b0", b"b1"]], partition=0)  # ends at 6
+    produce.batches(name, [[b"c0", b"c1", b"c2"]], partition=1)  # ends at 3
     group = f"describe-{name}"
 
     def describe() -> dict[str, Any]:
