@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 
 from asyncconsumer.records import TopicPartition
 from tests.conftest import Broker, TopicFactory
-from tests.support.cli import run_cli
+from tests.support.cli import broker_command, run_cli
 from tests.support.produce import ProduceHelper, Record
 
 pytestmark = pytest.mark.broker
@@ -354,3 +355,37 @@ def test_a_property_overrides_the_default_it_names_and_a_flag_owned_one_is_refus
     refused = run_cli(*args, "--property", "group.id=X")
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.strip() == "error: --property group.id is not honoured here: use --group G"
+
+
+def test_the_broker_commands_records_end_where_latest_says_on_tansu() -> None:
+    """``broker --records`` seals each partition's last batch with a record of its own, so that Tansu's ListOffsets
+    LATEST (the last batch's base offset + 1) is the end: a consumer starting at "latest" starts at the end."""
+    from asyncconsumer.consumer import AsyncConsumer
+    from asyncconsumer.tools.embedded_broker import free_port
+
+    port = free_port()
+    with broker_command("--port", str(port), "--topic", "sealed", "--partitions", "2", "--records", "1001") as output:
+        assert output[-1].strip() == "topic 'sealed': 2 partition(s), 1,001 records"
+        address = f"127.0.0.1:{port}"
+        expected = {0: 501, 1: 500}  # record i goes to partition i % 2
+
+        async def positions() -> dict[int, int]:
+            async with AsyncConsumer(address, auto_offset_reset="latest") as consumer:
+                partitions = [TopicPartition("sealed", p) for p in expected]
+                await consumer.assign(partitions)
+                return {tp.partition: await consumer.position(tp, timeout_ms=30_000) for tp in partitions}
+
+        assert asyncio.run(positions()) == expected
+        result = run_cli("offsets", "sealed", "--bootstrap-server", address)
+        assert result.returncode == 0, result.stderr
+        rows = [line.split() for line in result.stdout.splitlines()[1:]]
+        assert rows == [["sealed", "0", "0", "501", "501"], ["sealed", "1", "0", "500", "500"]]
+        first = run_cli(
+            "consume", "--bootstrap-server", address, "--topic", "sealed", "--from-beginning", "--max-messages", "6"
+        )
+        assert first.returncode == 0, first.stderr
+        for line in first.stdout.splitlines():  # record i: key i, partition i % 2, offset i // 2
+            where, key, value = line.split("\t")
+            partition, offset = map(int, where.removeprefix("sealed-").split("@"))
+            assert (key, value) == (str(2 * offset + partition), f"record {2 * offset + partition}"), line
+        assert len(first.stdout.splitlines()) == 6
