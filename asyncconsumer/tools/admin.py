@@ -1,10 +1,16 @@
 """A small asyncio admin client for the CLI: topic offsets and consumer-group descriptions.
 
 It is not a consumer: no background thread, no managers. It runs a ``NetworkClientDelegate`` on the caller's
-own event loop (every socket stays in ``network/``) and sends one request at a time: Metadata, ListOffsets,
+own event loop (every socket stays in ``network/``) and sends one request at a time: Metadata, ListOffsets, Fetch,
 FindCoordinator, DescribeGroups and OffsetFetch. What the answers mean is worked out by plain functions
-(``partition_offsets``, ``group_description``) that take decoded responses and do no I/O, so they are unit-tested
-with hand-built responses.
+(``partition_offsets``, ``high_watermarks``, ``group_description``) that take decoded responses and do no I/O, so
+they are unit-tested with hand-built responses.
+
+A partition's end is the high watermark of a Fetch, not ListOffsets LATEST: Tansu 0.6 answers LATEST with the base
+offset of the partition's last record batch + 1 (after a batch of 10 and a batch of 5: 11, where Kafka says 15),
+while its Fetch's high watermark is right. The Fetch (``end_offsets_fetch``) goes to each leader at the offset
+LATEST named, sessionless, with no minimum and asking for one byte, so on Kafka (where LATEST at read_uncommitted is
+the high watermark) it returns at once with no records, and on Tansu with at most the last batch.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from asyncconsumer.errors import (
     for_code,
 )
 from asyncconsumer.managers.base import UnsentRequest
+from asyncconsumer.managers.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.network.security import ConnectionSecurity
@@ -43,6 +50,7 @@ from asyncconsumer.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
 )
+from asyncconsumer.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartition,
@@ -67,13 +75,16 @@ __all__ = [
     "PartitionLag",
     "PartitionOffsets",
     "TopicNotFoundError",
+    "end_offsets_fetch",
     "group_description",
+    "high_watermarks",
     "partition_offsets",
 ]
 
 log = get_logger("asyncconsumer.admin")
 
 _RETRY_BACKOFF_MS = 100
+_END_FETCH_MAX_WAIT_MS = 1
 
 ResponseT = TypeVar("ResponseT")
 
@@ -91,7 +102,7 @@ class GroupNotFoundError(KafkaError):
 
 @attrs.frozen
 class PartitionOffsets:
-    """The first offset still in the log and the offset the next record will get."""
+    """The first offset still in the log and the offset the next record will get (the high watermark)."""
 
     partition: TopicPartition
     beginning: int
@@ -122,7 +133,8 @@ class PartitionLag:
     committed: int | None
     """None: nothing committed."""
     end: int | None
-    """The log-end offset; None when it could not be read."""
+    """The log-end offset (the high watermark: the offset the next record will get); None when it could not be
+    read."""
     member_id: str | None
     """The member that owns it now; None when nobody does."""
 
@@ -161,6 +173,48 @@ def partition_offsets(
 ) -> tuple[PartitionOffsets, ...]:
     """One row per partition, in partition order."""
     return tuple(PartitionOffsets(TopicPartition(topic, p), beginnings[p], ends[p]) for p in sorted(partitions))
+
+
+def end_offsets_fetch(topic: str, offsets: Mapping[int, int]) -> FetchRequest:
+    """A Fetch that answers at once with the high watermark of each partition of ``offsets`` (partition → the
+    offset to fetch at: ListOffsets LATEST, so that nothing or little comes back).
+
+    Sessionless (session id 0, epoch -1: no session opened, none evicted), read_uncommitted, no minimum, and one
+    byte as the limit (a broker still returns a first batch larger than the limit, KIP-74; Tansu returns the
+    batch). ``max_wait_ms`` is 1, not 0: Tansu 0.6 answers a Fetch with max_wait_ms 0 with no topics at all, and
+    waits out max_wait_ms when no record is past the offset (Kafka answers at once, min_bytes being 0).
+    """
+    partitions = tuple(
+        FetchPartition(partition=p, fetch_offset=offsets[p], partition_max_bytes=1) for p in sorted(offsets)
+    )
+    return FetchRequest(
+        max_wait_ms=_END_FETCH_MAX_WAIT_MS,
+        min_bytes=0,
+        max_bytes=1,
+        isolation_level=0,
+        session_id=INVALID_SESSION_ID,
+        session_epoch=FINAL_EPOCH,
+        topics=(FetchTopic(topic=topic, partitions=partitions),),
+    )
+
+
+def high_watermarks(topic: str, partitions: Iterable[int], response: FetchResponse) -> dict[int, int]:
+    """partition → high watermark (the offset the next record will get) for each of ``partitions``, from the answer
+    to ``end_offsets_fetch``. An error code raises its ``KafkaError`` (retriable ones are retried by the caller);
+    a partition left out raises ``CorruptResponseError``."""
+    _check(response.error_code, f"fetching the high watermarks of {topic!r}")
+    found: dict[int, int] = {}
+    for t in response.responses:
+        if t.topic != topic:
+            continue
+        for p in t.partitions:
+            _check(p.error_code, f"fetching the high watermark of {topic}-{p.partition_index}")
+            found[p.partition_index] = p.high_watermark
+    wanted = set(partitions)
+    missing = sorted(wanted - set(found))
+    if missing:
+        raise CorruptResponseError(f"Fetch answered without the high watermark of {topic} partitions {missing}")
+    return {p: found[p] for p in sorted(wanted)}
 
 
 def _members(group: DescribedGroup) -> tuple[GroupMember, ...]:
@@ -214,6 +268,14 @@ def group_description(
 
 
 # --- the client -----------------------------------------------------------------------------------------------
+
+
+def _by_leader(leaders: Mapping[int, int]) -> list[tuple[int, list[int]]]:
+    """(leader, its partitions in order) for each leader, in node order."""
+    by_leader: dict[int, list[int]] = {}
+    for partition, leader in sorted(leaders.items()):
+        by_leader.setdefault(leader, []).append(partition)
+    return sorted(by_leader.items())
 
 
 class _Directory:
@@ -284,6 +346,10 @@ class AdminClient:
                 self._tg.cancel_scope.cancel()
             await self._stack.aclose()
 
+    def last_connection_error(self) -> KafkaError | None:
+        """The most recent connection failure of a node that has not connected since (None: none failed)."""
+        return self._delegate.last_connection_error()
+
     # --- one request ------------------------------------------------------------------------------------------
     async def _send(self, request: Request, node_id: int | None, response_type: type[ResponseT]) -> ResponseT:
         """Sends ``request`` and drives the delegate until its answer (or a ``KafkaError``) arrives."""
@@ -347,11 +413,8 @@ class AdminClient:
         return await self._retrying(f"metadata for {topic!r}", attempt)
 
     async def _list_offsets(self, topic: str, leaders: Mapping[int, int], timestamp: int) -> dict[int, int]:
-        by_leader: dict[int, list[int]] = {}
-        for partition, leader in leaders.items():
-            by_leader.setdefault(leader, []).append(partition)
         found: dict[int, int] = {}
-        for leader, partitions in sorted(by_leader.items()):
+        for leader, partitions in _by_leader(leaders):
             wanted = tuple(ListOffsetsPartition(partition_index=p, timestamp=timestamp) for p in sorted(partitions))
             request = ListOffsetsRequest(
                 replica_id=CONSUMER_REPLICA_ID, topics=(ListOffsetsTopic(name=topic, partitions=wanted),)
@@ -363,13 +426,23 @@ class AdminClient:
                     found[p.partition_index] = p.offset
         return found
 
+    async def _end_offsets(self, topic: str, leaders: Mapping[int, int]) -> dict[int, int]:
+        """partition → the offset the next record will get: the high watermark of a Fetch at ListOffsets LATEST."""
+        latest = await self._list_offsets(topic, leaders, LATEST_TIMESTAMP)
+        found: dict[int, int] = {}
+        for leader, partitions in _by_leader(leaders):
+            request = end_offsets_fetch(topic, {p: latest[p] for p in partitions})
+            response = await self._send(request, leader, FetchResponse)
+            found.update(high_watermarks(topic, partitions, response))
+        return found
+
     async def topic_offsets(self, topic: str) -> tuple[PartitionOffsets, ...]:
         """Beginning and end offset of every partition of ``topic``."""
         leaders = await self.partition_leaders(topic)
 
         async def attempt() -> tuple[PartitionOffsets, ...]:
             beginnings = await self._list_offsets(topic, leaders, EARLIEST_TIMESTAMP)
-            ends = await self._list_offsets(topic, leaders, LATEST_TIMESTAMP)
+            ends = await self._end_offsets(topic, leaders)
             return partition_offsets(topic, leaders, beginnings, ends)
 
         return await self._retrying(f"offsets of {topic!r}", attempt)
@@ -416,8 +489,7 @@ class AdminClient:
             try:
                 leaders = await self.partition_leaders(topic)
                 offsets = await self._retrying(
-                    f"end offsets of {topic!r}",
-                    functools.partial(self._list_offsets, topic, leaders, LATEST_TIMESTAMP),
+                    f"end offsets of {topic!r}", functools.partial(self._end_offsets, topic, leaders)
                 )
             except TopicNotFoundError:
                 continue

@@ -1,7 +1,9 @@
 """The ``asyncconsumer`` command: ``demo``, ``broker``, ``consume``, ``groups describe`` and ``offsets``.
 
 Output for people goes to stdout; errors are one ``error: ...`` line on stderr and a non-zero exit status; a
-progress line goes to stderr when it is a terminal. Logs stay in structlog and are off unless ``--verbose``.
+progress line goes to stderr when it is a terminal, and when it is not, one plain line says the first connection
+failure (so a command waiting on an unreachable broker does not sit silent until ``--timeout-ms``). Logs stay in
+structlog and are off unless ``--verbose``.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TextIO, TypeVar
 
 from asyncconsumer.config import ConsumerConfig, canonical_key
 from asyncconsumer.consumer import AsyncConsumer
@@ -38,6 +40,9 @@ EXIT_ERROR = 1
 EXIT_NOT_FOUND = 2
 EXIT_INTERRUPTED = 130
 FORMATS = ("utf8", "hex", "base64", "raw")
+DEFAULT_TIMEOUT_MS = 30_000
+
+T = TypeVar("T")
 
 
 def _out(line: str = "") -> None:
@@ -61,6 +66,14 @@ def _cpu_s() -> float:
 async def _produce(
     bootstrap: str, topic: str, count: int, size: int, partitions: int, *, readable: bool = False
 ) -> float:
+    """Produces ``count`` records, record i to partition ``i % partitions`` (key ``i``; value ``record i`` when
+    ``readable``, else ``size`` random bytes), and returns the seconds it took.
+
+    Each partition's last record goes alone, in a batch of its own, after everything before it is acknowledged:
+    Tansu 0.6 answers ListOffsets LATEST with the base offset of a partition's last batch + 1, so only a one-record
+    last batch makes LATEST (what ``auto_offset_reset="latest"`` and ``consume`` without ``--from-beginning`` start
+    at) the partition's end.
+    """
     from aiokafka import AIOKafkaProducer
 
     producer = AIOKafkaProducer(
@@ -70,15 +83,19 @@ async def _produce(
     started = time.perf_counter()
     try:
         value = os.urandom(size)
-        batch: list[asyncio.Future[Any]] = []
+        sealing = max(count - partitions, 0)  # records sealing..count-1 are the last of their partitions
+        pending: list[asyncio.Future[Any]] = []
         for i in range(count):
+            if i == sealing:  # everything before the partitions' last records is acknowledged first
+                await asyncio.gather(*pending)
+                pending.clear()
             if readable:  # a sample topic people read: "record 7" rather than random bytes
                 value = f"record {i}".encode()
-            batch.append(await producer.send(topic, value=value, key=str(i).encode(), partition=i % partitions))
-            if len(batch) >= 20_000:
-                await asyncio.gather(*batch)
-                batch.clear()
-        await asyncio.gather(*batch)
+            pending.append(await producer.send(topic, value=value, key=str(i).encode(), partition=i % partitions))
+            if len(pending) >= 20_000:
+                await asyncio.gather(*pending)
+                pending.clear()
+        await asyncio.gather(*pending)
     finally:
         await producer.stop()
     return time.perf_counter() - started
@@ -242,19 +259,28 @@ def _write_line(line: str) -> None:
 class Progress:
     """A one-line progress display on a terminal: ``\r``-rewritten at most every ``interval_s``, cleared at the end.
 
-    Does nothing when ``stream`` is not a TTY, so pipes and files get no control characters.
+    When ``stream`` is not a TTY, pipes and files get no control characters: only the first connection failure
+    ``waiting`` is told of, as one plain line (with when the command gives up, ``timeout_ms``, if the wait is
+    bounded).
     """
 
     def __init__(
-        self, stream: TextIO, *, interval_s: float = 0.25, clock: Callable[[], float] = time.monotonic
+        self,
+        stream: TextIO,
+        *,
+        interval_s: float = 0.25,
+        clock: Callable[[], float] = time.monotonic,
+        timeout_ms: int | None = None,
     ) -> None:
         self._stream = stream
         self._enabled = stream.isatty()
         self._interval_s = interval_s
         self._clock = clock
+        self._timeout_ms = timeout_ms
         self._started = clock()
         self._shown_at = float("-inf")
         self._shown = False
+        self._failure_told = False
 
     def update(self, count: int, total: int | None = None, *, force: bool = False) -> None:
         if not self._enabled:
@@ -269,9 +295,21 @@ class Progress:
         self._stream.flush()
         self._shown = True
 
-    def waiting(self, what: str, detail: str | None = None) -> None:
-        """Says what the command waits for (connecting, joining a group) until records flow."""
+    def waiting(self, what: str, detail: str | None = None, *, bounded: bool = False) -> None:
+        """Says what the command waits for (connecting, joining a group) until records flow; ``detail`` is the
+        last connection error, if any. ``bounded``: the command gives up on this wait after ``timeout_ms``.
+
+        Off a terminal, the first ``detail`` becomes one plain line, e.g. ``waiting: cannot connect to bootstrap
+        server h:9092: connection refused (giving up after 30 s; --timeout-ms to change)``.
+        """
         if not self._enabled:
+            if detail and not self._failure_told:
+                self._failure_told = True
+                line = f"waiting: {detail}"
+                if bounded and self._timeout_ms is not None:
+                    line += f" (giving up after {_seconds(self._timeout_ms)}; --timeout-ms to change)"
+                self._stream.write(line + "\n")
+                self._stream.flush()
             return
         now = self._clock()
         if now - self._shown_at < self._interval_s:
@@ -289,6 +327,11 @@ class Progress:
             self._stream.write("\r\x1b[K")
             self._stream.flush()
             self._shown = False
+
+
+def _seconds(ms: int) -> str:
+    """``30 s``, ``1.5 s``."""
+    return f"{ms / 1000:g} s"
 
 
 def _properties(args: argparse.Namespace) -> dict[str, str]:
@@ -367,10 +410,11 @@ async def _start(consumer: AsyncConsumer, args: argparse.Namespace) -> None:
             pattern = re.compile(args.pattern)
         except re.error as exc:
             raise UsageError(f"--pattern {args.pattern!r} is not a regular expression: {exc}") from exc
+        # Also with a group (which subscribes to the pattern whatever matches now): --timeout-ms bounds connecting.
+        topics = await consumer.topics(timeout_ms=args.timeout_ms)
         if args.group:
             await consumer.subscribe(pattern=pattern)
             return
-        topics = await consumer.topics(timeout_ms=args.timeout_ms)
         matched = sorted(t for t in topics if pattern.fullmatch(t))
         if not matched:
             raise TopicNotFoundError(f"no topic on {args.bootstrap_server} matches {args.pattern!r}")
@@ -392,7 +436,7 @@ async def _show_status(
     while state["seen"] == 0:
         error = consumer.metrics().last_connection_error
         if not state["started"]:
-            progress.waiting(f"connecting to {args.bootstrap_server}", error)
+            progress.waiting(f"connecting to {args.bootstrap_server}", error, bounded=True)
         elif args.group and not consumer.assignment():
             progress.waiting(f"joining group {args.group}", error)
         else:
@@ -413,7 +457,7 @@ async def _consume(args: argparse.Namespace) -> int:
         loop.remove_signal_handler(signal.SIGINT)
 
     loop.add_signal_handler(signal.SIGINT, interrupted)
-    progress = Progress(sys.stderr)
+    progress = Progress(sys.stderr, timeout_ms=args.timeout_ms)
     state = {"seen": 0, "started": 0}
     try:
         async with AsyncConsumer(args.bootstrap_server, **config) as consumer:
@@ -551,9 +595,28 @@ def _group_json(group: GroupDescription) -> dict[str, object]:
     }
 
 
+async def _admin_status(admin: AdminClient, args: argparse.Namespace, progress: Progress) -> None:
+    """Says, once a connection failed, what an admin command waits for (each request gives up after the timeout)."""
+    while True:
+        error = admin.last_connection_error()
+        if error is not None:
+            progress.waiting(f"connecting to {args.bootstrap_server}", str(error), bounded=True)
+        await asyncio.sleep(0.25)
+
+
+async def _with_status(admin: AdminClient, args: argparse.Namespace, call: Awaitable[T]) -> T:
+    progress = Progress(sys.stderr, timeout_ms=args.timeout_ms)
+    status = asyncio.ensure_future(_admin_status(admin, args, progress))
+    try:
+        return await call
+    finally:
+        status.cancel()
+        progress.close()
+
+
 async def _offsets(args: argparse.Namespace) -> int:
     async with _admin(args) as admin:
-        rows = await admin.topic_offsets(args.topic)
+        rows = await _with_status(admin, args, admin.topic_offsets(args.topic))
     for line in offsets_lines(rows, args.format):
         _out(line)
     return 0
@@ -561,7 +624,7 @@ async def _offsets(args: argparse.Namespace) -> int:
 
 async def _groups_describe(args: argparse.Namespace) -> int:
     async with _admin(args) as admin:
-        group = await admin.describe_group(args.group)
+        group = await _with_status(admin, args, admin.describe_group(args.group))
     for line in group_lines(group, args.format):
         _out(line)
     return 0
@@ -570,9 +633,37 @@ async def _groups_describe(args: argparse.Namespace) -> int:
 # --- entry point ----------------------------------------------------------------------------------------------
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
+def _add_verbose(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """``-v``/``--verbose`` before the command or after it, same meaning. A subcommand's flag has no default of its
+    own (SUPPRESS), so it sets ``verbose`` when given and never resets what the top-level flag set."""
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="show structured logs (our structlog events) on stderr",
+    )
+
+
+def _add_format(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--format", choices=("text", "json"), default="text", help=f"{what} (default text)")
+
+
+def _add_common(parser: argparse.ArgumentParser, *, admin: bool) -> None:
     parser.add_argument("--bootstrap-server", required=True, help="HOST:PORT[,HOST:PORT...]")
-    parser.add_argument("--timeout-ms", type=int, default=30_000, help="give up on the brokers after this long")
+    bounds = (
+        "each request (connecting included)"
+        if admin
+        else "connecting and looking up the topic (or the pattern's topics), and the final commit with --group"
+    )
+    parser.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=DEFAULT_TIMEOUT_MS,
+        metavar="MS",
+        help=f"give up when the brokers do not answer within this many milliseconds; bounds {bounds} "
+        f"(default {DEFAULT_TIMEOUT_MS}: {_seconds(DEFAULT_TIMEOUT_MS)})",
+    )
     parser.add_argument(
         "--property",
         action="append",
@@ -581,49 +672,62 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="any consumer setting, Java or Python spelling (e.g. session.timeout.ms=6000, security.protocol=SSL, "
         "ssl.cafile=ca.pem); repeatable. Admin commands use only the security settings",
     )
+    _add_verbose(parser)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asyncconsumer", description="An asyncio-first Kafka consumer.")
-    parser.add_argument("--verbose", "-v", action="store_true", help="show structured logs on stderr")
-    sub = parser.add_subparsers(dest="command", required=True)
+    _add_verbose(parser, top=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="what to do")
     demo = sub.add_parser("demo", help="start an embedded Tansu broker, produce, consume, report speed")
-    demo.add_argument("--records", type=int, default=200_000)
-    demo.add_argument("--size", type=int, default=100, help="value size in bytes")
-    demo.add_argument("--partitions", type=int, default=4)
+    demo.add_argument("--records", type=int, default=200_000, help="how many records to produce (default 200000)")
+    demo.add_argument("--size", type=int, default=100, help="value size in bytes (default 100)")
+    demo.add_argument("--partitions", type=int, default=4, help="partitions of the topic 'demo' (default 4)")
+    _add_verbose(demo)
 
     broker = sub.add_parser("broker", help="run the embedded Tansu broker in the foreground (Ctrl-C stops it)")
     broker.add_argument("--port", type=int, default=None, help="listen on 127.0.0.1:PORT (default: a free port)")
     broker.add_argument("--topic", default=None, help="create this topic")
     broker.add_argument("--partitions", type=int, default=1, help="partitions of --topic (default 1)")
-    broker.add_argument("--records", type=int, default=0, help="produce this many records ('record N') to --topic")
+    broker.add_argument(
+        "--records",
+        type=int,
+        default=0,
+        help="produce this many records to --topic: 'record N' with key N, to partition N modulo --partitions",
+    )
+    _add_verbose(broker)
 
     consume = sub.add_parser("consume", help="print records from a topic (Ctrl-C stops, commits, exits 130)")
-    _add_common(consume)
+    _add_common(consume, admin=False)
     source = consume.add_mutually_exclusive_group(required=True)
-    source.add_argument("--topic")
+    source.add_argument("--topic", help="every partition of this topic")
     source.add_argument("--pattern", help="every topic whose whole name matches this regular expression")
-    consume.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
+    consume.add_argument(
+        "--from-beginning",
+        action="store_true",
+        help="where no offset is committed, start at the earliest offset (default: at the end)",
+    )
     consume.add_argument("--group", default=None, help="consume as a member of this consumer group (commits on exit)")
     consume.add_argument("--max-messages", type=int, default=None, help="stop after printing this many records")
-    consume.add_argument("--format", choices=("text", "json"), default="text")
+    _add_format(consume, "text: topic-partition@offset, key and value, tab-separated; json: one object a line")
     consume.add_argument("--key-format", choices=FORMATS, default="utf8", help="how keys are shown (default utf8)")
     consume.add_argument("--value-format", choices=FORMATS, default="utf8", help="how values are shown (default utf8)")
     consume.add_argument("--decode", choices=("utf-8", "hex"), default=None, help=argparse.SUPPRESS)  # old spelling
 
     offsets = sub.add_parser("offsets", help="beginning and end offset of every partition of a topic")
-    offsets.add_argument("topic")
-    _add_common(offsets)
-    offsets.add_argument("--format", choices=("text", "json"), default="text")
+    offsets.add_argument("topic", help="the topic")
+    _add_common(offsets, admin=True)
+    _add_format(offsets, "text: a table; json: one array")
 
     groups = sub.add_parser("groups", help="consumer groups")
-    groups_sub = groups.add_subparsers(dest="groups_command", required=True)
+    groups_sub = groups.add_subparsers(dest="groups_command", required=True, metavar="COMMAND", help="what to do")
+    _add_verbose(groups)
     describe = groups_sub.add_parser(
         "describe", help="members, their partitions, committed offsets, log-end offsets and lag"
     )
-    describe.add_argument("group")
-    _add_common(describe)
-    describe.add_argument("--format", choices=("text", "json"), default="text")
+    describe.add_argument("group", help="the consumer group's id")
+    _add_common(describe, admin=True)
+    _add_format(describe, "text: a summary line and tables; json: one object")
     return parser
 
 

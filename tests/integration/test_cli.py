@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 
 from asyncconsumer.records import TopicPartition
 from tests.conftest import Broker, TopicFactory
-from tests.support.cli import run_cli
+from tests.support.cli import broker_command, run_cli
 from tests.support.produce import ProduceHelper, Record
 
 pytestmark = pytest.mark.broker
@@ -58,16 +59,42 @@ def test_consume_of_a_missing_topic_says_so_and_fails(broker: Broker) -> None:
     assert result.stdout == ""
 
 
-def test_consume_from_an_unreachable_server_prints_one_error_line() -> None:
+def _waiting_line(address: str, timeout: str) -> str:
+    return (
+        f"waiting: cannot connect to bootstrap server {address}: connection refused "
+        f"(giving up after {timeout}; --timeout-ms to change)"
+    )
+
+
+def test_consume_from_an_unreachable_server_says_it_waits_then_prints_one_error_line() -> None:
     from asyncconsumer.tools.embedded_broker import free_port
 
-    result = run_cli(
-        "consume", "--bootstrap-server", f"127.0.0.1:{free_port()}", "--topic", "t", "--timeout-ms", "1500", timeout=30
-    )
+    address = f"127.0.0.1:{free_port()}"
+    result = run_cli("consume", "--bootstrap-server", address, "--topic", "t", "--timeout-ms", "1500", timeout=30)
     assert result.returncode == 1
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "127.0.0.1" in errors[0]
+    lines = result.stderr.splitlines()
+    # off a terminal: the first failure as one plain line, at once, then the error as before
+    assert lines[0] == _waiting_line(address, "1.5 s"), result.stderr
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0] == lines[-1] and address in errors[0]
     assert "connection refused" in errors[0] and "Event" not in errors[0], errors[0]
+    assert len(lines) == 2 and "\r" not in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("command", [["offsets", "t"], ["groups", "describe", "g"]], ids=["offsets", "groups"])
+def test_an_admin_command_from_an_unreachable_server_says_it_waits_then_prints_one_error_line(
+    command: list[str],
+) -> None:
+    from asyncconsumer.tools.embedded_broker import free_port
+
+    address = f"127.0.0.1:{free_port()}"
+    result = run_cli(*command, "--bootstrap-server", address, "--timeout-ms", "1500", timeout=30)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0] == _waiting_line(address, "1.5 s"), result.stderr
+    assert len(lines) == 2 and lines[1].startswith("error:") and address in lines[1], result.stderr
+    assert result.stdout == ""
 
 
 def test_consume_with_a_group_commits_what_it_printed(
@@ -111,33 +138,52 @@ def _spawn(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def _single_record_tail(name: str, partition: int, count: int) -> list[list[Record]]:
-    """``count`` records for ``partition`` whose last batch holds one record (Tansu's LATEST is the last batch's
-    base offset + 1)."""
-    head = [Record(b"p%d-%d" % (partition, i), partition=partition) for i in range(count - 1)]
-    return (
-        [head, [Record(b"p%d-last" % partition, partition=partition)]]
-        if head
-        else [[Record(b"x", partition=partition)]]
-    )
-
-
 def test_offsets_shows_beginning_and_end_per_partition(
     broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
-    name = topic(2)
-    produce.batches(name, _single_record_tail(name, 0, 5), partition=0)
-    produce.batches(name, _single_record_tail(name, 1, 2), partition=1)
+    # Last batches of several records: Tansu's ListOffsets LATEST would say 11 and 1 (the last batch's base + 1);
+    # the high watermark says 15 and 2 on both brokers.
+    name = topic(3)
+    produce.batches(name, [[b"a%d" % i for i in range(10)], [b"b%d" % i for i in range(5)]], partition=0)
+    produce.batches(name, [[b"c0", b"c1"]], partition=1)
     result = run_cli("offsets", name, "--bootstrap-server", broker.bootstrap_servers, "--format", "json")
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
-    assert [(r["partition"], r["beginning"], r["end"], r["records"]) for r in rows] == [(0, 0, 5, 5), (1, 0, 2, 2)]
+    assert [(r["partition"], r["beginning"], r["end"], r["records"]) for r in rows] == [
+        (0, 0, 15, 15),
+        (1, 0, 2, 2),
+        (2, 0, 0, 0),
+    ]
     text = run_cli("offsets", name, "--bootstrap-server", broker.bootstrap_servers)
     assert text.returncode == 0, text.stderr
+    assert text.stderr == ""
     lines = text.stdout.splitlines()
     assert lines[0].split() == ["TOPIC", "PARTITION", "BEGINNING", "END", "RECORDS"]
-    assert lines[1].split() == [name, "0", "0", "5", "5"]
+    assert lines[1].split() == [name, "0", "0", "15", "15"]
     assert lines[2].split() == [name, "1", "0", "2", "2"]
+    assert lines[3].split() == [name, "2", "0", "0", "0"]
+
+
+def test_groups_describe_shows_no_lag_for_a_group_that_committed_the_end(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    from asyncconsumer.sync import Consumer
+
+    name = topic(1)
+    produce.batches(name, [[b"a%d" % i for i in range(10)], [b"b%d" % i for i in range(5)]], partition=0)
+    group = f"ended-{name}"
+    with Consumer(broker.bootstrap_servers, group_id=group, enable_auto_commit=False) as consumer:
+        consumer.commit({TopicPartition(name, 0): 15})
+    result = run_cli("groups", "describe", group, "--bootstrap-server", broker.bootstrap_servers, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    described = json.loads(result.stdout)
+    assert [(p["partition"], p["committed"], p["log_end"], p["lag"]) for p in described["partitions"]] == [
+        (0, 15, 15, 0)
+    ]
+    assert described["total_lag"] == 0
+    text = run_cli("groups", "describe", group, "--bootstrap-server", broker.bootstrap_servers)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[0].endswith("0 member(s), total lag 0")
 
 
 def test_offsets_of_a_missing_topic_prints_one_line(broker: Broker) -> None:
@@ -155,16 +201,6 @@ def test_groups_describe_of_an_unknown_group_prints_one_line(broker: Broker) -> 
     assert len(lines) == 1 and lines[0].startswith("error:") and "no-such-group-xyz" in lines[0]
 
 
-def test_groups_describe_from_an_unreachable_server_prints_one_line() -> None:
-    from asyncconsumer.tools.embedded_broker import free_port
-
-    address = f"127.0.0.1:{free_port()}"
-    result = run_cli("groups", "describe", "g", "--bootstrap-server", address, "--timeout-ms", "1500", timeout=30)
-    assert result.returncode == 1
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:") and "127.0.0.1" in lines[0], result.stderr
-
-
 def test_groups_describe_shows_the_running_member_then_committed_offsets_and_lag(
     broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
@@ -172,8 +208,8 @@ def test_groups_describe_shows_the_running_member_then_committed_offsets_and_lag
     from tests.support.waiting import wait_for
 
     name = topic(2)
-    produce.batches(name, _single_record_tail(name, 0, 6), partition=0)
-    produce.batches(name, _single_record_tail(name, 1, 3), partition=1)
+    produce.batches(name, [[b"a%d" % i for i in range(4)], [b"b0", b"b1"]], partition=0)  # ends at 6
+    produce.batches(name, [[b"c0", b"c1", b"c2"]], partition=1)  # ends at 3
     group = f"describe-{name}"
 
     def describe() -> dict[str, Any]:
@@ -306,9 +342,11 @@ def test_consume_verbose_shows_structured_logs(broker: Broker, topic: TopicFacto
     args = ["consume", "--bootstrap-server", broker.bootstrap_servers, "--topic", name, "--from-beginning"]
     quiet = run_cli(*args, "--max-messages", "1")
     loud = run_cli("--verbose", *args, "--max-messages", "1")
-    assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
+    after = run_cli(*args, "--max-messages", "1", "-v")  # after the command: the same
+    assert quiet.returncode == loud.returncode == after.returncode == 0, quiet.stderr + loud.stderr + after.stderr
     assert quiet.stderr == ""
-    assert "event='consumer.started'" in loud.stderr or "consumer.started" in loud.stderr
+    assert "consumer.started" in loud.stderr
+    assert "consumer.started" in after.stderr
 
 
 def test_verbose_shows_our_events_and_not_asyncios_debug_lines() -> None:
@@ -335,3 +373,37 @@ def test_a_property_overrides_the_default_it_names_and_a_flag_owned_one_is_refus
     refused = run_cli(*args, "--property", "group.id=X")
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.strip() == "error: --property group.id is not honoured here: use --group G"
+
+
+def test_the_broker_commands_records_end_where_latest_says_on_tansu() -> None:
+    """``broker --records`` seals each partition's last batch with a record of its own, so that Tansu's ListOffsets
+    LATEST (the last batch's base offset + 1) is the end: a consumer starting at "latest" starts at the end."""
+    from asyncconsumer.consumer import AsyncConsumer
+    from asyncconsumer.tools.embedded_broker import free_port
+
+    port = free_port()
+    with broker_command("--port", str(port), "--topic", "sealed", "--partitions", "2", "--records", "1001") as output:
+        assert output[-1].strip() == "topic 'sealed': 2 partition(s), 1,001 records"
+        address = f"127.0.0.1:{port}"
+        expected = {0: 501, 1: 500}  # record i goes to partition i % 2
+
+        async def positions() -> dict[int, int]:
+            async with AsyncConsumer(address, auto_offset_reset="latest") as consumer:
+                partitions = [TopicPartition("sealed", p) for p in expected]
+                await consumer.assign(partitions)
+                return {tp.partition: await consumer.position(tp, timeout_ms=30_000) for tp in partitions}
+
+        assert asyncio.run(positions()) == expected
+        result = run_cli("offsets", "sealed", "--bootstrap-server", address)
+        assert result.returncode == 0, result.stderr
+        rows = [line.split() for line in result.stdout.splitlines()[1:]]
+        assert rows == [["sealed", "0", "0", "501", "501"], ["sealed", "1", "0", "500", "500"]]
+        first = run_cli(
+            "consume", "--bootstrap-server", address, "--topic", "sealed", "--from-beginning", "--max-messages", "6"
+        )
+        assert first.returncode == 0, first.stderr
+        for line in first.stdout.splitlines():  # record i: key i, partition i % 2, offset i // 2
+            where, key, value = line.split("\t")
+            partition, offset = map(int, where.removeprefix("sealed-").split("@"))
+            assert (key, value) == (str(2 * offset + partition), f"record {2 * offset + partition}"), line
+        assert len(first.stdout.splitlines()) == 6

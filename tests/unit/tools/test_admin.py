@@ -1,5 +1,6 @@
 """The admin client's reading of answers: a group's description (assignments, committed offsets, lag), and the
-errors it raises; the description's text and JSON lines as the CLI prints them."""
+errors it raises; the description's text and JSON lines as the CLI prints them; the Fetch that reads a partition's
+end and the high watermarks read from its answer."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import json
 
 import pytest
 
-from asyncconsumer.errors import BrokerResponseError
+from asyncconsumer.errors import BrokerResponseError, CorruptResponseError, ErrorCode
+from asyncconsumer.managers.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
 from asyncconsumer.protocol.consumer_protocol import encode_assignment
 from asyncconsumer.protocol.messages.consumer_protocol import (
     ConsumerProtocolAssignment,
@@ -16,13 +18,14 @@ from asyncconsumer.protocol.messages.consumer_protocol import (
     TopicPartition as WireTopicPartition,
 )
 from asyncconsumer.protocol.messages.describe_groups import DescribedGroup, DescribedGroupMember
+from asyncconsumer.protocol.messages.fetch import FetchableTopicResponse, FetchResponse, PartitionData
 from asyncconsumer.protocol.messages.offset_fetch import (
     OffsetFetchResponseGroup,
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.tools.admin import GroupNotFoundError, group_description
+from asyncconsumer.tools.admin import GroupNotFoundError, end_offsets_fetch, group_description, high_watermarks
 from asyncconsumer.tools.cli import group_lines
 
 
@@ -97,3 +100,47 @@ def test_a_group_with_nothing_is_not_found_and_errors_are_raised() -> None:
             {},
             coordinator=1,
         )
+
+
+def test_the_end_offsets_fetch_is_sessionless_and_asks_for_almost_nothing() -> None:
+    request = end_offsets_fetch("t", {1: 11, 0: 4})
+    assert (request.session_id, request.session_epoch) == (INVALID_SESSION_ID, FINAL_EPOCH) == (0, -1)
+    assert (request.min_bytes, request.max_bytes, request.isolation_level) == (0, 1, 0)
+    # not 0: Tansu 0.6 answers max_wait_ms 0 with no topics at all
+    assert request.max_wait_ms == 1
+    assert request.forgotten_topics_data == ()
+    [topic] = request.topics
+    assert topic.topic == "t"
+    assert [(p.partition, p.fetch_offset, p.partition_max_bytes) for p in topic.partitions] == [(0, 4, 1), (1, 11, 1)]
+
+
+def _fetched(topic: str, *partitions: PartitionData, error_code: int = 0) -> FetchResponse:
+    return FetchResponse(
+        error_code=error_code, responses=(FetchableTopicResponse(topic=topic, partitions=tuple(partitions)),)
+    )
+
+
+def test_high_watermarks_are_the_ends_whatever_records_came_back() -> None:
+    # Tansu answers a fetch at its LATEST (11: the last batch's base + 1) with that batch and the right watermark.
+    response = _fetched(
+        "t",
+        PartitionData(partition_index=1, high_watermark=1),
+        PartitionData(partition_index=0, high_watermark=15, records=memoryview(b"\x00" * 106)),
+    )
+    assert high_watermarks("t", [0, 1], response) == {0: 15, 1: 1}
+    assert high_watermarks("t", [1], response) == {1: 1}  # only what was asked
+
+
+def test_high_watermarks_raise_errors_and_a_partition_left_out() -> None:
+    with pytest.raises(CorruptResponseError, match=r"partitions \[0\]"):
+        high_watermarks("t", [0], FetchResponse())  # what Tansu answers a fetch with max_wait_ms 0
+    with pytest.raises(CorruptResponseError, match=r"partitions \[1\]"):
+        high_watermarks("t", [0, 1], _fetched("t", PartitionData(partition_index=0, high_watermark=3)))
+    with pytest.raises(CorruptResponseError):
+        high_watermarks("t", [0], _fetched("u", PartitionData(partition_index=0, high_watermark=3)))
+    not_leader = _fetched("t", PartitionData(partition_index=0, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER))
+    with pytest.raises(BrokerResponseError) as raised:
+        high_watermarks("t", [0], not_leader)
+    assert raised.value.retriable
+    with pytest.raises(BrokerResponseError, match="high watermarks"):
+        high_watermarks("t", [0], _fetched("t", error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND))

@@ -1,5 +1,6 @@
-"""The CLI's pure parts: decoding bytes, record formatting, the progress line, the settings a command builds from
-its flags and ``--property``, the offsets table (the admin client's rows)."""
+"""The CLI's pure parts: decoding bytes, record formatting, the progress line (and the plain line off a terminal),
+the settings a command builds from its flags and ``--property``, the parser's help and flags, the offsets table (the
+admin client's rows)."""
 
 from __future__ import annotations
 
@@ -133,6 +134,103 @@ def test_progress_is_silent_off_a_terminal() -> None:
     progress.update(1, force=True)
     progress.close()
     assert stream.getvalue() == ""
+
+
+def test_off_a_terminal_the_first_connection_failure_is_one_plain_line() -> None:
+    stream = io.StringIO()
+    progress = Progress(stream, timeout_ms=30_000)
+    progress.waiting("connecting to h:9092", bounded=True)  # no failure yet: nothing
+    progress.waiting(
+        "connecting to h:9092", "cannot connect to bootstrap server h:9092: connection refused", bounded=True
+    )
+    progress.waiting("connecting to h:9092", "cannot connect to bootstrap server h:9092: timed out", bounded=True)
+    progress.update(5, force=True)
+    progress.close()
+    assert stream.getvalue() == (
+        "waiting: cannot connect to bootstrap server h:9092: connection refused "
+        "(giving up after 30 s; --timeout-ms to change)\n"
+    )
+
+
+def test_a_wait_the_timeout_does_not_bound_says_no_deadline() -> None:
+    stream = io.StringIO()
+    progress = Progress(stream, timeout_ms=1_500)
+    progress.waiting("joining group G", "cannot connect to group coordinator (broker 1) at h:9092: connection refused")
+    assert (
+        stream.getvalue() == "waiting: cannot connect to group coordinator (broker 1) at h:9092: connection refused\n"
+    )
+    bounded = io.StringIO()
+    Progress(bounded, timeout_ms=1_500).waiting("connecting to h:1", "refused", bounded=True)
+    assert bounded.getvalue() == "waiting: refused (giving up after 1.5 s; --timeout-ms to change)\n"
+
+
+def test_a_terminal_gets_no_plain_line() -> None:
+    stream = _Tty()
+    progress = Progress(stream, timeout_ms=30_000)
+    progress.waiting("connecting to h:9092", "refused", bounded=True)
+    progress.close()
+    assert "\n" not in stream.getvalue() and "giving up" not in stream.getvalue()
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                found += _parsers(child)
+    return found
+
+
+def test_every_argument_of_every_command_has_help() -> None:
+    parsers = _parsers(_parser())
+    assert {p.prog for p in parsers} == {
+        "asyncconsumer",
+        *(f"asyncconsumer {c}" for c in ("demo", "broker", "consume", "offsets", "groups", "groups describe")),
+    }
+    missing = []
+    for parser in parsers:
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+                continue
+            if not action.help:
+                missing.append(f"{parser.prog}: {action.option_strings or action.dest}")
+            if isinstance(action, argparse._SubParsersAction):
+                missing += [f"{parser.prog} {c.dest}" for c in action._choices_actions if not c.help]
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["demo"],
+        ["broker"],
+        ["consume", "--bootstrap-server", "h:1", "--topic", "t"],
+        ["offsets", "t", "--bootstrap-server", "h:1"],
+        ["groups", "describe", "g", "--bootstrap-server", "h:1"],
+    ],
+)
+def test_verbose_goes_before_or_after_the_command(command: list[str]) -> None:
+    parser = _parser()
+    assert parser.parse_args(command).verbose is False
+    assert parser.parse_args(["-v", *command]).verbose is True
+    assert parser.parse_args([*command, "-v"]).verbose is True
+    assert parser.parse_args([*command, "--verbose"]).verbose is True
+    if command[0] == "groups":
+        assert parser.parse_args(["groups", "-v", *command[1:]]).verbose is True
+
+
+def test_the_timeout_help_says_the_default_and_what_it_bounds() -> None:
+    for command in (
+        ["consume", "--bootstrap-server", "h:1", "--topic", "t"],
+        ["offsets", "t", "--bootstrap-server", "h:1"],
+    ):
+        assert _parser().parse_args(command).timeout_ms == 30_000
+    consume = next(p for p in _parsers(_parser()) if p.prog == "asyncconsumer consume")
+    [timeout] = [a for a in consume._actions if "--timeout-ms" in a.option_strings]
+    assert timeout.help is not None
+    assert "(default 30000: 30 s)" in timeout.help and "connecting" in timeout.help
+    offsets = next(p for p in _parsers(_parser()) if p.prog == "asyncconsumer offsets")
+    assert "each request (connecting included)" in " ".join(offsets.format_help().split())
 
 
 def test_offsets_table_and_json() -> None:
