@@ -7,6 +7,9 @@ one-record batch (``produce_exact``): "latest" is then the true log end, as on K
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -264,3 +267,121 @@ def test_spark_finds_the_source_without_register_through_a_pyspark_module() -> N
 
     assert pyspark_asyncconsumer.DefaultSource is KafkaDataSource
     assert KafkaDataSource.name() == "asyncconsumer"
+
+
+EXAMPLE = """\
+import tempfile
+
+from pyspark.sql import DataFrame, SparkSession
+
+from asyncconsumer.spark import register, with_group_commit
+
+spark = SparkSession.builder.master("local[2]").getOrCreate()
+register(spark)
+df = (
+    spark.readStream.format("asyncconsumer")
+    .option("kafka.bootstrap.servers", "localhost:9092")
+    .option("subscribe", "events")
+    .option("startingOffsets", "earliest")
+    .option("maxOffsetsPerTrigger", "500")
+    .load()
+)
+
+def process(batch: DataFrame, batch_id: int) -> None:
+    print("batch", batch_id, "rows", batch.count())
+
+with tempfile.TemporaryDirectory() as checkpoint:
+    query = (
+        df.writeStream.foreachBatch(with_group_commit(process, group_id="pipeline", bootstrap_servers="localhost:9092"))
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+spark.stop()
+"""
+"""The README's Spark example as it must be written: ``register(spark)`` right after the session."""
+
+TREE = Path(__file__).resolve().parents[2]
+
+
+def _as_a_user_runs_it(tmp_path: Path) -> dict[str, str]:
+    """This environment as a user's shell has it after the README's install: no PYSPARK_PYTHON or
+    PYSPARK_DRIVER_PYTHON, no venv activated, and a ``python3`` on PATH that is the interpreter the venv was made
+    from (a shim first on PATH; the venv's bin directory left out), which cannot import asyncconsumer.
+
+    PYTHONPATH is dropped too, unless the venv's editable install is another checkout's (a git worktree run with
+    the main checkout's venv): then this tree goes there, so that the tree under test is what runs. CI's venv is
+    this tree's, so CI runs it without."""
+    venv_bin = Path(sys.executable).parent.resolve()
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "python3").symlink_to(sys._base_executable)
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != venv_bin]
+    drop = {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", "VIRTUAL_ENV"}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["PATH"] = os.pathsep.join([str(shims), *path])
+    installed = subprocess.run(
+        [sys.executable, "-c", "import asyncconsumer; print(asyncconsumer.__file__)"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    if not Path(installed).resolve().is_relative_to(TREE):
+        env["PYTHONPATH"] = str(TREE)
+    python3 = subprocess.run(
+        ["python3", "-c", "import sys, asyncconsumer.spark; print(sys.executable)"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert python3.returncode != 0, f"python3 on PATH imports asyncconsumer ({python3.stdout}): nothing to test"
+    return env
+
+
+def test_the_readme_example_runs_from_any_directory_with_pythons_path_default_unusable(
+    broker: Broker, topic: TopicFactory, tmp_path: Path
+) -> None:
+    """The README's install, then ``.venv/bin/python app.py`` from a directory outside the repository: PySpark's
+    workers would run ``python3`` from PATH, which lacks asyncconsumer (and pyspark); ``register`` gives the source's
+    workers the driver's interpreter."""
+    name = topic(2)
+    produce_exact(broker.bootstrap_servers, name, 600, 2)
+    group_id = f"readme-{uuid.uuid4().hex[:6]}"
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    assert not work.resolve().is_relative_to(TREE)
+    code = (
+        EXAMPLE.replace("localhost:9092", broker.bootstrap_servers)
+        .replace('"events"', repr(name))
+        .replace('"pipeline"', repr(group_id))
+    )
+    (work / "app.py").write_text(code)
+    env = _as_a_user_runs_it(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "app.py"], env=env, cwd=work, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    printed = [line.split() for line in result.stdout.splitlines()]
+    assert all(len(w) == 4 and (w[0], w[2]) == ("batch", "rows") for w in printed), result.stdout
+    batches = [(int(w[1]), int(w[3])) for w in printed]
+    assert [b for b, _ in batches] == list(range(len(batches)))
+    assert all(0 < rows <= 500 for _, rows in batches) and sum(rows for _, rows in batches) == 1200, batches
+    with Consumer(broker.bootstrap_servers, group_id=group_id) as consumer:
+        committed = consumer.committed([TopicPartition(name, 0), TopicPartition(name, 1)])
+    assert {tp.partition: c.offset for tp, c in committed.items() if c} == {0: 600, 1: 600}
+
+
+def test_spark_s_lookup_finds_the_pyspark_module_from_any_directory(tmp_path: Path) -> None:
+    """Spark's lookup (``pkgutil.iter_modules`` in a worker run from wherever the driver was started) sees only real
+    sys.path entries: the editable install is a static .pth of the repository root (``package-dir``), not
+    setuptools' import hook, so it finds ``pyspark_asyncconsumer`` outside the repository too."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = (
+        "import pkgutil, asyncconsumer\n"
+        "print(asyncconsumer.__file__)\n"
+        "print(any(m.name == 'pyspark_asyncconsumer' for m in pkgutil.iter_modules()))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    installed, found = result.stdout.split()
+    if not Path(installed).resolve().is_relative_to(TREE) and not os.environ.get("CI"):
+        pytest.skip(f"this venv's install is another checkout's ({installed}); CI's is this tree's")
+    assert found == "True", result.stdout
