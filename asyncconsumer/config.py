@@ -203,6 +203,15 @@ def _check_plugin_options(
             raise ConfigError("plugin_options", f"plugin {name!r} is not enabled in plugins (enabled: {listed})")
 
 
+def _spelled_like(name: str, given: str) -> str:
+    """A setting's Python name in the spelling of the key the user gave: ``bootstrap.servers`` for a Java-style
+    key (a mapping's ``"bootstrap.server"``), ``bootstrap_servers`` for a keyword argument."""
+    for separator in (".", "-"):
+        if separator in given:
+            return name.replace("_", separator)
+    return name
+
+
 def _canonical(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Settings under their Python names; an unknown key, or one key spelled two ways, is a ``ConfigError``."""
     names = {f.name for f in attrs.fields(ConsumerConfig)}
@@ -213,7 +222,7 @@ def _canonical(settings: Mapping[str, Any]) -> dict[str, Any]:
         key = canonical_key(raw_key)
         if key not in names:
             close = difflib.get_close_matches(key, sorted(names), n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            hint = f"; did you mean {', '.join(_spelled_like(name, raw_key) for name in close)}?" if close else ""
             raise ConfigError(raw_key, f"unknown configuration key{hint}")
         if key in values:
             raise ConfigError(raw_key, "given twice (Pythonic and Java spelling)")

@@ -1,7 +1,8 @@
 """The consumer-group managers of one consumer, wired together (background side; exists only with a group_id).
 
 Holds what every kind of membership asks of the rest of the consumer: how an assignment is applied (positions from
-committed offsets), the rebalance-listener round trip to the caller, and pattern subscriptions matched on the client.
+committed offsets), the rebalance-listener round trip to the caller, pattern subscriptions matched on the client, and
+the warning that a topic subscribed by name does not exist.
 Which kind of membership it drives is decided by the builder (``managers/membership.py``); nothing here asks.
 """
 
@@ -60,6 +61,8 @@ class ConsumerGroup:
         backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
         self.coordinator = CoordinatorManager(self.group_id, backoff, emit_error)
         self._pattern: re.Pattern[str] | None = None
+        self._reported_unknown: set[str] = set()
+        """Subscribed topics warned of as unknown, until metadata shows them or they are no longer subscribed."""
         built = membership(
             MembershipContext(
                 config=config,
@@ -117,6 +120,8 @@ class ConsumerGroup:
 
     def _on_metadata(self, cluster: Cluster, named: frozenset[str]) -> None:
         pattern = self._pattern
+        if pattern is None:
+            self._warn_unknown_topics(cluster)
         if pattern is None or self._coordinator_matches_patterns:
             return
         matched = frozenset(t for t, info in cluster.topics.items() if not info.is_internal and pattern.fullmatch(t))
@@ -126,6 +131,18 @@ class ConsumerGroup:
             self._metadata.set_topics(self._subs.topics() | matched)
             if matched:
                 self.membership.subscribe()
+
+    def _warn_unknown_topics(self, cluster: Cluster) -> None:
+        """A topic subscribed by name that metadata says does not exist (UNKNOWN_TOPIC_OR_PARTITION) gets nothing
+        assigned and polls empty, so it is worth a warning, as in Java's consumer; here once, and again only if
+        the topic existed in between. The consumer never asks brokers to create topics."""
+        subscribed = self._subs.subscription or frozenset()
+        self._reported_unknown &= subscribed
+        self._reported_unknown -= cluster.topics.keys()
+        missing = (subscribed & cluster.unknown_topics) - self._reported_unknown
+        if missing:
+            log.warning("subscription.topic_unknown", group=self.group_id, topics=sorted(missing))
+            self._reported_unknown |= missing
 
     @property
     def managers(self) -> Sequence[RequestManager]:

@@ -30,6 +30,10 @@ so a broker that keeps failing a partition costs one fetch and one error per ``p
 
 With ``client_rack`` set, a partition whose leader named a replica in the consumer's rack is fetched from that
 replica instead (KIP-392; ``read_replica.py`` says for how long and when it falls back to the leader).
+
+A fetch still out when the consumer closes is abandoned, not failed: from ``poll_on_close`` on, and for any fetch
+failed with ``ClientClosedError`` (unsent when the close began), its end is the debug event ``fetch.cancelled``
+rather than ``fetch.failed``.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer, Respo
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import (
+    ClientClosedError,
     CorruptRecordError,
     ErrorCode,
     KafkaError,
@@ -121,6 +126,8 @@ class FetchManager:
         """Where each partition is read from when its leader named a replica in our rack (KIP-392)."""
         self.sessions = FetchSessions(FETCHES_PER_NODE, config.fetch_sessions)
         """Fetch sessions (KIP-227), one per broker and in-flight slot; see ``fetch_session``."""
+        self._closing = False
+        """Set by ``poll_on_close``: the consumer is closing, and a fetch that ends in an error was abandoned."""
 
     @property
     def nodes_in_flight(self) -> int:
@@ -208,6 +215,7 @@ class FetchManager:
         return [(node, sent, True)] if waiting else []
 
     def poll_on_close(self, now_ms: int) -> PollResult:
+        self._closing = True  # the fetches still out end when the connections close: cancelled, not failed
         return PollResult()
 
     def _request(self, node: int, sent: dict[TopicPartition, _Sent], max_bytes: int, now_ms: int) -> UnsentRequest:
@@ -258,6 +266,9 @@ class FetchManager:
             session.failed()
             for tp in sent:
                 self._behind.pop(tp, None)
+            if self._closing or isinstance(result, ClientClosedError):
+                log.debug("fetch.cancelled", node=node, reason=str(result))
+                return
             failures = self._node_failures.get(node, 0) + 1
             self._node_failures[node] = failures
             self._node_retry_at[node] = now_ms + self._backoff.backoff_ms(failures)

@@ -59,6 +59,28 @@ def test_bad_config_names_the_key_and_what_is_allowed(kwargs: dict[str, object],
     assert text in str(info.value)
 
 
+def test_a_typo_hint_answers_in_the_spelling_of_the_key_given() -> None:
+    """A Java-style key in a settings mapping is answered with Java names, a keyword argument with Python names."""
+    with pytest.raises(ConfigError) as java:
+        Consumer({"bootstrap.server": "x"})
+    assert java.value.key == "bootstrap.server"
+    assert "did you mean bootstrap.servers?" in str(java.value)
+    assert "bootstrap_servers" not in str(java.value)
+    with pytest.raises(ConfigError) as python:
+        Consumer(bootstrap_server="x")
+    assert python.value.key == "bootstrap_server"
+    assert "did you mean bootstrap_servers?" in str(python.value)
+    with pytest.raises(ConfigError) as python_in_mapping:
+        ConsumerConfig.from_settings({"bootstrap_servers": "h:1", "fetch_max_wiat_ms": 5})
+    assert "did you mean fetch_max_wait_ms," in str(python_in_mapping.value)
+    with pytest.raises(ConfigError) as java_keyword:
+        ConsumerConfig.from_kwargs("h:1", **{"fetch.max.wiat.ms": 5})
+    assert "did you mean fetch.max.wait.ms, fetch.max.bytes" in str(java_keyword.value)
+    with pytest.raises(ConfigError) as dashed:
+        ConsumerConfig.from_kwargs("h:1", **{"fetch-max-wiat-ms": 5})
+    assert "did you mean fetch-max-wait-ms, fetch-max-bytes" in str(dashed.value)
+
+
 def test_receive_message_max_bytes_defaults_to_librdkafkas_and_follows_fetch_max_bytes_until_set() -> None:
     """As librdkafka: 100,000,000 by default, raised to fetch_max_bytes + 512 when that is larger, unless set
     explicitly (then it must be at least that)."""

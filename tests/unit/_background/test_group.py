@@ -1,11 +1,15 @@
 """The group managers wired together (``_background/group.py``): their loop order, a pattern matched by the member
 on every metadata refresh (classic) or handed to the coordinator (KIP-848), the coordinator forgotten when its
-connection closes, and the rebalance listener's round trip (revoked partitions paused, committed first)."""
+connection closes, the rebalance listener's round trip (revoked partitions paused, committed first), and the warning
+of a topic subscribed by name that does not exist."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
+
+from asyncconsumer._background import group as group_module
 from asyncconsumer.managers.member_state import MemberState
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState
 from asyncconsumer.protocol.messages.offset_commit import (
@@ -16,6 +20,7 @@ from asyncconsumer.protocol.messages.offset_commit import (
 )
 from asyncconsumer.records import TopicPartition
 from tests.support.group_context import WiredGroup, answer_metadata
+from tests.support.logs import captured_events, events_named
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
@@ -114,3 +119,46 @@ def test_with_auto_commit_the_revoke_callback_is_asked_only_once_the_positions_a
         5,
     )
     assert [e.kind for e in wired.asked] == ["assigned", "revoked"]
+
+
+@pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
+def test_a_subscribed_topic_that_does_not_exist_is_warned_of_once_and_again_only_after_it_existed(
+    monkeypatch: pytest.MonkeyPatch, group_protocol: str
+) -> None:
+    wired = WiredGroup(group_protocol=group_protocol)
+    wired.subscriptions.subscribe(["t", "missing", "later"])
+    with captured_events(monkeypatch, group_module) as events:
+        answer_metadata(wired.metadata, {"t": 1}, unknown=["missing", "later"], now_ms=0)
+        answer_metadata(wired.metadata, {"t": 1}, unknown=["missing", "later"], now_ms=1000)  # every refresh
+        answer_metadata(wired.metadata, {"t": 1, "later": 1}, unknown=["missing"], now_ms=2000)  # created
+        answer_metadata(wired.metadata, {"t": 1, "later": 1}, unknown=["missing"], now_ms=3000)
+        answer_metadata(wired.metadata, {"t": 1}, unknown=["missing", "later"], now_ms=4000)  # deleted
+    warned = [(e["log_level"], e["group"], e["topics"]) for e in events_named(events, "subscription.topic_unknown")]
+    assert warned == [("warning", "g", ["later", "missing"]), ("warning", "g", ["later"])]
+
+
+def test_a_topic_warned_of_is_warned_of_again_once_subscribed_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    wired = WiredGroup()
+    with captured_events(monkeypatch, group_module) as events:
+        wired.subscriptions.subscribe(["missing"])
+        answer_metadata(wired.metadata, {}, unknown=["missing"], now_ms=0)
+        wired.subscriptions.subscribe(["t"])
+        answer_metadata(wired.metadata, {"t": 1}, unknown=["missing"], now_ms=1000)  # no longer subscribed
+        wired.subscriptions.subscribe(["missing"])
+        answer_metadata(wired.metadata, {}, unknown=["missing"], now_ms=2000)
+    assert [e["topics"] for e in events_named(events, "subscription.topic_unknown")] == [["missing"], ["missing"]]
+
+
+def test_unknown_topics_of_a_manual_assignment_or_a_pattern_are_not_warned_of(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``assign()`` of an unknown topic fails the call itself (UnknownTopicOrPartitionError); a pattern names only
+    topics that exist."""
+    assigned = WiredGroup()
+    assigned.subscriptions.assign([TopicPartition("missing", 0)])
+    patterned = WiredGroup()
+    patterned.group.set_pattern(re.compile("missing|t"))
+    with captured_events(monkeypatch, group_module) as events:
+        answer_metadata(assigned.metadata, {}, unknown=["missing"])
+        answer_metadata(patterned.metadata, {"t": 1}, unknown=["missing"])
+    assert patterned.subscriptions.subscription == {"t"}
+    assert events_named(events, "subscription.topic_unknown") == []
+    assert events_named(events, "group.pattern_matched") != []  # the capture heard the group's logger

@@ -13,8 +13,9 @@ from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, CompletedFet
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.errors import ErrorCode, KafkaConnectionError, KafkaError, OffsetOutOfRangeError
+from asyncconsumer.errors import ClientClosedError, ErrorCode, KafkaConnectionError, KafkaError, OffsetOutOfRangeError
 from asyncconsumer.events.background import ErrorEvent
+from asyncconsumer.managers import fetch as fetch_module
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.managers.metadata import MetadataManager
@@ -23,6 +24,7 @@ from asyncconsumer.records import TopicPartition
 from tests.support.batches import build_batch
 from tests.support.fetch_broker import FakeFetchBroker
 from tests.support.fetch_buffer import held_back
+from tests.support.logs import captured_events, events_named
 from tests.support.managers import metadata_response, no_jitter, only
 
 TP0 = TopicPartition("t", 0)
@@ -268,6 +270,39 @@ def test_disconnect_backs_off_the_node() -> None:
     only(manager.poll(0).unsent_requests).on_response(KafkaConnectionError("gone"), 10)
     assert manager.poll(50).unsent_requests == ()
     assert only(manager.poll(110).unsent_requests)
+
+
+def test_a_fetch_failing_while_the_consumer_runs_is_logged_as_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    manager, _, subs, _, _ = fetch_fixture()
+    subs.assign([TP0])
+    subs.seek(TP0, 0)
+    with captured_events(monkeypatch, fetch_module) as events:
+        only(manager.poll(0).unsent_requests).on_response(KafkaConnectionError("gone"), 10)
+    assert [(e["event"], e["log_level"], e["error"]) for e in events_named(events, "fetch.failed")] == [
+        ("fetch.failed", "info", "gone")
+    ]
+    assert events_named(events, "fetch.cancelled") == []
+
+
+def test_a_fetch_still_out_when_the_consumer_closes_is_cancelled_not_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The delegate closes every connection after the close work: a fetch in flight then ends in an error that says
+    the consumer is closing. Unsent fetches fail earlier, with ``ClientClosedError``, before ``poll_on_close``."""
+    manager, _, subs, buffer, _ = fetch_fixture(partitions=2, leader=(1, 2))
+    subs.assign([TP0, TP1])
+    subs.seek(TP0, 0)
+    subs.seek(TP1, 0)
+    to_1, to_2 = sorted(manager.poll(0).unsent_requests, key=lambda u: u.node_id or 0)
+    with captured_events(monkeypatch, fetch_module) as events:
+        to_2.on_response(ClientClosedError("the consumer is closing"), 5)  # unsent when the close began
+        assert manager.poll_on_close(5).unsent_requests == ()
+        to_1.on_response(KafkaConnectionError("the consumer is closing"), 6)  # in flight until the delegate closed
+    assert events_named(events, "fetch.failed") == []
+    cancelled = events_named(events, "fetch.cancelled")
+    assert [(e["node"], e["log_level"], e["reason"]) for e in cancelled] == [
+        (2, "debug", "the consumer is closing"),
+        (1, "debug", "the consumer is closing"),
+    ]
+    assert take(buffer) is None
 
 
 def test_a_batch_larger_than_the_partition_limit_is_fetched_again_with_room() -> None:
