@@ -88,6 +88,8 @@ class NetworkClientDelegate:
         self._tg: anyio.abc.TaskGroup | None = None
         self._wake = anyio.Event()
         self._disconnect_listeners: list[Callable[[int, KafkaError], None]] = []
+        self._closing = False
+        """Set by ``close``: the connections it shuts are not losses, so the disconnect listeners are not told."""
         self._fatal_listeners: list[Callable[[KafkaError], None]] = []
         self.fatal_error: KafkaError | None = None
         """Set by the first authentication failure: from then on nothing is sent and no connection is made."""
@@ -298,8 +300,9 @@ class NetworkClientDelegate:
         backoff.last_error = reason
         backoff.failed_at_ms = self._clock.now_ms()
         backoff.retry_at_ms = backoff.failed_at_ms + self._reconnect_backoff.backoff_ms(backoff.failures)
-        for listener in self._disconnect_listeners:
-            listener(conn.node_id, reason)
+        if not self._closing:  # a normal close is no coordinator lost, no read replica gone
+            for listener in self._disconnect_listeners:
+                listener(conn.node_id, reason)
         self._wake.set()
 
     def _next_deadline_ms(self, now_ms: int) -> int:
@@ -334,6 +337,7 @@ class NetworkClientDelegate:
     async def close(self) -> None:
         """Closes every connection and fails whatever was pending."""
         error = KafkaConnectionError("the consumer is closing")
+        self._closing = True
         for conn in list(self._connections.values()):
             await conn.close(error)
         while self._unsent:

@@ -116,6 +116,7 @@ async def test_a_normal_close_logs_no_failure(
     assert events_named(events, "fetch.completed") != []  # it fetched, and the capture heard the fetch manager
     at_close = events[closing_from:]
     assert [e for e in at_close if e["event"].endswith(".failed") or e["log_level"] in ("warning", "error")] == []
+    assert events_named(at_close, "coordinator.lost") == []  # the close hung up on it; nothing was lost
     cancelled = events_named(at_close, "fetch.cancelled")
     assert cancelled != []
     assert {e["log_level"] for e in cancelled} == {"debug"}

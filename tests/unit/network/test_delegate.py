@@ -269,3 +269,41 @@ def test_the_first_connection_failure_is_logged_at_once_as_a_warning_and_retries
     assert "connection refused" in first_text
     assert {level for _, level, _ in failures[1:]} == {"INFO"}
     assert any(level == "RAISED" for _, level, _ in lines)
+
+
+def test_the_connections_close_shuts_are_not_reported_as_lost(scripted: Any) -> None:
+    """A normal close is not a lost connection: the listeners (the group forgets its coordinator and logs
+    ``coordinator.lost`` on one) hear of a broker that hangs up, not of the consumer closing."""
+    answers: list[Any] = [metadata_answer(), "close", metadata_answer()]
+    broker = scripted(lambda key, version, request: answers.pop(0))
+
+    async def run() -> list[tuple[int, str]]:
+        clock = SystemClock()
+        delegate = NetworkClientDelegate(
+            clock,
+            Nodes(broker.port),
+            client_id="t",
+            request_timeout_ms=2_000,
+            connection_setup_timeout_ms=2_000,
+            max_in_flight=5,
+            reconnect_backoff=ExponentialBackoff(50, 200),
+        )
+        heard: list[tuple[int, str]] = []
+        delegate.add_disconnect_listener(lambda node, error: heard.append((node, str(error))))
+        async with anyio.create_task_group() as tg:
+            delegate.attach(tg)
+            results: list[object] = []
+            for sent in range(1, 4):
+                request = MetadataRequest(topics=(), allow_auto_topic_creation=False)
+                delegate.add_all([UnsentRequest(request, None, lambda r, now: results.append(r))], clock.now_ms())
+                with anyio.fail_after(10):
+                    while len(results) < sent:
+                        await delegate.poll(100, clock.now_ms())
+            lost_before_close = list(heard)
+            await delegate.close()
+            tg.cancel_scope.cancel()
+        assert heard == lost_before_close
+        return heard
+
+    heard = anyio.run(run)
+    assert len(heard) == 1 and heard[0][0] == -1, heard  # the broker's hang-up, and nothing from the close
