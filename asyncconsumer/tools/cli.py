@@ -156,7 +156,6 @@ async def _demo(args: argparse.Namespace) -> int:
             committed = await consumer.committed(partitions)
             member = consumer.group_metadata()
         cpu = _cpu_s() - cpu_before
-        cpu = _cpu_s() - cpu_before
         peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         _out(
             f"  group       {group_id!r}: joined as {member.member_id} (generation {member.generation_id}), "
