@@ -15,10 +15,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +24,7 @@ import attrs
 import pytest
 
 from asyncconsumer.tools.embedded_broker import free_port
+from tests.support.cli import broker_command
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -131,38 +130,12 @@ class TourBroker:
 
 @pytest.fixture(scope="module")
 def tour_broker() -> Iterator[TourBroker]:
-    """The documents' own ``asyncconsumer broker`` command, on a free port."""
+    """The documents' own ``asyncconsumer broker`` command, on a free port, as the venv's script runs it."""
     port = free_port()
-    argv = [str(port) if arg == "9092" else arg for arg in _tour_broker_command()]
-    process = subprocess.Popen(_cli(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    ready = threading.Event()
-    output: list[str] = []
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            output.append(line)
-            if line.strip().startswith("topic 'events'"):
-                ready.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        if not ready.wait(90):
-            pytest.fail(f"the tour's broker command did not get ready in 90 s: {''.join(output)}")
-        yield TourBroker(f"localhost:{port}", port, "".join(output))
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            returncode = process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            raise
-        finally:
-            reader.join(5)
-            assert process.stdout is not None
-            process.stdout.close()
-    assert returncode == 0, "".join(output)
+    argv = _cli([str(port) if arg == "9092" else arg for arg in _tour_broker_command()])
+    assert argv[1] == "broker", argv
+    with broker_command(*argv[2:], program=argv[:1]) as output:
+        yield TourBroker(f"localhost:{port}", port, "\n".join(output))
 
 
 @pytest.fixture(scope="module")

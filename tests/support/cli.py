@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 
@@ -24,14 +24,15 @@ def run_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None)
 
 
 @contextmanager
-def broker_command(*args: str, ready_timeout: float = 90) -> Iterator[list[str]]:
+def broker_command(*args: str, ready_timeout: float = 90, program: Sequence[str] | None = None) -> Iterator[list[str]]:
     """``asyncconsumer broker ARGS`` in the background until the block ends (then Ctrl-C, which must exit 0).
 
     Yields its output lines so far, once the broker is ready: after the ``topic ...`` line when ``--topic`` is
     given (its records are produced by then), else after the first line.
     """
+    command = [sys.executable, "-m", "asyncconsumer.tools.cli"] if program is None else list(program)
     process = subprocess.Popen(
-        [sys.executable, "-m", "asyncconsumer.tools.cli", "broker", *args],
+        [*command, "broker", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
