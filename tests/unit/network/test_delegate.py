@@ -121,18 +121,24 @@ def metadata_answer() -> MetadataResponse:
     return MetadataResponse(brokers=(MetadataResponseBroker(node_id=1, host="127.0.0.1", port=1),), topics=())
 
 
-async def exchange(broker: ScriptedBroker, request: Request, request_timeout_ms: int = 2_000) -> object:
-    """Sends one request through a fresh delegate and returns what its callback received."""
-    clock = SystemClock()
-    delegate = NetworkClientDelegate(
+def new_delegate(clock: SystemClock, port: int, request_timeout_ms: int = 2_000, **extra: Any) -> NetworkClientDelegate:
+    """A delegate whose only node is the bootstrap broker on ``port``."""
+    return NetworkClientDelegate(
         clock,
-        Nodes(broker.port),
+        Nodes(port),
         client_id="t",
         request_timeout_ms=request_timeout_ms,
         connection_setup_timeout_ms=2_000,
         max_in_flight=5,
         reconnect_backoff=ExponentialBackoff(50, 200),
+        **extra,
     )
+
+
+async def exchange(broker: ScriptedBroker, request: Request, request_timeout_ms: int = 2_000) -> object:
+    """Sends one request through a fresh delegate and returns what its callback received."""
+    clock = SystemClock()
+    delegate = new_delegate(clock, broker.port, request_timeout_ms)
     results: list[object] = []
     async with anyio.create_task_group() as tg:
         delegate.attach(tg)
@@ -205,16 +211,7 @@ def test_a_response_over_the_limit_drops_the_connection_and_the_next_request_get
 
     async def run() -> list[object]:
         clock = SystemClock()
-        delegate = NetworkClientDelegate(
-            clock,
-            Nodes(broker.port),
-            client_id="t",
-            request_timeout_ms=2_000,
-            connection_setup_timeout_ms=2_000,
-            max_in_flight=5,
-            reconnect_backoff=ExponentialBackoff(50, 200),
-            max_response_bytes=1_000_000,
-        )
+        delegate = new_delegate(clock, broker.port, max_response_bytes=1_000_000)
         results: list[object] = []
         async with anyio.create_task_group() as tg:
             delegate.attach(tg)
@@ -279,15 +276,7 @@ def test_the_connections_close_shuts_are_not_reported_as_lost(scripted: Any) -> 
 
     async def run() -> list[tuple[int, str]]:
         clock = SystemClock()
-        delegate = NetworkClientDelegate(
-            clock,
-            Nodes(broker.port),
-            client_id="t",
-            request_timeout_ms=2_000,
-            connection_setup_timeout_ms=2_000,
-            max_in_flight=5,
-            reconnect_backoff=ExponentialBackoff(50, 200),
-        )
+        delegate = new_delegate(clock, broker.port)
         heard: list[tuple[int, str]] = []
         delegate.add_disconnect_listener(lambda node, error: heard.append((node, str(error))))
         async with anyio.create_task_group() as tg:
