@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.network.security import ConnectionSecurity
-from asyncconsumer.tools._common import Progress, UsageError, _out, _properties
+from asyncconsumer.tools._common import Progress, UsageError, out, parse_properties
 from asyncconsumer.tools.admin import AdminClient, GroupDescription, PartitionOffsets
 
 T = TypeVar("T")
@@ -35,7 +35,7 @@ _SECURITY_KEYS = frozenset(
 def _admin(args: argparse.Namespace) -> AdminClient:
     """An admin client with the security settings of ``--property``; any other setting is an error (the admin
     commands make one request at a time and have nothing else to honour)."""
-    properties = _properties(args)
+    properties = parse_properties(args)
     unused = sorted(set(properties) - _SECURITY_KEYS)
     if unused:
         names = ", ".join(k.replace("_", ".") for k in unused)
@@ -160,17 +160,17 @@ async def _with_status(admin: AdminClient, args: argparse.Namespace, call: Await
         progress.close()
 
 
-async def _offsets(args: argparse.Namespace) -> int:
+async def run_offsets(args: argparse.Namespace) -> int:
     async with _admin(args) as admin:
         rows = await _with_status(admin, args, admin.topic_offsets(args.topic))
     for line in offsets_lines(rows, args.format):
-        _out(line)
+        out(line)
     return 0
 
 
-async def _groups_describe(args: argparse.Namespace) -> int:
+async def run_groups_describe(args: argparse.Namespace) -> int:
     async with _admin(args) as admin:
         group = await _with_status(admin, args, admin.describe_group(args.group))
     for line in group_lines(group, args.format):
-        _out(line)
+        out(line)
     return 0

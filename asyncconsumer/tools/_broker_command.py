@@ -7,33 +7,33 @@ import asyncio
 import signal
 import threading
 
-from asyncconsumer.tools._common import EXIT_ERROR, _err, _out
-from asyncconsumer.tools._demo import _produce
+from asyncconsumer.tools._common import EXIT_ERROR, err, out
+from asyncconsumer.tools._demo import produce
 
 
-def _broker(args: argparse.Namespace) -> int:
+def run_broker(args: argparse.Namespace) -> int:
     """Runs the embedded Tansu broker in the foreground until Ctrl-C (or SIGTERM), with an optional sample topic."""
     from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
 
     try:
         broker = EmbeddedBroker.start(port=args.port)
     except BrokerStartError as exc:
-        _err(f"error: the embedded broker could not start: {exc}")
+        err(f"error: the embedded broker could not start: {exc}")
         return EXIT_ERROR
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        _out(f"Tansu broker at {broker.bootstrap_servers} (pid {broker.pid}); Ctrl-C stops it")
+        out(f"Tansu broker at {broker.bootstrap_servers} (pid {broker.pid}); Ctrl-C stops it")
         if args.topic:
             broker.create_topic(args.topic, args.partitions)
             if args.records:
                 asyncio.run(
-                    _produce(broker.bootstrap_servers, args.topic, args.records, 0, args.partitions, readable=True)
+                    produce(broker.bootstrap_servers, args.topic, args.records, 0, args.partitions, readable=True)
                 )
-            _out(f"  topic {args.topic!r}: {args.partitions} partition(s), {args.records:,} records")
+            out(f"  topic {args.topic!r}: {args.partitions} partition(s), {args.records:,} records")
         while not stop.wait(0.5):
             if not broker.running:
-                _err(f"error: the broker exited; its log ends with:\n{broker.log_tail()}")
+                err(f"error: the broker exited; its log ends with:\n{broker.log_tail()}")
                 return EXIT_ERROR
         return 0
     finally:

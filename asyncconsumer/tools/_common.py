@@ -16,12 +16,12 @@ EXIT_NOT_FOUND = 2
 EXIT_INTERRUPTED = 130
 
 
-def _out(line: str = "") -> None:
+def out(line: str = "") -> None:
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
 
 
-def _err(line: str) -> None:
+def err(line: str) -> None:
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
 
@@ -81,7 +81,7 @@ class Progress:
                 self._failure_told = True
                 line = f"waiting: {detail}"
                 if bounded and self._timeout_ms is not None:
-                    line += f" (giving up after {_seconds(self._timeout_ms)}; --timeout-ms to change)"
+                    line += f" (giving up after {seconds(self._timeout_ms)}; --timeout-ms to change)"
                 self._stream.write(line + "\n")
                 self._stream.flush()
             return
@@ -103,12 +103,12 @@ class Progress:
             self._shown = False
 
 
-def _seconds(ms: int) -> str:
+def seconds(ms: int) -> str:
     """``30 s``, ``1.5 s``."""
     return f"{ms / 1000:g} s"
 
 
-def _properties(args: argparse.Namespace) -> dict[str, str]:
+def parse_properties(args: argparse.Namespace) -> dict[str, str]:
     """``--property KEY=VALUE`` settings under their Python names (Java or Python spelling accepted)."""
     config: dict[str, str] = {}
     for item in args.property:

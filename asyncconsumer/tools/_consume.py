@@ -14,7 +14,7 @@ from typing import Any
 
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.records import ConsumerRecord, TopicPartition
-from asyncconsumer.tools._common import EXIT_INTERRUPTED, Progress, UsageError, _properties
+from asyncconsumer.tools._common import EXIT_INTERRUPTED, Progress, UsageError, parse_properties
 from asyncconsumer.tools.admin import TopicNotFoundError
 
 FORMATS = ("utf8", "hex", "base64", "raw")
@@ -67,7 +67,7 @@ minimum is 6 s) for a command that joins, prints and leaves. ``--property sessio
 
 def _consumer_config(args: argparse.Namespace) -> dict[str, Any]:
     """The consumer's settings: the CLI's defaults, then ``--property`` over them."""
-    properties = _properties(args)
+    properties = parse_properties(args)
     for name, flag in _FLAG_FOR.items():
         if name in properties:
             raise UsageError(f"--property {name.replace('_', '.')} is not honoured here: use {flag}")
@@ -125,7 +125,7 @@ async def _show_status(
         await asyncio.sleep(0.25)
 
 
-async def _consume(args: argparse.Namespace) -> int:
+async def run_consume(args: argparse.Namespace) -> int:
     if args.format == "json" and "raw" in (args.key_format, args.value_format):
         raise UsageError("raw bytes cannot go into JSON: use --key-format/--value-format utf8, hex or base64")
     config = _consumer_config(args)

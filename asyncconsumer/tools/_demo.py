@@ -12,7 +12,7 @@ from typing import Any
 
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.tools._common import _err, _out
+from asyncconsumer.tools._common import err, out
 
 
 def _cpu_s() -> float:
@@ -20,7 +20,7 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def _produce(
+async def produce(
     bootstrap: str, topic: str, count: int, size: int, partitions: int, *, readable: bool = False
 ) -> float:
     """Produces ``count`` records, record i to partition ``i % partitions`` (key ``i``; value ``record i`` when
@@ -58,24 +58,24 @@ async def _produce(
     return time.perf_counter() - started
 
 
-async def _demo(args: argparse.Namespace) -> int:
+async def run_demo(args: argparse.Namespace) -> int:
     from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
 
-    _out("asyncconsumer demo")
+    out("asyncconsumer demo")
     try:
         broker = EmbeddedBroker.start()
     except BrokerStartError as exc:
-        _err(f"error: the embedded broker could not start: {exc}")
+        err(f"error: the embedded broker could not start: {exc}")
         return 1
     try:
         topic = "demo"
         broker.create_topic(topic, args.partitions)
-        _out(
+        out(
             f"  broker      Tansu at {broker.bootstrap_servers} (pid {broker.pid}), topic {topic!r} with "
             f"{args.partitions} partitions"
         )
-        produce_s = await _produce(broker.bootstrap_servers, topic, args.records, args.size, args.partitions)
-        _out(f"  produced    {args.records:,} records of {args.size} B in {produce_s:.2f} s (aiokafka producer)")
+        produce_s = await produce(broker.bootstrap_servers, topic, args.records, args.size, args.partitions)
+        out(f"  produced    {args.records:,} records of {args.size} B in {produce_s:.2f} s (aiokafka producer)")
 
         cpu_before = _cpu_s()
         group_id = "asyncconsumer-demo"
@@ -98,7 +98,7 @@ async def _demo(args: argparse.Namespace) -> int:
             while count < args.records:
                 records = await consumer.poll(timeout_ms=15_000, max_records=10_000)
                 if not records:
-                    _err(f"error: no records for 15 s after {count:,} of {args.records:,}")
+                    err(f"error: no records for 15 s after {count:,} of {args.records:,}")
                     return 1
                 if first_record_s is None:
                     first_record_s = time.perf_counter() - started
@@ -114,13 +114,13 @@ async def _demo(args: argparse.Namespace) -> int:
             member = consumer.group_metadata()
         cpu = _cpu_s() - cpu_before
         peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        _out(
+        out(
             f"  group       {group_id!r}: joined as {member.member_id} (generation {member.generation_id}), "
             f"first record {1000 * (first_record_s or 0):.0f} ms after subscribe (the broker holds a new group's "
             "first join for half the session timeout)"
         )
-        _out(f"  consumed    {count:,} records, {total_bytes / 1e6:.1f} MB of values")
-        _out(
+        out(f"  consumed    {count:,} records, {total_bytes / 1e6:.1f} MB of values")
+        out(
             f"  speed       {(count - first_batch) / elapsed:,.0f} records/s, "
             f"{total_bytes * (count - first_batch) / count / 1e6 / elapsed:.1f} MB/s after the first poll, "
             f"{cpu:.2f} CPU-s for the consumer process, peak RSS {peak_rss_mb:.0f} MB"
@@ -128,7 +128,7 @@ async def _demo(args: argparse.Namespace) -> int:
         for tp in partitions:
             offset = committed.get(tp)
             shown = f"{offset.offset:,}" if offset is not None else "none"
-            _out(f"  {tp!s:<11} {per_partition[tp]:>9,} records, committed offset {shown}")
+            out(f"  {tp!s:<11} {per_partition[tp]:>9,} records, committed offset {shown}")
         return 0
     finally:
         broker.stop()

@@ -16,18 +16,18 @@ import sys
 from collections.abc import Sequence
 
 from asyncconsumer.errors import KafkaError
-from asyncconsumer.tools._admin_commands import _groups_describe, _offsets
-from asyncconsumer.tools._broker_command import _broker
+from asyncconsumer.tools._admin_commands import run_groups_describe, run_offsets
+from asyncconsumer.tools._broker_command import run_broker
 from asyncconsumer.tools._common import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_NOT_FOUND,
     UsageError,
-    _err,
-    _seconds,
+    err,
+    seconds,
 )
-from asyncconsumer.tools._consume import FORMATS, _consume
-from asyncconsumer.tools._demo import _demo
+from asyncconsumer.tools._consume import FORMATS, run_consume
+from asyncconsumer.tools._demo import run_demo
 from asyncconsumer.tools.admin import GroupNotFoundError, TopicNotFoundError
 
 DEFAULT_TIMEOUT_MS = 30_000
@@ -62,7 +62,7 @@ def _add_common(parser: argparse.ArgumentParser, *, admin: bool) -> None:
         default=DEFAULT_TIMEOUT_MS,
         metavar="MS",
         help=f"give up when the brokers do not answer within this many milliseconds; bounds {bounds} "
-        f"(default {DEFAULT_TIMEOUT_MS}: {_seconds(DEFAULT_TIMEOUT_MS)})",
+        f"(default {DEFAULT_TIMEOUT_MS}: {seconds(DEFAULT_TIMEOUT_MS)})",
     )
     parser.add_argument(
         "--property",
@@ -147,16 +147,16 @@ def _configure_logging(verbose: bool) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "broker":
-        return _broker(args)
+        return run_broker(args)
     if args.command == "demo":
-        return asyncio.run(_demo(args))
+        return asyncio.run(run_demo(args))
     if args.command == "offsets":
-        return asyncio.run(_offsets(args))
+        return asyncio.run(run_offsets(args))
     if args.command == "groups":
-        return asyncio.run(_groups_describe(args))
+        return asyncio.run(run_groups_describe(args))
     if args.decode is not None:
         args.key_format = args.value_format = "hex" if args.decode == "hex" else "utf8"
-    return asyncio.run(_consume(args))
+    return asyncio.run(run_consume(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -165,13 +165,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except UsageError as exc:
-        _err(f"error: {exc}")
+        err(f"error: {exc}")
         return EXIT_NOT_FOUND
     except (TopicNotFoundError, GroupNotFoundError) as exc:
-        _err(f"error: {exc}")
+        err(f"error: {exc}")
         return EXIT_NOT_FOUND
     except KafkaError as exc:
-        _err(f"error: {type(exc).__name__}: {exc}")
+        err(f"error: {type(exc).__name__}: {exc}")
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

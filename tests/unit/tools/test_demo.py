@@ -48,7 +48,7 @@ def producer(monkeypatch: pytest.MonkeyPatch) -> type[_Producer]:
 
 
 def test_the_sample_producer_sends_record_i_to_partition_i_modulo_partitions(producer: type[_Producer]) -> None:
-    asyncio.run(_demo._produce("h:1", "t", 7, 0, 3, readable=True))
+    asyncio.run(_demo.produce("h:1", "t", 7, 0, 3, readable=True))
     [made] = producer.made
     assert made.stopped
     assert [(topic, key, value, partition) for topic, key, value, partition, _ in made.sent] == [
@@ -59,7 +59,7 @@ def test_the_sample_producer_sends_record_i_to_partition_i_modulo_partitions(pro
 def test_each_partitions_last_record_goes_after_everything_before_it_is_acknowledged(
     producer: type[_Producer],
 ) -> None:
-    asyncio.run(_demo._produce("h:1", "t", 10, 16, 4))
+    asyncio.run(_demo.produce("h:1", "t", 10, 16, 4))
     [made] = producer.made
     acknowledged = [sent[4] for sent in made.sent]
     assert acknowledged[:6] == [0] * 6  # records 0..5 go without waiting
@@ -75,7 +75,7 @@ def test_the_demo_says_when_the_broker_cannot_start(
 
     monkeypatch.setattr(EmbeddedBroker, "start", no_broker)
     args = argparse.Namespace(records=10, size=100, partitions=4)
-    assert asyncio.run(_demo._demo(args)) == 1
+    assert asyncio.run(_demo.run_demo(args)) == 1
     captured = capsys.readouterr()
     assert captured.out == "asyncconsumer demo\n"
     assert captured.err == "error: the embedded broker could not start: no tansu binary\n"
