@@ -25,8 +25,8 @@ from asyncconsumer.protocol.messages.offset_fetch import (
     OffsetFetchResponseTopic,
 )
 from asyncconsumer.records import TopicPartition
+from asyncconsumer.tools._admin_commands import group_lines
 from asyncconsumer.tools.admin import GroupNotFoundError, end_offsets_fetch, group_description, high_watermarks
-from asyncconsumer.tools.cli import group_lines
 
 
 def _committed(*offsets: tuple[str, int, int]) -> OffsetFetchResponseGroup:

@@ -1,0 +1,176 @@
+"""``asyncconsumer offsets`` and ``asyncconsumer groups describe``: the admin client from the flags (security
+settings only), the status line while a request waits, and their tables or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
+
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.network.security import ConnectionSecurity
+from asyncconsumer.tools._common import Progress, UsageError, out, parse_properties
+from asyncconsumer.tools.admin import AdminClient, GroupDescription, PartitionOffsets
+
+T = TypeVar("T")
+
+
+_SECURITY_KEYS = frozenset(
+    {
+        "security_protocol",
+        "ssl_cafile",
+        "ssl_certfile",
+        "ssl_keyfile",
+        "ssl_check_hostname",
+        "sasl_mechanism",
+        "sasl_username",
+        "sasl_password",
+    }
+)
+
+
+def _admin(args: argparse.Namespace) -> AdminClient:
+    """An admin client with the security settings of ``--property``; any other setting is an error (the admin
+    commands make one request at a time and have nothing else to honour)."""
+    properties = parse_properties(args)
+    unused = sorted(set(properties) - _SECURITY_KEYS)
+    if unused:
+        names = ", ".join(k.replace("_", ".") for k in unused)
+        raise UsageError(
+            f"--property {names}: {args.command} uses only the security settings (security.protocol, ssl.*, sasl.*)"
+        )
+    config = ConsumerConfig.from_kwargs(args.bootstrap_server, **properties)
+    security = ConnectionSecurity.from_config(config)
+    return AdminClient(args.bootstrap_server, timeout_ms=args.timeout_ms, security=security)
+
+
+def _table(rows: Sequence[Sequence[object]]) -> list[str]:
+    """Left-aligned columns, two spaces apart (numbers right-aligned)."""
+    cells = [["-" if c is None else (f"{c:,}" if isinstance(c, int) else str(c)) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    numeric = [all(isinstance(row[i], int) or row[i] is None for row in rows[1:]) for i in range(len(widths))]
+    return [
+        "  ".join(c.rjust(w) if n and r else c.ljust(w) for c, w, n in zip(row, widths, numeric, strict=True)).rstrip()
+        for r, row in enumerate(cells)
+    ]
+
+
+def offsets_lines(rows: Sequence[PartitionOffsets], fmt: str) -> list[str]:
+    if fmt == "json":
+        return [
+            json.dumps(
+                [
+                    {
+                        "topic": r.partition.topic,
+                        "partition": r.partition.partition,
+                        "beginning": r.beginning,
+                        "end": r.end,
+                        "records": r.records,
+                    }
+                    for r in rows
+                ]
+            )
+        ]
+    header: list[object] = ["TOPIC", "PARTITION", "BEGINNING", "END", "RECORDS"]
+    return _table([header, *([r.partition.topic, r.partition.partition, r.beginning, r.end, r.records] for r in rows)])
+
+
+def group_lines(group: GroupDescription, fmt: str) -> list[str]:
+    if fmt == "json":
+        return [json.dumps(_group_json(group))]
+    lines = [
+        f"group {group.group_id}: {group.state}, protocol type {group.protocol_type or '-'}, "
+        f"assignor {group.protocol or '-'}, coordinator node {group.coordinator}, {len(group.members)} member(s), "
+        f"total lag {group.total_lag:,}"
+    ]
+    if group.members:
+        lines.append("")
+        header: list[object] = ["MEMBER", "CLIENT-ID", "HOST", "PARTITIONS"]
+        rows: list[list[object]] = [header]
+        for m in group.members:
+            assigned = ",".join(str(tp) for tp in m.partitions) if m.partitions else "(none reported)"
+            rows.append([m.member_id, m.client_id or "-", m.client_host or "-", assigned])
+        lines += _table(rows)
+    if group.partitions:
+        lines.append("")
+        header = ["TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "MEMBER"]
+        lines += _table(
+            [
+                header,
+                *(
+                    [p.partition.topic, p.partition.partition, p.committed, p.end, p.lag, p.member_id]
+                    for p in group.partitions
+                ),
+            ]
+        )
+    return lines
+
+
+def _group_json(group: GroupDescription) -> dict[str, object]:
+    return {
+        "group_id": group.group_id,
+        "state": group.state,
+        "protocol_type": group.protocol_type,
+        "protocol": group.protocol,
+        "coordinator": group.coordinator,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "group_instance_id": m.group_instance_id,
+                "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in m.partitions],
+            }
+            for m in group.members
+        ],
+        "total_lag": group.total_lag,
+        "partitions": [
+            {
+                "topic": p.partition.topic,
+                "partition": p.partition.partition,
+                "committed": p.committed,
+                "log_end": p.end,
+                "lag": p.lag,
+                "member_id": p.member_id,
+            }
+            for p in group.partitions
+        ],
+    }
+
+
+async def _admin_status(admin: AdminClient, args: argparse.Namespace, progress: Progress) -> None:
+    """Says, once a connection failed, what an admin command waits for (each request gives up after the timeout)."""
+    while True:
+        error = admin.last_connection_error()
+        if error is not None:
+            progress.waiting(f"connecting to {args.bootstrap_server}", str(error), bounded=True)
+        await asyncio.sleep(0.25)
+
+
+async def _with_status(admin: AdminClient, args: argparse.Namespace, call: Awaitable[T]) -> T:
+    progress = Progress(sys.stderr, timeout_ms=args.timeout_ms)
+    status = asyncio.ensure_future(_admin_status(admin, args, progress))
+    try:
+        return await call
+    finally:
+        status.cancel()
+        progress.close()
+
+
+async def run_offsets(args: argparse.Namespace) -> int:
+    async with _admin(args) as admin:
+        rows = await _with_status(admin, args, admin.topic_offsets(args.topic))
+    for line in offsets_lines(rows, args.format):
+        out(line)
+    return 0
+
+
+async def run_groups_describe(args: argparse.Namespace) -> int:
+    async with _admin(args) as admin:
+        group = await _with_status(admin, args, admin.describe_group(args.group))
+    for line in group_lines(group, args.format):
+        out(line)
+    return 0
