@@ -59,6 +59,15 @@ class AsyncConsumer:
         self._pending: list[ConsumerRecord] = []
         self._engine: ProcessingEngine | None = None
 
+    @classmethod
+    def _over(cls, core: ConsumerCore) -> AsyncConsumer:
+        """An asyncio face on ``core``, which another face made: how the blocking ``Consumer.process`` runs."""
+        face = cls.__new__(cls)
+        face._core = core
+        face._pending = []
+        face._engine = None
+        return face
+
     @property
     def config(self) -> ConsumerConfig:
         return self._core.config
