@@ -222,9 +222,10 @@ class AsyncConsumer:
     async def _run_callbacks(self) -> None:
         for event in self._core.take_background_events():
             try:
-                result = self._core.callback_for(event)()
-                if inspect.isawaitable(result):
-                    await result
+                for callback in self._core.callbacks_for(event):
+                    result = callback()
+                    if inspect.isawaitable(result):
+                        await result
             finally:
                 self._core.callback_done(event)
 
@@ -246,15 +247,16 @@ class AsyncConsumer:
         await _wait(self._core.unsubscribe())
 
     async def _before_leaving(self) -> None:
-        callback = self._core.revoke_callback_before_leaving()
-        if callback is None:
+        callbacks = self._core.revoke_callbacks_before_leaving()
+        if not callbacks:
             return
-        if self._core.config.enable_auto_commit:
+        if self._core.auto_commit:
             with contextlib.suppress(KafkaError):
                 await self.commit()
-        result = callback()
-        if inspect.isawaitable(result):
-            await result
+        for callback in callbacks:
+            result = callback()
+            if inspect.isawaitable(result):
+                await result
 
     def subscription(self) -> set[str]:
         """The topics subscribed to; empty when the consumer is not subscribed."""
