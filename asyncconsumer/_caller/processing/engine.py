@@ -14,6 +14,7 @@ half of that, so memory stays bounded whatever the backlog.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import inspect
 import time
@@ -99,7 +100,15 @@ class ProcessingMetrics:
 
 
 class ProcessingEngine:
-    """One run of ``process`` over ``consumer``."""
+    """One run of ``process`` over ``consumer``.
+
+    ``concurrency`` worker coroutines take records from the scheduler and await the handler; an idle worker waits
+    on a future of its own, so new work wakes exactly as many workers as it can keep busy, and no task is created
+    per record. A worker yields to the loop every ``_YIELD_EVERY`` records, so a handler that never awaits does not
+    starve polling.
+    """
+
+    _YIELD_EVERY = 64
 
     def __init__(self, consumer: ProcessingConsumer, handler: Handler, options: ProcessingOptions) -> None:
         self._consumer = consumer
@@ -108,9 +117,14 @@ class ProcessingEngine:
         self._scheduler = Scheduler(options.ordering)
         self._progress: dict[TopicPartition, PartitionProgress] = {}
         self._committed: dict[TopicPartition, tuple[int, str]] = {}
-        self._tasks: dict[asyncio.Task[None], list[ConsumerRecord]] = {}
+        self._workers: set[asyncio.Task[None]] = set()
+        self._idle: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._in_flight: dict[int, tuple[list[ConsumerRecord], asyncio.Future[None], asyncio.Task[None]]] = {}
+        """Units running, by ``id``: their records, a future that ends with them, and the worker running them."""
+        self._background: set[asyncio.Task[None]] = set()
         self._paused: set[TopicPartition] = set()
         self._stop = asyncio.Event()
+        self._closing = False
         self._error: BaseException | None = None
         self._completed = self._failed = self._skipped = self._retries = 0
         self._handler_seconds = 0.0
@@ -145,19 +159,31 @@ class ProcessingEngine:
         then lets the running records settle, commits what finished, and raises the error, if any."""
         next_commit = time.monotonic() + self._options.commit_interval_ms / 1000
         log.info("processing.started", concurrency=self._options.concurrency, ordering=self._options.ordering.value)
+        for _ in range(self._options.concurrency):
+            self._spawn_worker()
         try:
             while not self._stop.is_set():
-                records = await self._consumer.poll(timeout_ms=100)
+                # at most the bound per poll: a partition just below it ends at most twice the bound
+                records = await self._consumer.poll(
+                    timeout_ms=100, max_records=self._options.max_in_flight_per_partition
+                )
                 await self._receive(records)
-                self._start_ready()
+                self._wake_idle()
                 await self._apply_backpressure()
                 if time.monotonic() >= next_commit:
                     await self._commit(self._progress)
                     next_commit = time.monotonic() + self._options.commit_interval_ms / 1000
         finally:
-            await self._settle(list(self._tasks), self._options.revoke_timeout_ms / 1000)
+            self._stop.set()
+            await self._settle(list(self._in_flight), self._options.revoke_timeout_ms / 1000)
+            await self._stop_workers()
             with contextlib.suppress(KafkaError):
                 await self._commit(self._progress)
+            # Positions back to what was handled: polled records that never ran are polled again by whatever the
+            # caller does next, and an auto-commit of positions afterwards cannot skip them.
+            for tp, progress in self._progress.items():
+                with contextlib.suppress(KafkaError):
+                    await self._consumer.seek(tp, progress.committable)
             log.info("processing.stopped", completed=self._completed, failed=self._failed, skipped=self._skipped)
         if self._error is not None:
             raise self._error
@@ -178,19 +204,67 @@ class ProcessingEngine:
                 if progress.receive(record.offset):
                     self._scheduler.add(record)
 
-    def _start_ready(self) -> None:
-        if self._stop.is_set():
-            return
-        room = self._options.concurrency - self._scheduler.running
-        if room <= 0:
-            return
-        started = self._scheduler.take(room)
+    # --- the workers -----------------------------------------------------------------------------------------
+    def _spawn_worker(self) -> None:
+        worker = asyncio.ensure_future(self._work())
+        self._workers.add(worker)
+        worker.add_done_callback(self._workers.discard)
+
+    def _wake_idle(self) -> None:
+        ready = self._scheduler.ready
+        while self._idle and ready > 0:
+            waiter = self._idle.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                ready -= 1
+
+    async def _work(self) -> None:
+        loop = asyncio.get_running_loop()
+        me = asyncio.current_task()
+        assert me is not None
         size = self._options.batch_size or 1
-        units = [started[i : i + size] for i in range(0, len(started), size)]
-        for unit in units:
-            task = asyncio.ensure_future(self._handle(unit))
-            self._tasks[task] = unit
-            task.add_done_callback(self._finished)
+        since_yield = 0
+        while not self._closing:
+            unit = [] if self._stop.is_set() else self._scheduler.take(size)
+            if not unit:
+                waiter = loop.create_future()
+                self._idle.append(waiter)
+                await waiter
+                continue
+            ended = loop.create_future()
+            self._in_flight[id(unit)] = (unit, ended, me)
+            try:
+                await self._handle(unit)
+            except asyncio.CancelledError:
+                if not self._closing:  # abandoned past the deadline: another worker takes this one's place
+                    self._spawn_worker()
+                raise
+            except Exception as exc:  # on_skip raised, say: stop, and say why
+                if self._error is None:
+                    self._error = exc
+                self._stop.set()
+            finally:
+                del self._in_flight[id(unit)]
+                ended.set_result(None)
+                for record in unit:
+                    self._scheduler.done(record)
+                self._ease(unit[0])
+                self._wake_idle()
+            since_yield += 1
+            if since_yield >= self._YIELD_EVERY:
+                since_yield = 0
+                await asyncio.sleep(0)
+
+    async def _stop_workers(self) -> None:
+        self._closing = True
+        for waiter in self._idle:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._idle.clear()
+        for worker in list(self._workers):
+            worker.cancel()
+        if self._workers:
+            await asyncio.wait(list(self._workers))
 
     async def _handle(self, unit: list[ConsumerRecord]) -> None:
         argument: Any = unit if self._options.batch_size is not None else unit[0]
@@ -200,9 +274,6 @@ class ProcessingEngine:
             while True:
                 try:
                     await self._handler(argument)
-                    self._completed += 1
-                    self._complete(unit)
-                    return
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -220,6 +291,9 @@ class ProcessingEngine:
                         continue
                     await self._give_up(unit, argument, exc)
                     return
+                self._completed += 1
+                self._complete(unit)
+                return
         finally:
             self._handler_seconds += time.perf_counter() - started
 
@@ -247,26 +321,25 @@ class ProcessingEngine:
             if progress is not None:  # None: the partition was lost meanwhile
                 progress.complete(record.offset)
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        unit = self._tasks.pop(task)
-        for record in unit:
-            self._scheduler.done(record)
-        if not task.cancelled() and task.exception() is not None and self._error is None:
-            self._error = task.exception()
-            self._stop.set()
-        self._start_ready()
-
+    # --- backpressure ----------------------------------------------------------------------------------------
     async def _apply_backpressure(self) -> None:
         bound = self._options.max_in_flight_per_partition
         full = [tp for tp in self._progress if tp not in self._paused and self._scheduler.load(tp) >= bound]
-        eased = [tp for tp in self._paused if self._scheduler.load(tp) <= bound // 2]
         if full:
             await self._consumer.pause(*full)
             self._paused.update(full)
-        if eased:
-            await self._consumer.resume(*eased)
-            self._paused.difference_update(eased)
 
+    def _ease(self, record: ConsumerRecord) -> None:
+        """Resumes ``record``'s partition as soon as its load is down to half the bound, not at the next poll:
+        a poll of paused partitions only would wait its whole timeout while the workers run dry."""
+        tp = TopicPartition(record.topic, record.partition)
+        if tp in self._paused and self._scheduler.load(tp) <= self._options.max_in_flight_per_partition // 2:
+            self._paused.discard(tp)
+            resuming = asyncio.ensure_future(self._consumer.resume(tp))
+            self._background.add(resuming)
+            resuming.add_done_callback(self._background.discard)
+
+    # --- commits ---------------------------------------------------------------------------------------------
     async def _commit(self, partitions: Iterable[TopicPartition]) -> None:
         if not self._options.commits:
             return
@@ -288,16 +361,18 @@ class ProcessingEngine:
         for tp, committed in offsets.items():
             self._committed[tp] = (committed.offset, committed.metadata)
 
-    async def _settle(self, tasks: list[asyncio.Task[None]], timeout_s: float) -> None:
-        """Waits for ``tasks`` up to ``timeout_s``, then cancels the rest: their records stay unfinished, so no
-        commit covers them and the next owner handles them again."""
-        if not tasks:
+    async def _settle(self, units: list[int], timeout_s: float) -> None:
+        """Waits for the running ``units`` up to ``timeout_s``, then cancels their workers: their records stay
+        unfinished, so no commit covers them and the next owner handles them again."""
+        entries = [self._in_flight[u] for u in units if u in self._in_flight]
+        if not entries:
             return
-        _, late = await asyncio.wait(tasks, timeout=timeout_s)
-        for task in late:
-            task.cancel()
+        _, late = await asyncio.wait([ended for _, ended, _ in entries], timeout=timeout_s)
         if late:
-            log.warning("processing.abandoned", records=sum(len(self._tasks.get(t, ())) for t in late))
+            log.warning("processing.abandoned", records=sum(len(unit) for unit, ended, _ in entries if ended in late))
+            for _, ended, worker in entries:
+                if ended in late:
+                    worker.cancel()
             await asyncio.wait(late)
 
     # --- rebalances (run inside poll, before the user's listener) ----------------------------------------------
@@ -306,7 +381,9 @@ class ProcessingEngine:
         rewind the position to it, in case the partition comes back to this member."""
         dropped = self._scheduler.revoke(partitions)
         running = [
-            t for t, unit in self._tasks.items() if TopicPartition(unit[0].topic, unit[0].partition) in partitions
+            key
+            for key, (unit, _, _) in self._in_flight.items()
+            if TopicPartition(unit[0].topic, unit[0].partition) in partitions
         ]
         await self._settle(running, self._options.revoke_timeout_ms / 1000)
         await self._commit(partitions)

@@ -56,6 +56,11 @@ class Scheduler:
         return self._waiting
 
     @property
+    def ready(self) -> int:
+        """Lanes whose next record may start now."""
+        return len(self._ready)
+
+    @property
     def running(self) -> int:
         """Records started and not done."""
         return len(self._running)
