@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import inspect
 import json
 import os
 import signal
@@ -295,8 +296,10 @@ async def child_create_task(opts: Options, work: Work) -> Result:
 async def child_process(opts: Options, work: Work) -> Result:
     """``await consumer.process(handler, concurrency=C, ordering=O)``, once ``AsyncConsumer`` has it (issue 34).
 
-    The engine is stopped with ``consumer.stop()`` (the issue's API) once ``expect`` records are handled, or by
-    cancelling the task that awaits ``process`` if there is no ``stop``. ``process`` turns auto-commit off itself.
+    The engine is stopped with ``consumer.stop_processing()`` (i34's name; ``stop()``, the issue's, also works)
+    once ``expect`` records are handled, or by cancelling the task that awaits ``process`` if it has neither; the
+    measurement ends at the ``expect``-th completion, before the stop. ``process`` turns auto-commit off itself; in
+    the kill test its ``commit_interval_ms`` is ``--commit-interval-ms`` when it takes one.
     """
     from asyncconsumer import AsyncConsumer
 
@@ -309,7 +312,10 @@ async def child_process(opts: Options, work: Work) -> Result:
     async def handler(record: Any) -> None:
         await work.handle(record.key, record.value)
 
-    task = asyncio.create_task(consumer.process(handler, concurrency=opts.concurrency, ordering=opts.ordering))
+    settings: dict[str, Any] = {"concurrency": opts.concurrency, "ordering": opts.ordering}
+    if opts.commit_interval_ms is not None and "commit_interval_ms" in inspect.signature(consumer.process).parameters:
+        settings["commit_interval_ms"] = opts.commit_interval_ms  # the kill test's: commit within the run
+    task = asyncio.create_task(consumer.process(handler, **settings))
     stopped = asyncio.ensure_future(
         _drained(consumer, opts.topic, opts.partitions, work) if opts.drain else work.finished.wait()
     )
@@ -319,7 +325,7 @@ async def child_process(opts: Options, work: Work) -> Result:
         task.result()
         raise RuntimeError(f"process() returned after {work.done} records")
     result = work.result("process", concurrency=opts.concurrency, ordering=opts.ordering)
-    stop = getattr(consumer, "stop", None)
+    stop = getattr(consumer, "stop_processing", None) or getattr(consumer, "stop", None)
     if stop is not None:
         outcome = stop()
         if asyncio.iscoroutine(outcome):
