@@ -163,13 +163,15 @@ class ProcessingEngine:
             self._spawn_worker()
         try:
             while not self._stop.is_set():
+                # Before polling, not right after: the workers have had their turn at what the last poll brought.
+                await self._apply_backpressure()
                 # at most the bound per poll: a partition just below it ends at most twice the bound
                 records = await self._consumer.poll(
                     timeout_ms=100, max_records=self._options.max_in_flight_per_partition
                 )
                 await self._receive(records)
                 self._wake_idle()
-                await self._apply_backpressure()
+                await asyncio.sleep(0)
                 if time.monotonic() >= next_commit:
                     await self._commit(self._progress)
                     next_commit = time.monotonic() + self._options.commit_interval_ms / 1000
@@ -326,8 +328,12 @@ class ProcessingEngine:
         bound = self._options.max_in_flight_per_partition
         full = [tp for tp in self._progress if tp not in self._paused and self._scheduler.load(tp) >= bound]
         if full:
+            self._paused.update(full)  # before the await: the workers may drain them meanwhile, and resume them
             await self._consumer.pause(*full)
-            self._paused.update(full)
+        eased = [tp for tp in self._paused if self._scheduler.load(tp) <= bound // 2]
+        if eased:
+            self._paused.difference_update(eased)
+            await self._consumer.resume(*eased)
 
     def _ease(self, record: ConsumerRecord) -> None:
         """Resumes ``record``'s partition as soon as its load is down to half the bound, not at the next poll:
