@@ -1,11 +1,11 @@
 """``AsyncConsumer.process``: many records in flight, each lane in order, commits that cover only finished work.
 
-One coroutine polls and hands records to the ``Scheduler``; each record (or batch) runs in a task of its own, and
-its end frees its lane and starts what may start next. Per partition a ``PartitionProgress`` says what may be
-committed: the finished prefix, and in the metadata the finished offsets past it. Commits go out every
-``commit_interval_ms``, on revocation (after the partition's running records settle, within
-``revoke_timeout_ms``), and when processing stops. Auto-commit of polled positions is off meanwhile: a position
-says what was polled, not what was handled.
+One coroutine polls and hands records to the ``Scheduler``; ``concurrency`` worker coroutines take them, each
+record (or batch) after the last of its lane, and await the handler. Per partition a ``PartitionProgress`` says what
+may be committed: the finished prefix, and in the metadata the finished offsets past it. Commits go out every
+``commit_interval_ms``, on revocation (after the partition's running records settle, within ``revoke_timeout_ms``),
+and when processing stops. Auto-commit of polled positions is off meanwhile: a position says what was polled, not
+what was handled.
 
 Backpressure: a partition with ``max_in_flight_per_partition`` records waiting or running is paused, and resumed at
 half of that, so memory stays bounded whatever the backlog.
@@ -84,7 +84,7 @@ class ProcessingOptions:
 
 @attrs.frozen
 class ProcessingMetrics:
-    """A snapshot of ``process``: what waits, what runs, what finished, and how far commits trail."""
+    """A snapshot of ``process``: what waits, what runs, what finished, how fast, and how far commits trail."""
 
     running: int
     waiting: int
@@ -97,15 +97,34 @@ class ProcessingMetrics:
     """Records received and not yet inside a committable prefix, over every partition."""
     paused: frozenset[TopicPartition]
     handler_seconds_avg: float
+    completed_per_second: float = 0.0
+    """Records (or batches) finished, skipped ones included, per second over the last few seconds."""
+    handler_seconds_p50: float = 0.0
+    """The median handler time (one attempt) over the last ``LATENCY_SAMPLES`` records or batches."""
+    handler_seconds_p99: float = 0.0
+    handler_seconds_max: float = 0.0
+    """The longest of those."""
+
+
+LATENCY_SAMPLES = 1024
+"""Handler times kept for the percentiles: the most recent ones (a power of two, for the ring's index)."""
+
+_RATE_WINDOW_S = 5.0
+_RATE_SAMPLE_S = 0.25
+
+
+def _percentile(ordered: list[float], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
 
 
 class ProcessingEngine:
     """One run of ``process`` over ``consumer``.
 
-    ``concurrency`` worker coroutines take records from the scheduler and await the handler; an idle worker waits
-    on a future of its own, so new work wakes exactly as many workers as it can keep busy, and no task is created
-    per record. A worker yields to the loop every ``_YIELD_EVERY`` records, so a handler that never awaits does not
-    starve polling.
+    ``concurrency`` worker coroutines take records from the scheduler and await the handler; no task or future is
+    made per record. An idle worker waits on a future of its own, and new work wakes one at a time: a worker that
+    takes a record while more are ready wakes the next, so a handler that awaits I/O brings every worker it can
+    use into play within a few turns of the loop, while one that never awaits keeps the work on the worker that
+    has it. A worker yields to the loop every ``_YIELD_EVERY`` records, so such a handler does not starve polling.
     """
 
     _YIELD_EVERY = 64
@@ -117,25 +136,34 @@ class ProcessingEngine:
         self._scheduler = Scheduler(options.ordering)
         self._progress: dict[TopicPartition, PartitionProgress] = {}
         self._committed: dict[TopicPartition, tuple[int, str]] = {}
-        self._workers: set[asyncio.Task[None]] = set()
-        self._idle: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._in_flight: dict[int, tuple[list[ConsumerRecord], asyncio.Future[None], asyncio.Task[None]]] = {}
-        """Units running, by ``id``: their records, a future that ends with them, and the worker running them."""
+        self._workers: list[asyncio.Task[None] | None] = [None] * options.concurrency
+        self._current: list[Any] = [None] * options.concurrency
+        """Per worker, the unit it runs: a ``(lane, record)`` pair, or with ``batch_size`` a list of them."""
+        self._idle: collections.deque[asyncio.Future[bool]] = collections.deque()
+        self._waking = 0
+        """Idle workers woken and not yet running: while one is on its way, no other is woken."""
+        self._ended: asyncio.Future[None] | None = None
+        """Made while something waits for running units to end (``_settle``); any unit's end completes it."""
         self._background: set[asyncio.Task[None]] = set()
         self._paused: set[TopicPartition] = set()
-        self._stop = asyncio.Event()
+        self._stopped = False
         self._closing = False
         self._error: BaseException | None = None
         self._completed = self._failed = self._skipped = self._retries = 0
         self._handler_seconds = 0.0
+        self._latencies = [0.0] * LATENCY_SAMPLES
+        self._latency_count = 0
+        self._rate: collections.deque[tuple[float, int]] = collections.deque()
+        """(monotonic time, units ended) every ``_RATE_SAMPLE_S`` or so, over the last ``_RATE_WINDOW_S``."""
 
     # --- the caller's controls -------------------------------------------------------------------------------
     def stop(self) -> None:
         """Ends ``run`` after the records running settle and the finished work is committed."""
-        self._stop.set()
+        self._stopped = True
 
     def metrics(self) -> ProcessingMetrics:
         ends = self._completed + self._failed + self._skipped
+        recent = sorted(self._latencies[: min(self._latency_count, LATENCY_SAMPLES)])
         return ProcessingMetrics(
             running=self._scheduler.running,
             waiting=self._scheduler.waiting,
@@ -146,7 +174,27 @@ class ProcessingEngine:
             commit_lag=sum(p.pending for p in self._progress.values()),
             paused=frozenset(self._paused),
             handler_seconds_avg=self._handler_seconds / ends if ends else 0.0,
+            completed_per_second=self._completed_per_second(),
+            handler_seconds_p50=_percentile(recent, 0.5),
+            handler_seconds_p99=_percentile(recent, 0.99),
+            handler_seconds_max=recent[-1] if recent else 0.0,
         )
+
+    def _completed_per_second(self) -> float:
+        now = time.monotonic()
+        ended = self._completed + self._skipped
+        while len(self._rate) > 1 and now - self._rate[0][0] > _RATE_WINDOW_S:
+            self._rate.popleft()
+        if not self._rate or now - self._rate[0][0] <= 0:
+            return 0.0
+        since, count = self._rate[0]
+        return (ended - count) / (now - since)
+
+    def _sample_rate(self, now: float) -> None:
+        if not self._rate or now - self._rate[-1][0] >= _RATE_SAMPLE_S:
+            self._rate.append((now, self._completed + self._skipped))
+            while len(self._rate) > 1 and now - self._rate[0][0] > _RATE_WINDOW_S:
+                self._rate.popleft()
 
     @property
     def rebalance_hook(self) -> ConsumerRebalanceListener:
@@ -159,10 +207,10 @@ class ProcessingEngine:
         then lets the running records settle, commits what finished, and raises the error, if any."""
         next_commit = time.monotonic() + self._options.commit_interval_ms / 1000
         log.info("processing.started", concurrency=self._options.concurrency, ordering=self._options.ordering.value)
-        for _ in range(self._options.concurrency):
-            self._spawn_worker()
+        for slot in range(self._options.concurrency):
+            self._spawn_worker(slot)
         try:
-            while not self._stop.is_set():
+            while not self._stopped:
                 # Before polling, not right after: the workers have had their turn at what the last poll brought.
                 await self._apply_backpressure()
                 # at most the bound per poll: a partition just below it ends at most twice the bound
@@ -172,12 +220,14 @@ class ProcessingEngine:
                 await self._receive(records)
                 self._wake_idle()
                 await asyncio.sleep(0)
-                if time.monotonic() >= next_commit:
+                now = time.monotonic()
+                self._sample_rate(now)
+                if now >= next_commit:
                     await self._commit(self._progress)
                     next_commit = time.monotonic() + self._options.commit_interval_ms / 1000
         finally:
-            self._stop.set()
-            await self._settle(list(self._in_flight), self._options.revoke_timeout_ms / 1000)
+            self._stopped = True
+            await self._settle(None, self._options.revoke_timeout_ms / 1000)
             await self._stop_workers()
             with contextlib.suppress(KafkaError):
                 await self._commit(self._progress)
@@ -197,110 +247,198 @@ class ProcessingEngine:
             for tp in unknown:
                 found = committed.get(tp)
                 first = records[tp][0].offset
-                self._progress[tp] = (
+                progress = (
                     PartitionProgress(found.offset, found.metadata) if found is not None else PartitionProgress(first)
                 )
+                self._progress[tp] = self._scheduler.partition(tp).progress = progress
         for tp, batch in records.items():
-            progress = self._progress[tp]
-            for record in batch:
-                if progress.receive(record.offset):
-                    self._scheduler.add(record)
+            fresh = self._progress[tp].receive_all([record.offset for record in batch])
+            if fresh is None:
+                self._scheduler.add_all(self._scheduler.partition(tp), batch)
+            elif fresh:
+                handle = set(fresh)
+                self._scheduler.add_all(self._scheduler.partition(tp), [r for r in batch if r.offset in handle])
 
     # --- the workers -----------------------------------------------------------------------------------------
-    def _spawn_worker(self) -> None:
-        worker = asyncio.ensure_future(self._work())
-        self._workers.add(worker)
-        worker.add_done_callback(self._workers.discard)
+    def _spawn_worker(self, slot: int) -> None:
+        work = self._work if self._options.batch_size is None else self._work_batches
+        worker = self._workers[slot] = asyncio.ensure_future(work(slot))
+        worker.add_done_callback(self._worker_ended)
+
+    def _worker_ended(self, worker: asyncio.Task[None]) -> None:
+        """A worker ends by cancellation only; any other end is a bug here, and must stop ``run`` loudly."""
+        if not worker.cancelled() and (error := worker.exception()) is not None:
+            log.error("processing.worker_failed", error=repr(error))
+            if self._error is None:
+                self._error = error
+            self._stopped = True
 
     def _wake_idle(self) -> None:
-        ready = self._scheduler.ready
-        while self._idle and ready > 0:
+        """Wakes one idle worker when records are ready and none is on its way already (it wakes the next)."""
+        while self._idle and not self._waking and self._scheduler.ready:
             waiter = self._idle.popleft()
             if not waiter.done():
-                waiter.set_result(None)
-                ready -= 1
+                waiter.set_result(True)
+                self._waking += 1
 
-    async def _work(self) -> None:
+    async def _work(self, slot: int) -> None:
+        """A worker for single records: the path every record of a no-op handler takes, so kept lean."""
         loop = asyncio.get_running_loop()
-        me = asyncio.current_task()
-        assert me is not None
-        size = self._options.batch_size or 1
+        scheduler = self._scheduler
+        take, done = scheduler.take_one, scheduler.done
+        handler = self._handler
+        current = self._current
+        clock = time.perf_counter
+        latencies = self._latencies
+        mask = LATENCY_SAMPLES - 1
         since_yield = 0
         while not self._closing:
-            unit = [] if self._stop.is_set() else self._scheduler.take(size)
-            if not unit:
-                waiter = loop.create_future()
-                self._idle.append(waiter)
-                await waiter
+            unit = None if self._stopped else take()
+            if unit is None:
+                await self._wait_idle(loop)
                 continue
-            ended = loop.create_future()
-            self._in_flight[id(unit)] = (unit, ended, me)
-            try:
-                await self._handle(unit)
-            except asyncio.CancelledError:
-                if not self._closing:  # abandoned past the deadline: another worker takes this one's place
-                    self._spawn_worker()
-                raise
-            except Exception as exc:  # on_skip raised, say: stop, and say why
-                if self._error is None:
-                    self._error = exc
-                self._stop.set()
-            finally:
-                del self._in_flight[id(unit)]
-                ended.set_result(None)
-                for record in unit:
-                    self._scheduler.done(record)
-                self._ease(unit[0])
+            if self._idle and not self._waking and scheduler.ready:
                 self._wake_idle()
+            lane, record = current[slot] = unit
+            started = clock()
+            try:
+                await handler(record)
+            except asyncio.CancelledError:
+                self._cancelled(slot)
+                raise
+            except Exception as exc:
+                await self._handler_raised(slot, unit, record, exc)
+            else:
+                self._completed += 1
+                progress = lane.partition.progress
+                if progress is not None:
+                    progress.complete(record.offset)
+            finally:
+                elapsed = clock() - started
+                self._handler_seconds += elapsed
+                count = self._latency_count
+                latencies[count & mask] = elapsed
+                self._latency_count = count + 1
+                current[slot] = None
+                done(lane)
+                if self._paused:
+                    self._ease(lane.partition.tp)
+                if self._ended is not None:
+                    self._unit_ended()
             since_yield += 1
             if since_yield >= self._YIELD_EVERY:
                 since_yield = 0
                 await asyncio.sleep(0)
 
+    async def _work_batches(self, slot: int) -> None:
+        """A worker for ``batch_size``: up to that many records of different lanes, handed over as one list."""
+        loop = asyncio.get_running_loop()
+        scheduler = self._scheduler
+        batch_size = self._options.batch_size or 1
+        since_yield = 0
+        while not self._closing:
+            unit = [] if self._stopped else scheduler.take(batch_size)
+            if not unit:
+                await self._wait_idle(loop)
+                continue
+            if self._idle and not self._waking and scheduler.ready:
+                self._wake_idle()
+            self._current[slot] = unit
+            records = [record for _, record in unit]
+            started = time.perf_counter()
+            try:
+                await self._handler(records)
+            except asyncio.CancelledError:
+                self._cancelled(slot)
+                raise
+            except Exception as exc:
+                await self._handler_raised(slot, unit, records, exc)
+            else:
+                self._completed += 1
+                self._complete(unit)
+            finally:
+                elapsed = time.perf_counter() - started
+                self._handler_seconds += elapsed
+                self._latencies[self._latency_count & (LATENCY_SAMPLES - 1)] = elapsed
+                self._latency_count += 1
+                self._current[slot] = None
+                for lane, _ in unit:
+                    scheduler.done(lane)
+                if self._paused:
+                    for tp in {lane.partition.tp for lane, _ in unit}:
+                        self._ease(tp)
+                if self._ended is not None:
+                    self._unit_ended()
+            since_yield += 1
+            if since_yield >= self._YIELD_EVERY:
+                since_yield = 0
+                await asyncio.sleep(0)
+
+    async def _wait_idle(self, loop: asyncio.AbstractEventLoop) -> None:
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._idle.append(waiter)
+        if await waiter:
+            self._waking -= 1
+
+    def _cancelled(self, slot: int) -> None:
+        if not self._closing:  # abandoned past the deadline: another worker takes this one's place
+            self._spawn_worker(slot)
+
+    def _unit_ended(self) -> None:
+        if self._ended is not None and not self._ended.done():
+            self._ended.set_result(None)
+
+    async def _handler_raised(self, slot: int, unit: Any, argument: Any, error: Exception) -> None:
+        try:
+            await self._after_failure(unit, argument, error)
+        except asyncio.CancelledError:
+            self._cancelled(slot)
+            raise
+        except Exception as stop:  # on_skip raised, say: stop, and say why
+            if self._error is None:
+                self._error = stop
+            self._stopped = True
+
     async def _stop_workers(self) -> None:
         self._closing = True
         for waiter in self._idle:
             if not waiter.done():
-                waiter.set_result(None)
+                waiter.set_result(False)
         self._idle.clear()
-        for worker in list(self._workers):
+        workers = [worker for worker in self._workers if worker is not None]
+        for worker in workers:
             worker.cancel()
-        if self._workers:
-            await asyncio.wait(list(self._workers))
+        if workers:
+            await asyncio.wait(workers)
 
-    async def _handle(self, unit: list[ConsumerRecord]) -> None:
-        argument: Any = unit if self._options.batch_size is not None else unit[0]
+    async def _after_failure(self, unit: Any, argument: Any, error: Exception) -> None:
+        """The handler raised on its first attempt: retries with backoff, then completes, skips or stops."""
+        first: ConsumerRecord = unit[1] if self._options.batch_size is None else unit[0][1]
         attempt = 0
-        started = time.perf_counter()
-        try:
-            while True:
-                try:
-                    await self._handler(argument)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    if attempt < self._options.retries:
-                        attempt += 1
-                        self._retries += 1
-                        log.info(
-                            "processing.retry",
-                            partition=f"{unit[0].topic}-{unit[0].partition}",
-                            offset=unit[0].offset,
-                            attempt=attempt,
-                            error=repr(exc),
-                        )
-                        await asyncio.sleep(self._options.retry_backoff_ms * 2 ** (attempt - 1) / 1000)
-                        continue
-                    await self._give_up(unit, argument, exc)
-                    return
-                self._completed += 1
-                self._complete(unit)
-                return
-        finally:
-            self._handler_seconds += time.perf_counter() - started
+        while attempt < self._options.retries:
+            attempt += 1
+            self._retries += 1
+            log.info(
+                "processing.retry",
+                partition=f"{first.topic}-{first.partition}",
+                offset=first.offset,
+                attempt=attempt,
+                error=repr(error),
+            )
+            await asyncio.sleep(self._options.retry_backoff_ms * 2 ** (attempt - 1) / 1000)
+            try:
+                await self._handler(argument)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = exc
+                continue
+            self._completed += 1
+            self._complete(unit)
+            return
+        await self._give_up(unit, argument, first, error)
 
-    async def _give_up(self, unit: list[ConsumerRecord], argument: Any, error: Exception) -> None:
-        first = unit[0]
+    async def _give_up(self, unit: Any, argument: Any, first: ConsumerRecord, error: Exception) -> None:
         where = {"partition": f"{first.topic}-{first.partition}", "offset": first.offset, "error": repr(error)}
         if self._options.on_error == "skip":
             if self._options.on_skip is not None:
@@ -315,13 +453,17 @@ class ProcessingEngine:
         log.error("processing.failed", **where)
         if self._error is None:
             self._error = error
-        self._stop.set()  # the record stays unfinished: no commit covers it
+        self._stopped = True  # the record stays unfinished: no commit covers it
 
-    def _complete(self, unit: list[ConsumerRecord]) -> None:
-        for record in unit:
-            progress = self._progress.get(TopicPartition(record.topic, record.partition))
-            if progress is not None:  # None: the partition was lost meanwhile
+    def _complete(self, unit: Any) -> None:
+        for lane, record in [unit] if self._options.batch_size is None else unit:
+            progress = lane.partition.progress
+            if progress is not None:
                 progress.complete(record.offset)
+
+    def _unit_partitions(self, unit: Any) -> set[TopicPartition]:
+        pairs = [unit] if self._options.batch_size is None else unit
+        return {lane.partition.tp for lane, _ in pairs}
 
     # --- backpressure ----------------------------------------------------------------------------------------
     async def _apply_backpressure(self) -> None:
@@ -335,10 +477,9 @@ class ProcessingEngine:
             self._paused.difference_update(eased)
             await self._consumer.resume(*eased)
 
-    def _ease(self, record: ConsumerRecord) -> None:
-        """Resumes ``record``'s partition as soon as its load is down to half the bound, not at the next poll:
-        a poll of paused partitions only would wait its whole timeout while the workers run dry."""
-        tp = TopicPartition(record.topic, record.partition)
+    def _ease(self, tp: TopicPartition) -> None:
+        """Resumes ``tp`` as soon as its load is down to half the bound, not at the next poll: a poll of paused
+        partitions only would wait its whole timeout while the workers run dry."""
         if tp in self._paused and self._scheduler.load(tp) <= self._options.max_in_flight_per_partition // 2:
             self._paused.discard(tp)
             resuming = asyncio.ensure_future(self._consumer.resume(tp))
@@ -367,31 +508,44 @@ class ProcessingEngine:
         for tp, committed in offsets.items():
             self._committed[tp] = (committed.offset, committed.metadata)
 
-    async def _settle(self, units: list[int], timeout_s: float) -> None:
-        """Waits for the running ``units`` up to ``timeout_s``, then cancels their workers: their records stay
-        unfinished, so no commit covers them and the next owner handles them again."""
-        entries = [self._in_flight[u] for u in units if u in self._in_flight]
-        if not entries:
-            return
-        _, late = await asyncio.wait([ended for _, ended, _ in entries], timeout=timeout_s)
-        if late:
-            log.warning("processing.abandoned", records=sum(len(unit) for unit, ended, _ in entries if ended in late))
-            for _, ended, worker in entries:
-                if ended in late:
+    def _running_slots(self, partitions: set[TopicPartition] | None) -> list[int]:
+        return [
+            slot
+            for slot, unit in enumerate(self._current)
+            if unit is not None and (partitions is None or not self._unit_partitions(unit).isdisjoint(partitions))
+        ]
+
+    async def _settle(self, partitions: set[TopicPartition] | None, timeout_s: float) -> int:
+        """Waits for the units running on ``partitions`` (None: all) up to ``timeout_s``, then cancels their
+        workers: their records stay unfinished, so no commit covers them and the next owner handles them again.
+        Returns how many units were running when it started."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        running = len(self._running_slots(partitions))
+        while True:
+            slots = self._running_slots(partitions)
+            if not slots:
+                return running
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                late = [worker for slot in slots if (worker := self._workers[slot]) is not None]
+                records = sum(len(self._current[slot]) if self._options.batch_size else 1 for slot in slots)
+                log.warning("processing.abandoned", records=records)
+                for worker in late:
                     worker.cancel()
-            await asyncio.wait(late)
+                if late:
+                    await asyncio.wait(late)
+                return running
+            if self._ended is None or self._ended.done():
+                self._ended = loop.create_future()
+            await asyncio.wait([self._ended], timeout=remaining)
 
     # --- rebalances (run inside poll, before the user's listener) ----------------------------------------------
     async def revoked(self, partitions: set[TopicPartition]) -> None:
         """Drop what waits, let what runs settle (within ``revoke_timeout_ms``), commit the finished prefix, and
         rewind the position to it, in case the partition comes back to this member."""
         dropped = self._scheduler.revoke(partitions)
-        running = [
-            key
-            for key, (unit, _, _) in self._in_flight.items()
-            if TopicPartition(unit[0].topic, unit[0].partition) in partitions
-        ]
-        await self._settle(running, self._options.revoke_timeout_ms / 1000)
+        running = await self._settle(set(partitions), self._options.revoke_timeout_ms / 1000)
         await self._commit(partitions)
         for tp in partitions:
             progress = self._progress.pop(tp, None)
@@ -400,7 +554,7 @@ class ProcessingEngine:
             if progress is not None:
                 with contextlib.suppress(KafkaError):
                     await self._consumer.seek(tp, progress.committable)
-        log.info("processing.revoked", partitions=len(partitions), dropped=len(dropped), running=len(running))
+        log.info("processing.revoked", partitions=len(partitions), dropped=len(dropped), running=running)
 
     def lost(self, partitions: set[TopicPartition]) -> None:
         """The partitions are another member's already: drop their state; nothing may be committed for them."""

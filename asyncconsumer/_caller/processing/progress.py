@@ -113,12 +113,39 @@ class PartitionProgress:
             self._prefix_end = offset
         return True
 
+    def receive_all(self, offsets: list[int]) -> list[int] | None:
+        """``receive`` for each of ``offsets`` (ascending); None when every one is to be handled, else the list of
+        those to handle (a previous owner finished the others)."""
+        if not offsets:
+            return None
+        if self._skip:
+            return [offset for offset in offsets if self.receive(offset)]
+        if offsets[0] <= self._last_received or offsets[-1] < offsets[0]:
+            raise ValueError(
+                f"offsets {offsets[0]}..{offsets[-1]} received after {self._last_received}: records arrive in offset"
+                " order"
+            )
+        if not self._pending:
+            self._prefix_end = offsets[0]
+        self._pending.extend(offsets)
+        self._last_received = offsets[-1]
+        return None
+
     def complete(self, offset: int) -> None:
         """Records that the record at ``offset`` (received, not finished before) finished."""
+        pending = self._pending
+        if pending and offset == pending[0]:  # the oldest unfinished record (never in _done): the prefix moves
+            pending.popleft()
+            if self._done:
+                self._advance()
+            else:
+                self._prefix_end = pending[0] if pending else self._last_received + 1
+                if self._skip:
+                    self._skip = {o for o in self._skip if o >= self._prefix_end}
+            return
         if offset in self._done or offset < self._prefix_end or offset > self._last_received:
             raise ValueError(f"offset {offset} was not awaiting completion")
-        self._done.add(offset)
-        self._advance()
+        self._done.add(offset)  # past the oldest unfinished one: the prefix stays
 
     def metadata(self, limit: int = METADATA_LIMIT) -> str:
         """The finished offsets past ``committable`` (this member's and those a previous owner left), encoded."""
@@ -128,7 +155,9 @@ class PartitionProgress:
         return encode_done(base, done, limit)
 
     def _advance(self) -> None:
-        while self._pending and self._pending[0] in self._done:
-            self._done.discard(self._pending.popleft())
-        self._prefix_end = self._pending[0] if self._pending else self._last_received + 1
-        self._skip = {o for o in self._skip if o >= self._prefix_end}
+        pending, done = self._pending, self._done
+        while pending and pending[0] in done:
+            done.discard(pending.popleft())
+        self._prefix_end = pending[0] if pending else self._last_received + 1
+        if self._skip:
+            self._skip = {o for o in self._skip if o >= self._prefix_end}

@@ -259,3 +259,97 @@ async def test_batches_hold_up_to_batch_size_records() -> None:
     await run_until_handled(engine, batches, 3)
     assert sorted(o for b in batches for o in b) == list(range(10))
     assert max(len(b) for b in batches) <= 4
+
+
+async def test_a_handler_that_awaits_brings_every_worker_into_play() -> None:
+    """Idle workers are woken one by one, each by the last: with a backlog, all ``concurrency`` of them run."""
+    consumer = FakeConsumer([record(TP0, o, b"k%d" % o) for o in range(200)], per_poll=200)
+    release = asyncio.Event()
+    running = 0
+
+    async def handle(r: ConsumerRecord) -> None:
+        nonlocal running
+        running += 1
+        await release.wait()
+        running -= 1
+
+    engine = ProcessingEngine(consumer, handle, ProcessingOptions(concurrency=50))
+    runner = asyncio.ensure_future(engine.run())
+    await until(lambda: running == 50)
+    assert engine.metrics().running == 50 and engine.metrics().waiting == 150
+    release.set()
+    await until(lambda: engine.metrics().completed == 200)
+    engine.stop()
+    await runner
+    assert running == 0 and consumer.stored[TP0].offset == 200
+
+
+async def test_a_record_running_past_the_revocation_deadline_is_abandoned_and_its_worker_replaced() -> None:
+    consumer = FakeConsumer([record(TP0, 0, b"stuck"), record(TP1, 0, b"a")], per_poll=1)
+    stuck = asyncio.Event()
+    cancelled: list[int] = []
+    handled: list[ConsumerRecord] = []
+
+    async def handle(r: ConsumerRecord) -> None:
+        if r.key == b"stuck":
+            stuck.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.append(r.offset)
+                raise
+        handled.append(r)
+
+    engine = ProcessingEngine(consumer, handle, ProcessingOptions(concurrency=1, revoke_timeout_ms=20))
+    runner = asyncio.ensure_future(engine.run())
+    await until(stuck.is_set)
+    await engine.rebalance_hook.on_partitions_revoked({TP0})  # type: ignore[arg-type]
+    assert cancelled == [0]
+    assert TP0 not in consumer.stored or consumer.stored[TP0].offset == 0  # never covered by a commit
+    await until(lambda: len(handled) == 1)  # the one worker was replaced and goes on with the other partition
+    engine.stop()
+    await runner
+    assert handled[0].partition == 1 and consumer.stored[TP1].offset == 1
+
+
+async def test_metrics_give_the_rate_and_the_handler_time_percentiles() -> None:
+    consumer = FakeConsumer([record(TP0, o, b"k%d" % o) for o in range(40)])
+    handled: list[ConsumerRecord] = []
+
+    async def handle(r: ConsumerRecord) -> None:
+        await asyncio.sleep(0.02 if r.offset == 39 else 0.001)
+        handled.append(r)
+
+    engine = ProcessingEngine(consumer, handle, ProcessingOptions(concurrency=4))
+    runner = asyncio.ensure_future(engine.run())
+    await until(lambda: len(handled) == 40)
+    metrics = engine.metrics()
+    engine.stop()
+    await runner
+    assert metrics.completed == 40
+    assert 0.0009 <= metrics.handler_seconds_p50 < 0.02 <= metrics.handler_seconds_max
+    assert metrics.handler_seconds_p50 <= metrics.handler_seconds_p99 <= metrics.handler_seconds_max
+    assert metrics.completed_per_second > 0
+
+
+async def test_a_worker_that_fails_inside_the_engine_stops_processing_with_its_error() -> None:
+    consumer = FakeConsumer([record(TP0, o, b"k%d" % o) for o in range(3)])
+
+    async def handle(r: ConsumerRecord) -> None:
+        pass
+
+    engine = ProcessingEngine(consumer, handle, ProcessingOptions(concurrency=2))
+
+    def broken(offset: int) -> None:
+        raise RuntimeError("a bug in the bookkeeping")
+
+    original = engine._receive
+
+    async def receive(records: Any) -> None:
+        await original(records)
+        for progress in engine._progress.values():
+            progress.complete = broken  # type: ignore[method-assign]
+
+    engine._receive = receive  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="bookkeeping"):
+        await asyncio.wait_for(engine.run(), 5)

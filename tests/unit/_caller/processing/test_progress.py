@@ -123,3 +123,44 @@ def test_a_crash_at_any_point_loses_nothing_and_repeats_only_the_unfinished(
     second = PartitionProgress(committed, first.metadata(limit=10_000))
     handled_again = {o for o in offsets if o >= committed and second.receive(o)}  # it fetches from `committed`
     assert handled_again == set(offsets) - finished
+
+
+def test_receive_all_checks_the_order_like_receive() -> None:
+    progress = PartitionProgress(0)
+    assert progress.receive_all([2, 3]) is None
+    with pytest.raises(ValueError, match="offset order"):
+        progress.receive_all([3, 4])
+    with pytest.raises(ValueError, match="offset order"):
+        progress.receive_all([9, 5])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(min_value=1, max_value=3), min_size=1, max_size=8), min_size=1, max_size=10),
+    st.randoms(use_true_random=False),
+    st.sets(st.integers(min_value=1, max_value=40), max_size=10),
+)
+def test_receive_all_by_batches_is_receive_one_by_one(
+    batches: list[list[int]], rng: random.Random, finished_before: set[int]
+) -> None:
+    """What the engine does per fetched batch ends where per-record ``receive`` ends: the same records to handle,
+    and, as they finish in any order, the same committable offset and metadata after each."""
+    metadata = encode_done(0, finished_before)
+    one, many = PartitionProgress(0, metadata), PartitionProgress(0, metadata)
+    offset = 0
+    to_handle: list[int] = []
+    for gaps in batches:
+        batch = []
+        for gap in gaps:
+            offset += gap
+            batch.append(offset)
+        by_one = [o for o in batch if one.receive(o)]
+        chosen = many.receive_all(batch)
+        assert (batch if chosen is None else chosen) == by_one
+        to_handle += by_one
+    rng.shuffle(to_handle)
+    for o in to_handle:
+        one.complete(o)
+        many.complete(o)
+        assert (one.committable, one.metadata(), one.pending) == (many.committable, many.metadata(), many.pending)
+    assert one.committable == offset + 1
