@@ -142,6 +142,8 @@ class ProcessingEngine:
         self._idle: collections.deque[asyncio.Future[bool]] = collections.deque()
         self._waking = 0
         """Idle workers woken and not yet running: while one is on its way, no other is woken."""
+        self._starved: asyncio.Future[None] | None = None
+        """Made while the poll loop waits for the workers to run out of ready records; the first idle one ends it."""
         self._ended: asyncio.Future[None] | None = None
         """Made while something waits for running units to end (``_settle``); any unit's end completes it."""
         self._background: set[asyncio.Task[None]] = set()
@@ -160,6 +162,7 @@ class ProcessingEngine:
     def stop(self) -> None:
         """Ends ``run`` after the records running settle and the finished work is committed."""
         self._stopped = True
+        self._wake_poller()
 
     def metrics(self) -> ProcessingMetrics:
         ends = self._completed + self._failed + self._skipped
@@ -211,7 +214,11 @@ class ProcessingEngine:
             self._spawn_worker(slot)
         try:
             while not self._stopped:
-                # Before polling, not right after: the workers have had their turn at what the last poll brought.
+                # No poll while records are ready to start: the workers are busy with what the last polls brought,
+                # and more would only wait (then pause) here, not in the fetch buffer. Never longer than the poll
+                # timeout, so the consumer keeps polling (and rebalancing) while slow handlers hold every worker.
+                if self._scheduler.ready:
+                    await self._until_starved(0.1)
                 await self._apply_backpressure()
                 # at most the bound per poll: a partition just below it ends at most twice the bound
                 records = await self._consumer.poll(
@@ -374,7 +381,22 @@ class ProcessingEngine:
                 since_yield = 0
                 await asyncio.sleep(0)
 
+    async def _until_starved(self, timeout_s: float) -> None:
+        """Returns once a worker finds nothing ready (or ``stop``), or after ``timeout_s``."""
+        loop = asyncio.get_running_loop()
+        self._starved = starved = loop.create_future()
+        try:
+            await asyncio.wait([starved], timeout=timeout_s)
+        finally:
+            self._starved = None
+
+    def _wake_poller(self) -> None:
+        if self._starved is not None and not self._starved.done():
+            self._starved.set_result(None)
+
     async def _wait_idle(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._starved is not None:
+            self._wake_poller()
         waiter: asyncio.Future[bool] = loop.create_future()
         self._idle.append(waiter)
         if await waiter:
