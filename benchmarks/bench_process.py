@@ -157,6 +157,11 @@ class Work:
         if self.expect is not None and self.done >= self.expect:
             self.finished.set()
 
+    async def handle_record(self, record: Any) -> None:
+        """The handler an asyncconsumer client runs per record, whichever way it calls it: ``process`` is given
+        this very function, so every client pays for the same call."""
+        await self.handle(record.key, record.value)
+
     def result(self, client: str, **extra: Any) -> Result:
         if self.t_first is None:
             self.meter.begin()  # no record came (a drained restart): nothing measured
@@ -246,7 +251,7 @@ async def child_sequential(opts: Options, work: Work) -> Result:
 
     async def loop() -> None:
         async for record in consumer:
-            await work.handle(record.key, record.value)
+            await work.handle_record(record)
 
     await _until_done(opts, work, consumer, asyncio.create_task(loop()))
     result = work.result("sequential")
@@ -264,7 +269,7 @@ async def child_poll_loop(opts: Options, work: Work) -> Result:
         while True:
             batch = await consumer.poll(timeout_ms=1_000, max_records=10_000)
             for record in batch.records():
-                await work.handle(record.key, record.value)
+                await work.handle_record(record)
 
     await _until_done(opts, work, consumer, asyncio.create_task(loop()))
     result = work.result("poll-loop")
@@ -283,7 +288,7 @@ async def child_create_task(opts: Options, work: Work) -> Result:
     async def loop() -> None:
         async for record in consumer:
             work.arrived()
-            task = asyncio.create_task(work.handle(record.key, record.value))
+            task = asyncio.create_task(work.handle_record(record))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
 
@@ -309,9 +314,7 @@ async def child_process(opts: Options, work: Work) -> Result:
     await consumer.start()
     await consumer.subscribe([opts.topic])
 
-    async def handler(record: Any) -> None:
-        await work.handle(record.key, record.value)
-
+    handler = work.handle_record
     settings: dict[str, Any] = {"concurrency": opts.concurrency, "ordering": opts.ordering}
     if opts.commit_interval_ms is not None and "commit_interval_ms" in inspect.signature(consumer.process).parameters:
         settings["commit_interval_ms"] = opts.commit_interval_ms  # the kill test's: commit within the run
