@@ -1,7 +1,8 @@
 """KIP-848 against Apache Kafka's own group coordinator: ``group_protocol="consumer"`` joins, grows 1 → 3 and shrinks
 to 1 with every record counted, revokes before a partition is assigned elsewhere, commits at the member epoch, is
 fenced and rejoins, keeps a static member's partitions across a restart, uses the coordinator's assignors, subscribes
-with a regular expression the coordinator matches, and shares a group with librdkafka's consumer.
+with a regular expression the coordinator matches, shares a group with librdkafka's consumer, and keeps ``process``
+whole through a rebalance.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tests.support.groups import (
     produced_offsets,
 )
 from tests.support.kafka_broker import KafkaCluster
+from tests.support.processing import PARTITIONS, rebalance_while_processing
 from tests.support.produce import ProduceHelper
 from tests.support.waiting import wait_for_async
 
@@ -512,3 +514,19 @@ async def test_the_rebalance_hook_runs_first_hears_a_revocation_before_the_parti
     assert calls[0::2] == [("hook", kind) for _, kind in calls[1::2]]
     assert calls[1::2] == [("listener", kind) for _, kind in calls[0::2]]
     assert ("hook", "revoked") in calls
+
+
+async def test_a_rebalance_while_processing_loses_nothing_and_never_runs_a_record_twice_at_once(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``process`` while a second member joins, then the first leaves (see ``tests.support.processing``): KIP-848
+    revokes incrementally, each revocation heard by the engine's hook inside ``poll`` before the member acknowledges
+    it in a heartbeat (every second or so: the broker's ``group.consumer.heartbeat.interval.ms`` in the tests)."""
+    await rebalance_while_processing(
+        broker.bootstrap_servers,
+        topic(PARTITIONS),
+        produce,
+        monkeypatch,
+        incremental=True,
+        settings={"group_protocol": "consumer"},
+    )

@@ -9,7 +9,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from asyncconsumer import AsyncConsumer, ConsumerRecord, OffsetAndMetadata, Topi
 from asyncconsumer._caller.processing.progress import decode_done
 from asyncconsumer.tools.embedded_broker import EmbeddedBroker
 from tests.conftest import Broker, TopicFactory
+from tests.support.processing import PARTITIONS, rebalance_while_processing
 from tests.support.produce import ProduceHelper
 from tests.support.waiting import wait_for_async, wait_until
 
@@ -171,52 +171,27 @@ async def _committed_past_zero(broker: Broker, group: str, topic: str, *, with_m
     return bool(found) and (not with_metadata or any(metadata for _, metadata in found))
 
 
+@pytest.mark.parametrize(
+    ("strategy", "incremental"), [("range", False), ("cooperative-sticky", True)], ids=["eager", "cooperative"]
+)
 async def test_a_rebalance_while_processing_loses_nothing_and_never_runs_a_record_twice_at_once(
-    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+    broker: Broker,
+    topic: TopicFactory,
+    produce: ProduceHelper,
+    monkeypatch: pytest.MonkeyPatch,
+    strategy: str,
+    incremental: bool,
 ) -> None:
-    name = topic(4)
-    count = 8_000
-    await produce.values_async(name, count, 4, key=lambda i: b"k%d" % (i % 200), value_size=8)
-    group = _group("rebalance")
-    spans: dict[tuple[int, int], list[tuple[str, float, float]]] = {}
-    done = asyncio.Event()
-
-    def member(label: str) -> tuple[AsyncConsumer, asyncio.Future[None]]:
-        consumer = AsyncConsumer(
-            broker.bootstrap_servers, group_id=group, auto_offset_reset="earliest", session_timeout_ms=6_000
-        )
-
-        async def handle(record: ConsumerRecord) -> None:
-            started = time.monotonic()
-            await asyncio.sleep(0.05)  # slow enough that a has plenty left when b has joined
-            spans.setdefault((record.partition, record.offset), []).append((label, started, time.monotonic()))
-            if len(spans) == count:
-                done.set()
-
-        async def run() -> None:
-            await consumer.subscribe([name])
-            await consumer.process(handle, concurrency=20)
-
-        return consumer, asyncio.ensure_future(run())
-
-    a, a_run = member("a")
-    await wait_for_async(lambda: len(spans) >= 500, 60, message="member a handled nothing")
-    b, b_run = member("b")
-    await wait_for_async(lambda: any(s[0] == "b" for ss in spans.values() for s in ss), 60, message="b got nothing")
-    a.stop_processing()
-    await asyncio.wait_for(a_run, 60)
-    await a.close()  # leaves the group: b takes everything
-    await asyncio.wait_for(done.wait(), 120)
-    b.stop_processing()
-    await asyncio.wait_for(b_run, 60)
-    await b.close()
-    assert len(spans) == count  # nothing lost
-    for handled in spans.values():
-        for i, (label, start, end) in enumerate(handled):
-            for other, other_start, other_end in handled[i + 1 :]:
-                assert not (start < other_end and other_start < end), (label, other)  # never at once
-    repeated = [key for key, handled in spans.items() if len(handled) > 1]
-    assert repeated == []  # revocation commits what finished (with its metadata) before the partitions move
+    """A second member joins, then the first leaves, both processing (see ``tests.support.processing``); classic
+    protocol, eager (``range``) and cooperative (``cooperative-sticky``)."""
+    settings = {
+        "session_timeout_ms": 6_000,
+        "heartbeat_interval_ms": 500,  # a member hears of a rebalance within half a second
+        "partition_assignment_strategy": (strategy,),
+    }
+    await rebalance_while_processing(
+        broker.bootstrap_servers, topic(PARTITIONS), produce, monkeypatch, incremental=incremental, settings=settings
+    )
 
 
 async def test_retries_then_the_dead_letter_callback_and_the_rest_goes_on(
