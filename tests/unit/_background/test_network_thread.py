@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -14,11 +15,16 @@ from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.errors import KafkaTimeoutError
 from asyncconsumer.events.application import SeekEvent, TopicMetadataEvent
+from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.base import PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.messages.metadata import MetadataRequest, MetadataResponse, MetadataResponseBroker
+from asyncconsumer.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+)
 from asyncconsumer.records import TopicPartition
 
 
@@ -106,6 +112,54 @@ def test_events_past_their_deadline_fail_with_a_timeout() -> None:
     error = event.future.exception(0)
     assert isinstance(error, KafkaTimeoutError)
     assert str(error) == "looking up topic 't' timed out"  # what the caller asked, never an internal class name
+
+
+class HandingOver(FixedManager):
+    """Hands work to a manager polled before it (as a membership queues a commit before revoking) and says so
+    through ``poll_again``; or stages an event for the caller."""
+
+    def __init__(self, log: list[tuple[str, int]], hand_over: Callable[[], None]) -> None:
+        super().__init__("late", 9_000, log)
+        self.hand_over = hand_over
+        self.times = 1
+
+    def poll(self, now_ms: int) -> PollResult:
+        if self.times:
+            self.times -= 1
+            self.hand_over()
+        return super().poll(now_ms)
+
+
+def test_work_handed_to_a_manager_after_its_turn_is_polled_for_before_the_loop_sleeps() -> None:
+    clock = ManualClock(0)
+    log: list[tuple[str, int]] = []
+    early = FixedManager("early", 700, log)
+    thread, _, delegate, _, _ = build(clock, [early])
+    thread._managers.append(HandingOver(log, thread.poll_again))
+    anyio.run(thread.run_once)
+    assert delegate.polls == [(0, 0)]  # no sleep: the next iteration polls "early" again at once
+    anyio.run(thread.run_once)
+    assert delegate.polls[-1] == (700, 0)  # nothing handed over this time: sleep until a manager is due
+    assert log == [("early", 0), ("late", 0)] * 2
+
+
+def test_an_event_staged_for_the_caller_during_the_pass_is_delivered_before_the_loop_sleeps() -> None:
+    clock = ManualClock(0)
+    log: list[tuple[str, int]] = []
+    thread, _, delegate, _, _ = build(clock, [])
+    background = thread._background_events
+    error = ErrorEvent(KafkaTimeoutError("x"))
+    thread._managers.append(HandingOver(log, lambda: background.stage(error)))
+    published: list[int] = []
+
+    def publish(now_ms: int) -> None:
+        published.append(now_ms)
+        background.deliver()
+
+    thread._publish = publish
+    anyio.run(thread.run_once)
+    assert delegate.polls == [(0, 0)] and published == [0]  # the iteration ends without a sleep
+    assert background.drain() == [error]
 
 
 def _empty_metadata() -> Any:
