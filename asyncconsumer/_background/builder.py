@@ -156,6 +156,12 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
     def last_network_error() -> KafkaError | None:
         return delegate.last_connection_error() if delegate is not None else None
 
+    thread: ConsumerNetworkThread | None = None
+
+    def poll_again() -> None:
+        assert thread is not None  # built below, before the loop runs
+        thread.poll_again()
+
     group: ConsumerGroup | None = None
     if config.group_id is not None:
         from asyncconsumer._background.group import ConsumerGroup  # late: a consumer without a group never loads it
@@ -172,6 +178,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
             activity=activity,
             api_supported=api_supported,
             last_network_error=last_network_error,
+            poll_again=poll_again,
         )
     delegate = NetworkClientDelegate(
         clock,
@@ -199,7 +206,6 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
     if group is not None:
         on_group_disconnect = group.on_disconnect
         network.add_disconnect_listener(lambda node, error: on_group_disconnect(node))
-    thread: ConsumerNetworkThread | None = None
 
     def request_close(event: CloseEvent) -> None:
         assert thread is not None  # built below, before any event can be processed

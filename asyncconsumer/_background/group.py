@@ -49,11 +49,15 @@ class ConsumerGroup:
         activity: CallerActivity | None = None,
         api_supported: Callable[[int], bool | None] = lambda key: None,
         last_network_error: Callable[[], KafkaError | None] = lambda: None,
+        poll_again: Callable[[], None] = lambda: None,
     ) -> None:
         assert config.group_id is not None
         self.group_id = config.group_id
         self._config = config
         self._clock = clock
+        self._poll_again = poll_again
+        """The loop's ``poll_again``: what a membership hands over below (an assignment to apply, a listener call)
+        is work for managers the loop may have polled already in this pass."""
         self._subs = subscriptions
         self._metadata = metadata
         self._ask_caller = ask_caller
@@ -172,10 +176,14 @@ class ConsumerGroup:
 
     # --- what every membership asks ----------------------------------------------------------------------------
     def _apply_assignment(self, partitions: frozenset[TopicPartition]) -> None:
+        self._poll_again()  # the commit manager looks up the new partitions' committed offsets
         self._subs.assign_from_group(partitions)
         self._metadata.set_topics(self._subs.topics() | (self._subs.subscription or frozenset()))
 
     def _listener_call(self, kind: str, partitions: frozenset[TopicPartition]) -> Future[None]:
+        # Work for the loop either way: a commit before revoking, a callback staged for the caller, or a future
+        # already done that the membership goes on from.
+        self._poll_again()
         done: Future[None] = Future()
 
         def ask(_: object = None) -> None:

@@ -3,7 +3,8 @@
 One iteration: drain application events → read ``now`` once → poll every manager in a fixed order and hand their
 requests to the delegate → fail events past their deadline → sleep in ``delegate.poll`` until something happens →
 publish the snapshot and deliver what the iteration staged. The caller wakes the loop from any thread with
-``wakeup()``.
+``wakeup()``; on the background thread, a part that hands a manager work in the middle of the pass (perhaps after
+that manager's turn: the membership queueing a commit before it revokes) calls ``poll_again()``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class ConsumerNetworkThread:
         self._started = threading.Event()
         self._wake_pending = False
         """Set by any thread's ``wakeup`` and cleared on the background loop: coalesces wake-ups."""
+        self._poll_again = False
+        """Background only: set by ``poll_again`` since the current pass over the managers began."""
         self._close_event: CloseEvent | None = None
         """Background only (set by the processor when the caller's close event arrives)."""
         self.failure: BaseException | None = None
@@ -90,6 +93,11 @@ class ConsumerNetworkThread:
         return not self._thread.is_alive()
 
     # --- background side ------------------------------------------------------------------------------------
+    def poll_again(self) -> None:
+        """Background side: a manager was handed work during the pass, maybe after its turn; poll them all again
+        before sleeping."""
+        self._poll_again = True
+
     def _wake_in_loop(self) -> None:
         self._wake_pending = False
         self._delegate.wakeup()
@@ -144,6 +152,7 @@ class ConsumerNetworkThread:
             return  # close now rather than after the next sleep
         now = self._clock.now_ms()
         wait = MAX_POLL_WAIT_MS
+        self._poll_again = False  # what was handed over before the pass, the pass sees
         for manager in self._managers:
             result = manager.poll(now)
             if result.unsent_requests:
@@ -155,7 +164,9 @@ class ConsumerNetworkThread:
         deadline = self._processor.next_deadline_ms()
         if deadline is not None:
             wait = min(wait, deadline - now)
-        if self._app_events:
+        # The loop sleeps only when no work waits: no new event, no manager handed work after its turn, nothing
+        # staged for the caller (delivered when this iteration ends).
+        if self._app_events or self._poll_again or self._background_events.staged:
             wait = 0
         await self._delegate.poll(max(wait, 0), now)
         self._publish(self._clock.now_ms())

@@ -50,6 +50,11 @@ class BackgroundEventQueue:
         """Background side: ``event`` reaches the caller with the next ``deliver``."""
         self._staged.append(event)
 
+    @property
+    def staged(self) -> bool:
+        """Background side: events wait for the next ``deliver``."""
+        return bool(self._staged)
+
     def deliver(self) -> bool:
         """Background side, at the end of a loop iteration: hands the staged events to the caller and wakes it."""
         if not self._staged:

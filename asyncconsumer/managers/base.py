@@ -45,7 +45,9 @@ class RequestManager(Protocol):
     The thread promises: ``poll`` is called only from the background thread, with the ``now_ms`` it read once for
     the iteration; every request returned is sent (or failed) and its ``on_response`` is called exactly once, on
     the same thread, with the response or a ``KafkaError``; ``poll_on_close`` replaces ``poll`` once the consumer
-    closes. The manager promises: no await, no clock read, no socket, no blocking, no user code.
+    closes. The manager promises: no await, no clock read, no socket, no blocking, no user code; and a poll that
+    hands work to a manager polled before it returns ``time_until_next_poll_ms=0``, so the loop does not sleep on
+    that work (what a membership hands over through its context's callables, the group's wiring says for it).
     """
 
     def poll(self, now_ms: int) -> PollResult:

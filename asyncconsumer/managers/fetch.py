@@ -162,6 +162,7 @@ class FetchManager:
             if leader_epoch is not None and self._leader_epochs.get(tp) != leader_epoch:
                 # a new leader: validate the position against its log before fetching from it (KIP-320)
                 if self._subs.begin_validation(tp, epoch, leader_epoch):
+                    wait = 0  # the validation manager, polled before us, asks the new leader on the next turn
                     continue
                 self._leader_epochs[tp] = leader_epoch
             node = self.read_replicas.select(tp, leader, cluster, now_ms)

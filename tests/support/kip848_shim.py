@@ -15,10 +15,13 @@ connection, refreshed when a heartbeat names an unknown topic or topic id (at mo
 every second while heartbeats arrive. The broker must advertise the shim's port, so that Metadata and
 FindCoordinator answers send clients back through the shim.
 
-Reconciliation (per member, on each of its heartbeats): the member is told ``assigned & target`` at once; while
-it still reports owning partitions outside that set it keeps its member epoch and gets nothing new. Once it has
-nothing to revoke it takes the group epoch and is given the partitions of its target that no other member has
-in its ``assigned`` or last reported owned set (those follow on later heartbeats, without an epoch change).
+Reconciliation (per member, on each of its heartbeats), as Kafka's ``CurrentAssignmentBuilder``: the member is
+told ``assigned & target`` at once, and what it loses is pending revocation: still its own, so no other member is
+given it, until one of its heartbeats lists the partitions it owns without them (an owned list left out, as
+unchanged, acknowledges nothing: the member may hold partitions it was sent and has not reported yet). Meanwhile
+it keeps its member epoch and gets nothing new. Once it has nothing pending revocation it takes the group epoch
+and is given the partitions of its target that no other member has assigned or pending revocation (those follow
+on later heartbeats, without an epoch change).
 
 Control calls and snapshots are thread-safe and take effect before they return.
 """
@@ -137,6 +140,8 @@ class MemberView:
     """What the shim last told the member it may use."""
     target: frozenset[TopicPartition]
     """What the assignor wants the member to have."""
+    pending_revocation: frozenset[TopicPartition]
+    """Taken from the member, which may still hold them: nobody else gets them until it reports letting go."""
     owned: frozenset[TopicPartition]
     """What the member last reported owning."""
     rebalance_timeout_ms: int
@@ -156,6 +161,7 @@ class _Member:
     regex: str | None = None
     owned: frozenset[TopicPartition] = frozenset()
     assigned: frozenset[TopicPartition] = frozenset()
+    pending_revocation: frozenset[TopicPartition] = frozenset()
     last_sent: frozenset[TopicPartition] | None = None
 
 
@@ -306,6 +312,7 @@ class Kip848Shim(LoopThreadServer[_Connection]):
                     server_assignor=m.server_assignor,
                     assigned=m.assigned,
                     target=group.targets.get(member_id, frozenset()),
+                    pending_revocation=m.pending_revocation,
                     owned=m.owned,
                     rebalance_timeout_ms=m.rebalance_timeout_ms,
                 )
@@ -648,9 +655,10 @@ class Kip848Shim(LoopThreadServer[_Connection]):
                 regex = request.subscribed_topic_regex or None  # "" clears the regex
                 bump |= regex != member.regex
                 member.regex = regex
-            if request.topic_partitions is not None:
-                member.owned = self._names(request.topic_partitions)
 
+        reported = None if request.topic_partitions is None else self._names(request.topic_partitions)
+        if reported is not None:
+            member.owned = reported
         member.last_heartbeat = now
         if request.instance_id is not None:
             member.instance_id = request.instance_id
@@ -659,9 +667,8 @@ class Kip848Shim(LoopThreadServer[_Connection]):
         if request.rebalance_timeout_ms != -1:
             member.rebalance_timeout_ms = request.rebalance_timeout_ms
         self._recompute(group, bump=bump)  # also catches metadata changes (new topics, more partitions)
-        self._reconcile(group, member)
+        self._reconcile(group, member, reported)
 
-        reported = None if request.topic_partitions is None else self._names(request.topic_partitions)
         assignment = None
         if joined or member.assigned != member.last_sent or (reported is not None and reported != member.assigned):
             assignment = self._assignment(member.assigned)
@@ -738,17 +745,28 @@ class Kip848Shim(LoopThreadServer[_Connection]):
                 start += sizes[mid]
         return {mid: frozenset(tps) for mid, tps in targets.items()}
 
-    def _reconcile(self, group: _Group, member: _Member) -> None:
-        """Move the member's ``assigned`` toward its target without two members ever holding a partition."""
+    def _reconcile(self, group: _Group, member: _Member, reported: frozenset[TopicPartition] | None) -> None:
+        """Move the member's ``assigned`` toward its target without two members ever holding a partition.
+
+        ``reported`` is the owned list of the heartbeat being answered, None when it was left out. As in Kafka's
+        ``CurrentAssignmentBuilder.ownsRevokedPartitions``, only a list without them acknowledges a revocation."""
+
+        def still_owns(partitions: frozenset[TopicPartition]) -> bool:
+            return bool(partitions) and (reported is None or bool(reported & partitions))
+
+        if still_owns(member.pending_revocation):
+            return  # Kafka's UNREVOKED_PARTITIONS: the epoch waits until the member reports it let go
+        member.pending_revocation = frozenset()
         target = group.targets.get(member.member_id, frozenset())
         keep = member.assigned & target
-        if member.assigned - target or member.owned - keep:
-            member.assigned = keep  # revoke first; the epoch waits until the member reports it let go
+        revoked = member.assigned - target
+        if still_owns(revoked):
+            member.assigned, member.pending_revocation = keep, revoked  # revoke first
             return
         taken: set[TopicPartition] = set()
         for other in group.members.values():
             if other is not member:
-                taken |= other.assigned | other.owned
+                taken |= other.assigned | other.pending_revocation
         member.assigned = keep | frozenset(tp for tp in target - keep if tp not in taken)
         if member.member_epoch != group.epoch:
             member.previous_epoch, member.member_epoch = member.member_epoch, group.epoch

@@ -80,12 +80,13 @@ def test_staged_background_events_reach_the_caller_only_when_delivered_with_one_
     for event in staged:
         queue.stage(event)
     assert not queue and signal.seq == seen  # the loop iteration has not ended
+    assert queue.staged  # so the loop does not sleep before it ends
     immediate = CallbackEvent(lambda: None)
     queue.put(immediate)  # put is for events no snapshot goes with: at once
     assert queue.deliver() is True
     assert signal.seq == seen + 2  # one for the put, one for the whole delivery
     assert queue.drain() == [immediate, *staged]
-    assert queue.deliver() is False and signal.seq == seen + 2  # nothing staged: no wake-up
+    assert not queue.staged and queue.deliver() is False and signal.seq == seen + 2  # nothing staged: no wake-up
 
 
 def test_events_put_back_go_ahead_of_those_delivered_meanwhile_in_their_order() -> None:

@@ -124,7 +124,10 @@ def test_a_new_leader_epoch_stops_fetching_until_the_new_leader_confirms_the_pos
     rig = Rig()
     fetched_ten_under_epoch_zero(rig)
     rig.set_leaders(leader=2, leader_epoch=1, now=10)
-    assert rig.fetch.poll(11).unsent_requests == ()  # awaiting validation: not fetched from the new leader yet
+    began = rig.fetch.poll(11)
+    assert began.unsent_requests == ()  # awaiting validation: not fetched from the new leader yet
+    assert began.time_until_next_poll_ms == 0  # the validation manager, polled before it, asks without a sleep
+    assert rig.fetch.poll(11).time_until_next_poll_ms > 0  # once
     ask = only(rig.validation.poll(12).unsent_requests)
     assert ask.node_id == 2
     assert isinstance(ask.request, OffsetForLeaderEpochRequest)
