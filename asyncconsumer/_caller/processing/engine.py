@@ -214,10 +214,11 @@ class ProcessingEngine:
             self._spawn_worker(slot)
         try:
             while not self._stopped:
-                # No poll while records are ready to start: the workers are busy with what the last polls brought,
-                # and more would only wait (then pause) here, not in the fetch buffer. Never longer than the poll
-                # timeout, so the consumer keeps polling (and rebalancing) while slow handlers hold every worker.
-                if self._scheduler.ready:
+                # No poll while records are ready to start and enough wait to keep every worker busy: more would
+                # only wait (then pause) here, not in the fetch buffer. Fewer than that, and another poll may bring
+                # keys that idle workers can start. Never longer than the poll timeout, so the consumer keeps
+                # polling (and rebalancing) while slow handlers hold every worker.
+                if self._scheduler.ready and self._scheduler.waiting >= self._options.concurrency:
                     await self._until_starved(0.1)
                 await self._apply_backpressure()
                 # at most the bound per poll: a partition just below it ends at most twice the bound
