@@ -1,5 +1,6 @@
 """asyncconsumer: an asyncio-first Kafka consumer with one background I/O thread and sans-I/O request managers."""
 
+from asyncconsumer._caller.processing.engine import ProcessingMetrics
 from asyncconsumer.config import ConsumerConfig, ConsumerSettings
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.errors import (
@@ -68,6 +69,7 @@ __all__ = [
     "PartitionMetrics",
     "PluginError",
     "PollIntervalExceededError",
+    "ProcessingMetrics",
     "RecordDeserializationError",
     "TopicPartition",
     "UnknownTopicOrPartitionError",

@@ -11,12 +11,13 @@ import inspect
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from asyncconsumer._caller import arrow_table
 from asyncconsumer._caller.core import ConsumerCore, to_partition
+from asyncconsumer._caller.processing.engine import OnSkip, ProcessingMetrics
 from asyncconsumer.config import ConsumerConfig, ConsumerSettings, Settings
 from asyncconsumer.errors import KafkaError, KafkaTimeoutError
 from asyncconsumer.listener import ConsumerRebalanceListener
@@ -49,6 +50,7 @@ class Consumer:
         "g"})`` with Java keys as confluent-kafka takes them. Usable at once: the background thread starts with the
         first call that needs it."""
         self._core = ConsumerCore(ConsumerConfig.from_settings(config, **settings))
+        self._processing: tuple[Any, asyncio.AbstractEventLoop] | None = None
 
     def _wait(self, future: Future[T], timeout_ms: int | None = None) -> T:
         """The future's result, or the error the background gave it; ``WakeupError`` if ``wakeup()`` is called
@@ -220,9 +222,10 @@ class Consumer:
     def _run_callbacks(self) -> None:
         for event in self._core.take_background_events():
             try:
-                result = self._core.callback_for(event)()
-                if inspect.isawaitable(result):
-                    asyncio.run(_awaited(result))
+                for callback in self._core.callbacks_for(event):
+                    result = callback()
+                    if inspect.isawaitable(result):
+                        asyncio.run(_awaited(result))
             finally:
                 self._core.callback_done(event)
 
@@ -243,15 +246,16 @@ class Consumer:
         self._wait(self._core.unsubscribe())
 
     def _before_leaving(self) -> None:
-        callback = self._core.revoke_callback_before_leaving()
-        if callback is None:
+        callbacks = self._core.revoke_callbacks_before_leaving()
+        if not callbacks:
             return
-        if self._core.config.enable_auto_commit:
+        if self._core.auto_commit:
             with contextlib.suppress(KafkaError):
                 self.commit()
-        result = callback()
-        if inspect.isawaitable(result):
-            asyncio.run(_awaited(result))
+        for callback in callbacks:
+            result = callback()
+            if inspect.isawaitable(result):
+                asyncio.run(_awaited(result))
 
     def subscription(self) -> set[str]:
         """The topics subscribed to; empty when the consumer is not subscribed."""
@@ -280,6 +284,73 @@ class Consumer:
     def group_metadata(self) -> GroupMetadata:
         """The member's group id, generation (or epoch) and member id, as a transactional producer needs them."""
         return self._core.group_metadata()
+
+    # --- concurrent processing -------------------------------------------------------------------------------
+    def process(
+        self,
+        handler: Callable[[Any], Any],
+        *,
+        concurrency: int = 16,
+        executor: Executor | None = None,
+        ordering: str = "key",
+        batch_size: int | None = None,
+        max_in_flight_per_partition: int = 1_000,
+        commit_interval_ms: int = 5_000,
+        revoke_timeout_ms: int = 30_000,
+        retries: int = 0,
+        retry_backoff_ms: int = 100,
+        on_error: str = "stop",
+        on_skip: OnSkip | None = None,
+    ) -> None:
+        """``AsyncConsumer.process`` for code that is not async: ``handler(record)`` runs in a thread pool
+        (``executor``, or one of ``concurrency`` threads), with the same ordering, commits and failure policies.
+        Returns after ``stop_processing()`` (from any thread); ``wakeup()`` ends it with ``WakeupError``."""
+        from asyncconsumer.consumer import AsyncConsumer
+
+        face = AsyncConsumer._over(self._core)
+        pool = executor if executor is not None else ThreadPoolExecutor(concurrency, "asyncconsumer-process")
+
+        async def run() -> None:
+            loop = asyncio.get_running_loop()
+
+            async def call(argument: Any) -> Any:
+                return await loop.run_in_executor(pool, handler, argument)
+
+            self._processing = (face, loop)
+            await face.process(
+                call,
+                concurrency=concurrency,
+                ordering=ordering,
+                batch_size=batch_size,
+                max_in_flight_per_partition=max_in_flight_per_partition,
+                commit_interval_ms=commit_interval_ms,
+                revoke_timeout_ms=revoke_timeout_ms,
+                retries=retries,
+                retry_backoff_ms=retry_backoff_ms,
+                on_error=on_error,
+                on_skip=on_skip,
+            )
+
+        try:
+            asyncio.run(run())
+        finally:
+            self._processing = None
+            if executor is None:
+                pool.shutdown(wait=True)
+
+    def stop_processing(self) -> None:
+        """Makes ``process`` return once the records running settle and what finished is committed; callable from
+        any thread."""
+        processing = self._processing
+        if processing is not None:
+            face, loop = processing
+            with contextlib.suppress(RuntimeError):  # the loop has just ended: process is returning anyway
+                loop.call_soon_threadsafe(face.stop_processing)
+
+    def processing_metrics(self) -> ProcessingMetrics | None:
+        """What ``process`` has waiting, running and finished (None when it is not running)."""
+        processing = self._processing
+        return processing[0].processing_metrics() if processing is not None else None
 
     def wakeup(self) -> None:
         """Interrupts ``poll`` (or another blocking call) in progress, or the next one, with ``WakeupError``; the

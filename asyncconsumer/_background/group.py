@@ -100,7 +100,20 @@ class ConsumerGroup:
         )
         self.has_listener = False
         """Whether the caller's subscription has a rebalance listener (set from the ``SubscribeEvent``)."""
+        self.rebalance_hook = False
+        """Whether the caller's side has an internal rebalance hook (``SetRebalanceHookEvent``): every assignment and
+        revocation then goes to the caller, listener or not. Independent of ``subscribe``, which leaves it as it is."""
         metadata.add_listener(self._on_metadata)
+
+    def set_auto_commit(self, enabled: bool, on_quiet: Callable[[], None] | None = None) -> None:
+        """Auto-commit on (every ``auto_commit_interval_ms``, before a revocation, on close) or off, whatever the
+        config said; ``on_quiet`` once no auto-commit is in flight (``CommitManager.set_auto_commit``)."""
+        self.commit.set_auto_commit(self._config.auto_commit_interval_ms if enabled else None, on_quiet)
+
+    @property
+    def asks_caller(self) -> bool:
+        """Whether rebalances go to the caller's side (a listener, or the rebalance hook, is there to run)."""
+        return self.has_listener or self.rebalance_hook
 
     def subscribed(self, on_ok: Callable[[None], None], on_error: Callable[[KafkaError], None]) -> None:
         """What ``subscribe`` waits for: brokers seen to offer the membership's API (``on_error`` names it if not)."""
@@ -174,7 +187,7 @@ class ConsumerGroup:
         done: Future[None] = Future()
 
         def ask(_: object = None) -> None:
-            if self.has_listener:
+            if self.asks_caller:
                 self._ask_caller(RebalanceEvent(kind, partitions, done))
             elif not done.done():
                 done.set_result(None)
@@ -182,8 +195,9 @@ class ConsumerGroup:
         if kind == "revoked":
             # Nothing more from these partitions reaches the caller; their positions stay for commits.
             self._subs.set_paused([tp for tp in partitions if self._subs.is_assigned(tp)], True)
-            # Commit what was consumed before the partitions go (Java's commit-before-revoke).
-            if self._config.enable_auto_commit and self.commit.commit_positions(self._clock.now_ms(), on_done=ask):
+            # Commit what was consumed before the partitions go (Java's commit-before-revoke), unless auto-commit is
+            # off now: then nothing is committed for the caller, whose callbacks may commit what they choose.
+            if self.commit.auto_commit_enabled and self.commit.commit_positions(self._clock.now_ms(), on_done=ask):
                 return done
         ask()
         return done

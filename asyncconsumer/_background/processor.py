@@ -21,6 +21,8 @@ from asyncconsumer.events.application import (
     PolledEvent,
     ResetPositionsEvent,
     SeekEvent,
+    SetAutoCommitEvent,
+    SetRebalanceHookEvent,
     SubscribeEvent,
     TopicMetadataEvent,
     UnsubscribeEvent,
@@ -128,6 +130,16 @@ class ApplicationEventProcessor:
                 group = self._require_group("committed")
                 self._track(event)
                 group.commit.fetch_committed(tuple(partitions), event.deadline_ms, event.complete, event.fail)
+            case SetAutoCommitEvent(enabled=enabled):
+                if self._group is None:  # no group, nothing is auto-committed
+                    event.complete(None)
+                    return
+                self._track(event)
+                self._group.set_auto_commit(enabled, on_quiet=lambda: event.complete(None))
+            case SetRebalanceHookEvent(installed=installed):
+                if self._group is not None:  # no group, no rebalances
+                    self._group.rebalance_hook = installed
+                event.complete(None)
             case EnforceRebalanceEvent(reason=reason):
                 self._require_group("enforce_rebalance").membership.request_rejoin(reason)
                 event.complete(None)

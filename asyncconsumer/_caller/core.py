@@ -41,6 +41,8 @@ from asyncconsumer.events.application import (
     PolledEvent,
     ResetPositionsEvent,
     SeekEvent,
+    SetAutoCommitEvent,
+    SetRebalanceHookEvent,
     SubscribeEvent,
     TopicMetadataEvent,
     UnsubscribeEvent,
@@ -94,6 +96,14 @@ def to_partition(value: Any) -> TopicPartition:
     raise TypeError(f"expected a TopicPartition or (topic, partition), got {value!r}")
 
 
+def _rebalance_call(
+    target: ConsumerRebalanceListener, kind: str, partitions: frozenset[TopicPartition]
+) -> Callable[[], Any]:
+    """``target.on_partitions_<kind>`` with a set of its own (each callback may change what it is given)."""
+    method = cast(Callable[[set[TopicPartition]], Any], getattr(target, f"on_partitions_{kind}"))
+    return lambda: method(set(partitions))
+
+
 class ConsumerCore:
     """One consumer's parts (``parts``, from ``builder.build``) and the calls both facades share."""
 
@@ -106,6 +116,11 @@ class ConsumerCore:
         self.meter = RateMeter()
         self.listener: ConsumerRebalanceListener | None = None
         """Set by ``subscribe`` on the caller's thread; read there only (callbacks run inside the caller's poll)."""
+        self.rebalance_hook: ConsumerRebalanceListener | None = None
+        """Set by ``set_rebalance_hook`` on the caller's thread; read there only. Runs before ``listener``."""
+        self.auto_commit = config.enable_auto_commit
+        """Whether the caller's side commits positions before leaving (``unsubscribe``, ``close``): the config's
+        ``enable_auto_commit`` until ``set_auto_commit``. The background keeps its own flag (the commit manager's)."""
         self.started = False
         self.closed = False
         self._start_lock = threading.Lock()
@@ -268,14 +283,17 @@ class ConsumerCore:
             callbacks.append(event)
         return callbacks
 
-    def callback_for(self, event: RebalanceEvent | CallbackEvent) -> Callable[[], Any]:
-        """What to call on the caller's side for ``event`` (the facade awaits it if it returns an awaitable)."""
+    def callbacks_for(self, event: RebalanceEvent | CallbackEvent) -> list[Callable[[], Any]]:
+        """What to call on the caller's side for ``event``, in order (the facade awaits each one that returns an
+        awaitable before it calls the next): for a rebalance, the rebalance hook's method, then the listener's."""
         if isinstance(event, CallbackEvent):
-            return event.call
+            return [event.call]
         listener = self.listener if self.listener is not None else ConsumerRebalanceListener()
-        method = cast(Callable[[set[TopicPartition]], Any], getattr(listener, f"on_partitions_{event.kind}"))
-        partitions = set(event.partitions)
-        return lambda: method(partitions)
+        return [
+            _rebalance_call(target, event.kind, event.partitions)
+            for target in (self.rebalance_hook, listener)
+            if target is not None
+        ]
 
     def commit_async(
         self,
@@ -335,15 +353,53 @@ class ConsumerCore:
         )
         return self.submit(event)
 
-    def revoke_callback_before_leaving(self) -> Callable[[], Any] | None:
-        """Java runs ``on_partitions_revoked`` on the caller's thread in ``unsubscribe`` and ``close``: this is it."""
-        if self.config.group_id is None or self.listener is None or self.subscriptions.subscription is None:
-            return None
-        assigned = self.subscriptions.assigned()
+    def revoke_callbacks_before_leaving(self) -> list[Callable[[], Any]]:
+        """Java runs ``on_partitions_revoked`` on the caller's thread in ``unsubscribe`` and ``close``: these are the
+        rebalance hook's, then the listener's (none without either, or without partitions)."""
+        if self.config.group_id is None or self.subscriptions.subscription is None:
+            return []
+        assigned = frozenset(self.subscriptions.assigned())
         if not assigned:
-            return None
-        listener = self.listener
-        return lambda: listener.on_partitions_revoked(set(assigned))
+            return []
+        return [
+            _rebalance_call(target, "revoked", assigned)
+            for target in (self.rebalance_hook, self.listener)
+            if target is not None
+        ]
+
+    # --- internal calls for the caller's own engines (not public) ---------------------------------------------
+    def set_auto_commit(self, enabled: bool) -> Future[None]:
+        """Auto-commit of the positions on or off while the consumer runs, whatever ``enable_auto_commit`` said.
+
+        Off means none of these commits the positions: the interval's auto-commit, the commit before a revocation,
+        the commit before leaving (``unsubscribe``, ``close``: this side's flag, changed at once) and the background's
+        last commit on close. The future completes once the background holds the change and, when switched off,
+        once no auto-commit of the positions is in flight any more: a commit made after it is never overwritten by
+        an auto-commit. On, the interval counts from then. Without a group there is nothing to auto-commit (the
+        future completes at once). Starts the background, like every call that needs it.
+        """
+        if not isinstance(enabled, bool):
+            raise TypeError(f"enabled must be a bool, got {enabled!r}")
+        self._check_open()
+        self.auto_commit = enabled
+        return self.submit(SetAutoCommitEvent(enabled=enabled, deadline_ms=self.deadline(None)))
+
+    def set_rebalance_hook(self, hook: ConsumerRebalanceListener | None) -> Future[None]:
+        """Installs (or, with None, removes) a rebalance hook: a listener whose callbacks run inside ``poll`` on the
+        caller's side before the user's listener, for every assignment, revocation and loss, whether ``subscribe``
+        was given a listener or not, and before a ``subscribe`` or after it alike.
+
+        Installed at once on this side: a rebalance event already on its way is run with the hook too. The future
+        completes once the background routes every later rebalance to the caller (from then on none goes by
+        unheard). As for a listener, the group waits for the callbacks of a revocation before the partitions go,
+        so the hook may commit from inside ``on_partitions_revoked`` (after the commit-before-revoke when
+        auto-commit is on; none when it is off).
+        """
+        if hook is not None and not isinstance(hook, ConsumerRebalanceListener):
+            raise TypeError(f"hook must be a ConsumerRebalanceListener or None, got {hook!r}")
+        self._check_open()
+        self.rebalance_hook = hook
+        return self.submit(SetRebalanceHookEvent(installed=hook is not None, deadline_ms=self.deadline(None)))
 
     def unsubscribe(self) -> Future[None]:
         return self.submit(UnsubscribeEvent(deadline_ms=self.deadline(None)))

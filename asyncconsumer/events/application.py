@@ -189,6 +189,30 @@ class EnforceRebalanceEvent(ApplicationEvent):
         return "enforce_rebalance()"
 
 
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class SetAutoCommitEvent(ApplicationEvent):
+    """Turn auto-commit of the positions on or off while the consumer runs, whatever ``enable_auto_commit`` said:
+    the interval's commits, the commit before a revocation and the one on close. Completes with ``None`` once the
+    change holds and, when switched off, once no auto-commit is in flight (none can land after the future)."""
+
+    enabled: bool
+
+    def describe(self) -> str:
+        return f"turning auto-commit {'on' if self.enabled else 'off'}"
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class SetRebalanceHookEvent(ApplicationEvent):
+    """The caller's side has (or no longer has) a rebalance hook: send every assignment and revocation to the caller,
+    with or without a listener. Completes with ``None``; every rebalance callback asked for after that goes to the
+    caller."""
+
+    installed: bool
+
+    def describe(self) -> str:
+        return f"{'installing' if self.installed else 'removing'} the rebalance hook"
+
+
 def _partitions(partitions: Iterable[TopicPartition]) -> str:
     """A few partitions by name, then how many more: errors stay one readable line."""
     names = sorted(str(tp) for tp in partitions)

@@ -2,7 +2,9 @@
 
 Retriable errors (coordinator loading, moved or unreachable) back off and retry, forgetting the coordinator when it
 moved; a commit the group no longer accepts (rebalanced, fenced, unknown member) fails at once with
-``CommitFailedError``. Nothing uses this manager yet: auto-commit and commit-before-revoke come with membership.
+``CommitFailedError``. Auto-commit (every interval, before a revocation through the group, and on close) commits the
+positions; ``set_auto_commit`` turns it off or on while the consumer runs, and switching it off drops every
+auto-commit not yet sent and never retries one already out.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ import attrs
 
 from asyncconsumer._logs import get_logger
 from asyncconsumer._state.subscription import SubscriptionState
-from asyncconsumer.errors import CommitFailedError, ErrorCode, KafkaError, KafkaTimeoutError, for_code
+from asyncconsumer.errors import (
+    CommitFailedError,
+    ErrorCode,
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    for_code,
+)
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
@@ -78,6 +87,10 @@ class _Job:
     retry_at_ms: int = 0
     in_flight: bool = False
     done: bool = False
+    auto: bool = False
+    """An auto-commit of the positions (dropped, or never retried, once auto-commit is switched off)."""
+    abandoned: bool = False
+    """Auto-commit was switched off while this auto-commit was in flight: its answer ends it, whatever it says."""
 
     def finish(self, result: object) -> None:
         if not self.done:
@@ -120,6 +133,8 @@ class CommitManager:
         self._request_timeout_ms = request_timeout_ms
         self._next_auto_commit_ms: int | None = None
         self._looking_up: set[TopicPartition] = set()
+        self._quiet_waiters: list[Callable[[], None]] = []
+        """Called once no auto-commit is left in flight (``set_auto_commit(None, on_quiet=...)``)."""
 
     def fetch_committed(
         self,
@@ -142,6 +157,44 @@ class CommitManager:
     @property
     def pending(self) -> int:
         return sum(1 for job in self._jobs if not job.done)
+
+    @property
+    def auto_commit_enabled(self) -> bool:
+        """Whether positions are auto-committed now: on the interval, before a revocation (read by the group) and on
+        close."""
+        return self._auto_commit_ms is not None
+
+    def set_auto_commit(self, interval_ms: int | None, on_quiet: Callable[[], None] | None = None) -> None:
+        """Auto-commits every ``interval_ms`` from now on, or, with None, never again until switched back on.
+
+        Switching off drops every auto-commit not yet sent (a commit-before-revoke among them goes on to its
+        callback, as if it had failed) and marks the ones in flight so that no retry follows their answer.
+        ``on_quiet`` is called once no auto-commit is in flight any more (at once if none is): from then on no
+        auto-commit of the positions reaches the coordinator, so a commit sent afterwards is not overwritten.
+        """
+        was = self._auto_commit_ms
+        self._auto_commit_ms = interval_ms
+        self._next_auto_commit_ms = None  # the first interval counts from the next poll
+        if (was is None) != (interval_ms is None):
+            log.info("commit.auto_commit_switched", enabled=interval_ms is not None, interval_ms=interval_ms)
+        if interval_ms is None:
+            off = IllegalStateError("auto-commit was switched off before this auto-commit was sent")
+            for job in self._jobs:
+                if job.auto and not job.done:
+                    if job.in_flight:
+                        job.abandoned = True
+                    else:
+                        job.fail(off)
+        if on_quiet is not None:
+            self._quiet_waiters.append(on_quiet)
+        self._notify_quiet()
+
+    def _notify_quiet(self) -> None:
+        if not self._quiet_waiters or any(job.auto and not job.done for job in self._jobs):
+            return
+        waiters, self._quiet_waiters = self._quiet_waiters, []
+        for waiter in waiters:
+            waiter()
 
     # --- positions from committed offsets, and auto-commit ----------------------------------------------------
     def _initialize_positions(self, now_ms: int) -> None:
@@ -182,8 +235,9 @@ class CommitManager:
             self.commit_positions(now_ms)
 
     def commit_positions(self, now_ms: int, on_done: Callable[[object], None] | None = None) -> bool:
-        """Commits every assigned partition's position (auto-commit); False when there is nothing to commit."""
-        positions = self._subs.consumed_positions() if self._subs is not None else {}
+        """Auto-commits every assigned partition's position; False when there is nothing to commit or auto-commit is
+        off (then ``on_done`` is not called)."""
+        positions = self._subs.consumed_positions() if self._subs is not None and self.auto_commit_enabled else {}
         if not positions:
             return False
 
@@ -192,11 +246,15 @@ class CommitManager:
                 on_done(result)
 
         def failed(error: KafkaError) -> None:
-            log.warning("commit.auto_commit_failed", error=str(error))
+            if self.auto_commit_enabled:
+                log.warning("commit.auto_commit_failed", error=str(error))
+            else:
+                log.info("commit.auto_commit_dropped", error=str(error))
             done(error)
 
         offsets = {tp: OffsetAndMetadata(offset) for tp, offset in positions.items()}
-        self.commit(offsets, now_ms + self._request_timeout_ms, done, failed)
+        deadline_ms = now_ms + self._request_timeout_ms
+        self._jobs.append(_Job("commit", tuple(offsets), offsets, deadline_ms, done, failed, auto=True))
         return True
 
     # --- the manager contract --------------------------------------------------------------------------------
@@ -230,11 +288,12 @@ class CommitManager:
             job.sent += 1
             requests.append(UnsentRequest(self._request(job), coordinator.node_id, self._callback(job)))
         self._jobs = [job for job in self._jobs if not job.done]
+        self._notify_quiet()
         return PollResult(wait, tuple(requests))
 
     def poll_on_close(self, now_ms: int) -> PollResult:
         """A last auto-commit before the member leaves (sent ahead of the LeaveGroup on the same connection)."""
-        if self._auto_commit_ms is not None and self._generation() is not NO_GENERATION:
+        if self.auto_commit_enabled and self._generation() is not NO_GENERATION:
             self.commit_positions(now_ms)
         self._jobs = [job for job in self._jobs if job.kind == "commit"]
         return self._send_jobs(now_ms)
@@ -364,6 +423,9 @@ class CommitManager:
         return KafkaTimeoutError(f"{what} timed out after {detail}")
 
     def _retry(self, job: _Job, now_ms: int, error: KafkaError) -> None:
+        if job.abandoned:  # auto-commit is off now: a retry could overwrite a commit made since
+            job.fail(error)
+            return
         job.last_error = error
         job.attempts += 1
         job.retry_at_ms = now_ms + self._backoff.backoff_ms(job.attempts)

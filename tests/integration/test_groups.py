@@ -38,15 +38,18 @@ from tests.support.groups import (
     JOIN_TIMEOUT_S,
     SESSION_TIMEOUT_MS,
     AsyncRecordingListener,
+    CommittingHook,
     Poller,
     RecordingListener,
     all_partitions,
+    committed_offsets,
     consume_until,
     consumed,
     describe,
     group_consumer,
     merge,
     new_group_id,
+    offsets_of,
     pairs,
     produced_offsets,
     stable_pair,
@@ -603,3 +606,125 @@ async def test_four_members_join_and_leave_one_by_one_and_every_record_is_consum
     assert union_by_partition(returned) == expected  # none skipped
     duplicates = sorted(x for x, times in Counter(returned).items() if times > 1)
     assert duplicates == [], f"consumed twice across clean rebalances: {duplicates[:20]}"
+
+
+# --- what the caller's processing engine builds on (issue 34): auto-commit off at run time, the rebalance hook ----
+
+AUTO_COMMIT_MS = 200
+
+
+async def test_auto_commit_switched_off_at_run_time_commits_nothing_even_on_unsubscribe_and_close_and_on_again_commits(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(2)
+    produce.values(name, 100, 2)
+    partitions = all_partitions(name, 2)
+    group_id = new_group_id()
+    nothing = dict.fromkeys(range(2), None)
+    settings: dict[str, Any] = {"enable_auto_commit": True, "auto_commit_interval_ms": AUTO_COMMIT_MS}
+
+    first = group_consumer(broker.bootstrap_servers, group_id, **settings)
+    try:
+        await asyncio.wrap_future(first._core.set_auto_commit(False))
+        listener = RecordingListener()  # with a listener, leaving would commit on the caller's side too
+        await first.subscribe([name], listener=listener)
+        assert len(await consume_until(first, 100)) == 100
+        # Ten intervals of polling, each checked: nothing is committed at any point.
+        deadline = time.monotonic() + 10 * AUTO_COMMIT_MS / 1000
+        while time.monotonic() < deadline:
+            await first.poll(timeout_ms=50)
+            assert await committed_offsets(first, partitions) == nothing
+        await first.unsubscribe()  # the revoke callback runs; no commit before it
+        assert listener.of("revoked")[-1] == partitions
+        assert await committed_offsets(first, partitions) == nothing
+        await first.subscribe([name], listener=listener)
+        assert len(await consume_until(first, 100)) == 100  # from the beginning again: nothing was committed
+    finally:
+        await first.close()  # neither the caller's commit before leaving nor the background's last one
+
+    second = group_consumer(broker.bootstrap_servers, group_id, **settings)
+    try:
+        assert await committed_offsets(second, partitions) == nothing
+        await asyncio.wrap_future(second._core.set_auto_commit(False))
+        await asyncio.wrap_future(second._core.set_auto_commit(True))
+        await second.subscribe([name])
+        assert len(await consume_until(second, 100)) == 100
+        half = dict.fromkeys(range(2), 50)
+
+        async def committed_on_the_interval() -> bool:
+            await second.poll(timeout_ms=50)
+            return await committed_offsets(second, partitions) == half
+
+        await wait_until(committed_on_the_interval, JOIN_TIMEOUT_S, lambda: "auto-commit back on never committed")
+    finally:
+        await second.close()
+
+
+async def test_the_rebalance_hook_hears_a_revocation_without_a_listener_before_the_partitions_move_and_commits(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    """Classic, eager (range): the hook, installed before ``subscribe`` (which has no listener), hears the revocation
+    a second member's join causes while its member still holds every partition and the other holds none; nothing
+    was auto-committed (off at run time); the offset it commits from inside the callback is where the new owner
+    starts."""
+    name = topic(4)
+    produce.values(name, 400, 4)
+    partitions = all_partitions(name, 4)
+    group_id = new_group_id()
+    first = group_consumer(
+        broker.bootstrap_servers, group_id, enable_auto_commit=True, auto_commit_interval_ms=AUTO_COMMIT_MS
+    )
+    second = group_consumer(broker.bootstrap_servers, group_id)
+    others: list[AsyncConsumer] = []
+    calls: list[tuple[str, str]] = []
+    hook = CommittingHook(first, others, 30, calls)
+    pollers: list[Poller] = []
+    try:
+        await asyncio.wrap_future(first._core.set_auto_commit(False))
+        await asyncio.wrap_future(first._core.set_rebalance_hook(hook))
+        await first.subscribe([name])
+        p1 = Poller(first)
+        pollers.append(p1)
+
+        def first_has_everything() -> bool:
+            p1.check()
+            return len(consumed(p1)) == 400
+
+        await wait_for_async(first_has_everything, JOIN_TIMEOUT_S, message=lambda: f"{len(p1.records)} records")
+        assert [p for p in hook.assigned if p] == [partitions]
+        others.append(second)
+        await second.subscribe([name])
+        p2 = Poller(second)
+        pollers.append(p2)
+
+        def moved() -> bool:
+            got = offsets_of(p2)
+            return stable_pair(first, second, partitions, p1, p2) and all(
+                got.get(tp.partition, [])[-1:] == [99] for tp in second.assignment()
+            )
+
+        await wait_for_async(
+            moved,
+            2 * JOIN_TIMEOUT_S,
+            message=lambda: (
+                f"first {describe(first.assignment())}, second {describe(second.assignment())}, "
+                f"second read {offsets_of(p2)}"
+            ),
+        )
+        await p1.stop()
+        await p2.stop()
+        (revocation,) = hook.revocations
+        kept = frozenset(first.assignment())
+    finally:
+        for poller in pollers:
+            await poller.abandon()
+        await asyncio.gather(first.close(), second.close())
+    assert [r.partitions for r in hook.revocations[1:]] == [kept]  # close: the hook revokes what was kept, first
+    assert revocation.partitions == partitions  # eager: everything, before the group hands anything out
+    assert revocation.commit_error is None
+    assert revocation.held_by_member >= partitions and not revocation.held_by_others
+    assert set(revocation.committed_before.values()) == {None}  # no commit-before-revoke, no interval commit
+    got = offsets_of(p2)
+    assert {p: got[p] for p in describe(second.assignment())} == {
+        p: list(range(30, 100)) for p in describe(second.assignment())
+    }

@@ -1,7 +1,8 @@
 """KIP-848 against Apache Kafka's own group coordinator: ``group_protocol="consumer"`` joins, grows 1 → 3 and shrinks
 to 1 with every record counted, revokes before a partition is assigned elsewhere, commits at the member epoch, is
 fenced and rejoins, keeps a static member's partitions across a restart, uses the coordinator's assignors, subscribes
-with a regular expression the coordinator matches, and shares a group with librdkafka's consumer.
+with a regular expression the coordinator matches, shares a group with librdkafka's consumer, and keeps ``process``
+whole through a rebalance.
 """
 
 from __future__ import annotations
@@ -20,16 +21,20 @@ from asyncconsumer.errors import InvalidRegularExpressionError, UnsupportedAssig
 from tests.conftest import Broker, TopicFactory, unique_topic_name
 from tests.support.faultproxy import DROP, FaultProxy
 from tests.support.groups import (
+    CommittingHook,
+    OrderListener,
     Poller,
     RecordingListener,
     all_partitions,
     consume_until,
     describe,
     new_group_id,
+    offsets_of,
     owners_disjoint,
     produced_offsets,
 )
 from tests.support.kafka_broker import KafkaCluster
+from tests.support.processing import PARTITIONS, rebalance_while_processing
 from tests.support.produce import ProduceHelper
 from tests.support.waiting import wait_for_async
 
@@ -434,3 +439,94 @@ async def test_a_group_shared_with_librdkafka_owns_each_partition_once_and_loses
         if poller is not None:
             await poller.abandon()
         await ours.close()
+
+
+async def test_the_rebalance_hook_runs_first_hears_a_revocation_before_the_partitions_move_and_commits(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    """KIP-848 (incremental): the hook, installed after ``subscribe``, runs before the user's listener every time;
+    when a second member joins it hears the revocation of what is to move while its member still holds it and the
+    other does not, commits an offset from inside the callback (auto-commit off at run time), and the new owner
+    starts there."""
+    name = topic(4)
+    await produce.values_async(name, 400, 4)
+    partitions = all_partitions(name, 4)
+    group_id = new_group_id()
+    first = member(broker.bootstrap_servers, group_id, enable_auto_commit=True, auto_commit_interval_ms=200)
+    second = member(broker.bootstrap_servers, group_id, enable_auto_commit=False)
+    others: list[AsyncConsumer] = []
+    calls: list[tuple[str, str]] = []
+    hook = CommittingHook(first, others, 30, calls)
+    pollers: list[Poller] = []
+    try:
+        await asyncio.wrap_future(first._core.set_auto_commit(False))
+        await first.subscribe([name], listener=OrderListener(calls))
+        await asyncio.wrap_future(first._core.set_rebalance_hook(hook))  # after subscribe, before any poll
+        p1 = Poller(first)
+        pollers.append(p1)
+
+        def first_has_everything() -> bool:
+            p1.check()
+            return len({(r.partition, r.offset) for r in p1.records}) == 400
+
+        await wait_for_async(first_has_everything, SETTLE_S, message=lambda: f"{len(p1.records)} records")
+        assert [p for p in hook.assigned if p] == [partitions]
+        others.append(second)
+        await second.subscribe([name])
+        p2 = Poller(second)
+        pollers.append(p2)
+
+        def moved() -> bool:
+            p1.check()
+            p2.check()
+            got = offsets_of(p2)
+            return (
+                balanced([first, second], 4)
+                and bool(hook.revocations)
+                and all(got.get(tp.partition, [])[-1:] == [99] for tp in second.assignment())
+            )
+
+        await wait_for_async(
+            moved,
+            SETTLE_S,
+            message=lambda: (
+                f"first {describe(first.assignment())}, second {describe(second.assignment())}, "
+                f"second read {offsets_of(p2)}"
+            ),
+        )
+        await p1.stop()
+        await p2.stop()
+        (revocation,) = hook.revocations
+        moved_partitions = frozenset(second.assignment())
+    finally:
+        for poller in pollers:
+            await poller.abandon()
+        await asyncio.gather(first.close(), second.close())
+    assert revocation.partitions == moved_partitions and len(moved_partitions) == 2  # only what moves
+    assert revocation.commit_error is None
+    assert revocation.held_by_member >= revocation.partitions and not (revocation.held_by_others & moved_partitions)
+    assert set(revocation.committed_before.values()) == {None}  # no commit-before-revoke, no interval commit
+    got = offsets_of(p2)
+    assert {p: got[p] for p in describe(moved_partitions)} == {
+        p: list(range(30, 100)) for p in describe(moved_partitions)
+    }
+    # Every callback, in poll or before leaving on close: the hook's first, then the listener's of the same kind.
+    assert calls[0::2] == [("hook", kind) for _, kind in calls[1::2]]
+    assert calls[1::2] == [("listener", kind) for _, kind in calls[0::2]]
+    assert ("hook", "revoked") in calls
+
+
+async def test_a_rebalance_while_processing_loses_nothing_and_never_runs_a_record_twice_at_once(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``process`` while a second member joins, then the first leaves (see ``tests.support.processing``): KIP-848
+    revokes incrementally, each revocation heard by the engine's hook inside ``poll`` before the member acknowledges
+    it in a heartbeat (every second or so: the broker's ``group.consumer.heartbeat.interval.ms`` in the tests)."""
+    await rebalance_while_processing(
+        broker.bootstrap_servers,
+        topic(PARTITIONS),
+        produce,
+        monkeypatch,
+        incremental=True,
+        settings={"group_protocol": "consumer"},
+    )

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from asyncconsumer import AsyncConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from asyncconsumer import AsyncConsumer, ConsumerRebalanceListener, ConsumerRecord, OffsetAndMetadata, TopicPartition
 from tests.support import consume
 from tests.support.produce import ProducedRecord
 
@@ -122,6 +122,73 @@ class AsyncRecordingListener(_Recorder, ConsumerRebalanceListener):
         self._note("lost", partitions)
 
 
+class Revocation:
+    """What a ``CommittingHook`` saw when a revocation reached it: the partitions, who held what at that moment, the
+    group's committed offsets of those partitions then, and whether its own commit from inside the callback
+    succeeded."""
+
+    def __init__(self, partitions: frozenset[TopicPartition]) -> None:
+        self.partitions = partitions
+        self.held_by_member: frozenset[TopicPartition] = frozenset()
+        self.held_by_others: frozenset[TopicPartition] = frozenset()
+        self.committed_before: dict[TopicPartition, OffsetAndMetadata | None] = {}
+        self.commit_error: BaseException | None = None
+
+
+class CommittingHook(ConsumerRebalanceListener):
+    """A rebalance hook (``ConsumerCore.set_rebalance_hook``, the caller's engine's view of rebalances) for one
+    member: records each callback in ``calls`` (shared with a listener, so their order shows), and on a revocation
+    looks up what is committed and commits ``commit_at`` (metadata ``"hook"``) for each revoked partition, from
+    inside the callback."""
+
+    def __init__(
+        self, member: AsyncConsumer, others: list[AsyncConsumer], commit_at: int, calls: list[tuple[str, str]]
+    ) -> None:
+        self.member = member
+        self.others = others
+        self.commit_at = commit_at
+        self.calls = calls
+        self.revocations: list[Revocation] = []
+        self.assigned: list[frozenset[TopicPartition]] = []
+
+    async def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append(("hook", "revoked"))
+        if not partitions:
+            return
+        seen = Revocation(frozenset(partitions))
+        self.revocations.append(seen)
+        seen.held_by_member = frozenset(self.member.assignment())
+        seen.held_by_others = frozenset(tp for other in self.others for tp in other.assignment())
+        try:
+            seen.committed_before = await self.member.committed(partitions)
+            await self.member.commit({tp: OffsetAndMetadata(self.commit_at, "hook") for tp in partitions})
+        except BaseException as exc:
+            seen.commit_error = exc
+
+    async def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append(("hook", "assigned"))
+        self.assigned.append(frozenset(partitions))
+
+    async def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append(("hook", "lost"))
+
+
+class OrderListener(ConsumerRebalanceListener):
+    """A user's listener that only records its calls, in the list a ``CommittingHook`` shares."""
+
+    def __init__(self, calls: list[tuple[str, str]]) -> None:
+        self.calls = calls
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append(("listener", "revoked"))
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append(("listener", "assigned"))
+
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append(("listener", "lost"))
+
+
 async def consume_until(
     consumer: AsyncConsumer, count: int, timeout_s: float = JOIN_TIMEOUT_S, max_records: int | None = None
 ) -> list[ConsumerRecord]:
@@ -157,6 +224,21 @@ class Poller:
         """On the way out of a failed test: cancel the task, whatever it was doing."""
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
+
+
+def offsets_of(*pollers: Poller) -> dict[int, list[int]]:
+    """The offsets the pollers returned, per partition, in the order returned (duplicates kept)."""
+    out: dict[int, list[int]] = defaultdict(list)
+    for poller in pollers:
+        for r in poller.records:
+            out[r.partition].append(r.offset)
+    return dict(out)
+
+
+async def committed_offsets(consumer: AsyncConsumer, partitions: Iterable[TopicPartition]) -> dict[int, int | None]:
+    """The group's committed offset of each partition, by partition number (None where nothing is committed)."""
+    committed = await consumer.committed(sorted(partitions))
+    return {tp.partition: (c.offset if c else None) for tp, c in committed.items()}
 
 
 def consumed(*pollers: Poller) -> set[tuple[int, int]]:

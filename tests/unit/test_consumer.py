@@ -33,13 +33,13 @@ TP = TopicPartition("t", 0)
 AWAITED = {
     "start", "close", "assign", "seek", "seek_to_beginning", "seek_to_end", "position", "pause", "resume",
     "beginning_offsets", "end_offsets", "offsets_for_times", "topics", "partitions_for", "poll", "poll_arrow",
-    "subscribe", "unsubscribe", "commit", "committed", "__aenter__", "__aexit__", "__anext__",
+    "subscribe", "unsubscribe", "commit", "committed", "__aenter__", "__aexit__", "__anext__", "process",
 }  # fmt: skip
 """Every call that waits on the background thread (or may run a callback) is awaited; the rest read local state."""
 
 LOCAL = {
     "assignment", "paused", "metrics", "highwater", "subscription", "commit_async", "group_metadata",
-    "enforce_rebalance", "current_lag", "__aiter__",
+    "enforce_rebalance", "current_lag", "__aiter__", "stop_processing", "processing_metrics",
 }  # fmt: skip
 
 

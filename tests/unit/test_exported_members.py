@@ -38,6 +38,7 @@ def test_public_api_is_pinned() -> None:
         "PartitionInfo",
         "PartitionMetrics",
         "PluginError",
+        "ProcessingMetrics",
         "RecordDeserializationError",
         "TopicPartition",
         "UnknownTopicOrPartitionError",

@@ -121,6 +121,46 @@ def test_with_auto_commit_the_revoke_callback_is_asked_only_once_the_positions_a
     assert [e.kind for e in wired.asked] == ["assigned", "revoked"]
 
 
+def test_with_the_rebalance_hook_and_no_listener_every_rebalance_is_asked_on_the_callers_side() -> None:
+    wired = WiredGroup(enable_auto_commit=False)
+    wired.group.rebalance_hook = True  # SetRebalanceHookEvent; the subscription has no listener
+    wired.join_as_leader(listener=False)
+    (assigned,) = wired.asked
+    assert (assigned.kind, assigned.partitions) == ("assigned", frozenset([T0, T1]))
+    assigned.done.set_result(None)
+    membership = wired.group.membership
+    membership.poll(3)
+    membership.request_rejoin("a test")
+    revoked = wired.asked[-1]
+    assert (revoked.kind, revoked.partitions) == ("revoked", frozenset([T0, T1]))
+    assert wired.subscriptions.assigned() == {T0, T1}  # until the hook returns: it may commit
+    membership.poll(4)
+    assert membership.state is MemberState.PREPARING
+    revoked.done.set_result(None)
+    membership.poll(5)
+    assert wired.subscriptions.assigned() == set() and membership.state is MemberState.JOINING
+
+
+def test_with_auto_commit_switched_off_the_revocation_is_asked_at_once_and_nothing_is_committed() -> None:
+    wired = WiredGroup()  # enable_auto_commit in the config
+    wired.group.rebalance_hook = True
+    wired.join_as_leader(listener=False)
+    wired.asked[-1].done.set_result(None)
+    membership = wired.group.membership
+    membership.poll(3)
+    wired.subscriptions.seek(T0, 7)
+    wired.subscriptions.seek(T1, 9)
+    wired.group.set_auto_commit(False)
+    membership.request_rejoin("a test")
+    assert [e.kind for e in wired.asked] == ["assigned", "revoked"]  # no commit-before-revoke to wait for
+    for now in (4, 10_000, 100_000):
+        sent = wired.group.commit.poll(now).unsent_requests
+        assert not [u for u in sent if isinstance(u.request, OffsetCommitRequest)]
+    assert not [u for u in wired.group.commit.poll_on_close(100_001).unsent_requests]
+    wired.group.set_auto_commit(True)  # back on: the next revocation commits first again
+    assert wired.group.commit.auto_commit_enabled
+
+
 @pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
 def test_a_subscribed_topic_that_does_not_exist_is_warned_of_once_and_again_only_after_it_existed(
     monkeypatch: pytest.MonkeyPatch, group_protocol: str

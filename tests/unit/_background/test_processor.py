@@ -31,6 +31,8 @@ from asyncconsumer.events.application import (
     PolledEvent,
     ResetPositionsEvent,
     SeekEvent,
+    SetAutoCommitEvent,
+    SetRebalanceHookEvent,
     SubscribeEvent,
     TopicMetadataEvent,
     UnsubscribeEvent,
@@ -175,6 +177,55 @@ def test_subscribe_hands_the_topics_to_the_group_and_completes_once_its_api_is_k
     waiting = kip848.process(SubscribeEvent(topics=frozenset({"t"}), deadline_ms=10))
     assert not waiting.future.done()  # until a connected broker is seen to offer API 68
     assert kip848.processor.next_deadline_ms() == 10
+
+
+def test_the_rebalance_hook_routes_rebalances_to_the_caller_whether_subscribe_comes_before_or_after_it() -> None:
+    for hook_first in (True, False):
+        wired = WiredGroup()
+        parts = Parts(wired)
+        hook = SetRebalanceHookEvent(installed=True, deadline_ms=10)
+        subscribe = SubscribeEvent(topics=frozenset({"t"}), deadline_ms=10)  # no listener
+        for event in (hook, subscribe) if hook_first else (subscribe, hook):
+            parts.process(event)
+        assert hook.future.result(0) is None
+        assert wired.group.rebalance_hook and wired.group.asks_caller
+        assert wired.group.has_listener is False
+        parts.process(SubscribeEvent(topics=frozenset({"t"}), has_listener=True, deadline_ms=10))
+        parts.process(SubscribeEvent(topics=frozenset({"t"}), deadline_ms=10))  # a listener dropped, not the hook
+        assert wired.group.asks_caller
+        assert parts.process(SetRebalanceHookEvent(installed=False, deadline_ms=10)).future.result(0) is None
+        assert not wired.group.asks_caller
+
+
+def test_auto_commit_switched_off_completes_once_no_auto_commit_is_in_flight() -> None:
+    wired = WiredGroup()
+    parts = Parts(wired)
+    commit = wired.group.commit
+    assert commit.auto_commit_enabled  # the config's default
+    off = parts.process(SetAutoCommitEvent(enabled=False, deadline_ms=10))
+    assert off.future.result(0) is None  # nothing in flight
+    assert not commit.auto_commit_enabled
+    on = parts.process(SetAutoCommitEvent(enabled=True, deadline_ms=10))
+    assert on.future.result(0) is None and commit.auto_commit_enabled
+
+    wired.find_coordinator()
+    wired.subscriptions.subscribe(["t"])
+    wired.subscriptions.assign_from_group([T0])
+    wired.subscriptions.seek(T0, 4)
+    assert commit.commit_positions(0)  # an auto-commit (as before a revocation), then sent
+    (sent,) = commit.poll(0).unsent_requests
+    off = parts.process(SetAutoCommitEvent(enabled=False, deadline_ms=100))
+    assert not off.future.done()
+    assert parts.processor.next_deadline_ms() == 100  # failed at its deadline if it never gets quiet
+    sent.on_response(KafkaConnectionError("gone"), 1)  # retriable, but not retried now
+    commit.poll(2)
+    assert off.future.result(0) is None
+
+
+def test_without_a_group_the_hook_and_auto_commit_events_complete_at_once() -> None:
+    parts = Parts()
+    assert parts.process(SetAutoCommitEvent(enabled=False, deadline_ms=10)).future.result(0) is None
+    assert parts.process(SetRebalanceHookEvent(installed=True, deadline_ms=10)).future.result(0) is None
 
 
 def test_a_commit_of_nothing_completes_at_once() -> None:

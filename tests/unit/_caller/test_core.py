@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from asyncconsumer import (
+    ClientClosedError,
     Consumer,
     ConsumerRebalanceListener,
     GroupMetadata,
@@ -155,12 +156,53 @@ def test_a_rebalance_event_calls_the_listener_with_a_set_of_its_own_and_done_wak
     c.listener = listener
     done: Future[None] = Future()
     event = RebalanceEvent("assigned", frozenset([TP]), done)
-    c.callback_for(event)()
+    (callback,) = c.callbacks_for(event)
+    callback()
     assert listener.seen == [("assigned", {TP})] and isinstance(listener.seen[0][1], set)
     c.callback_done(event)
     assert done.result(0) is None
     c.listener = None  # no listener: the default one, which does nothing
-    assert c.callback_for(RebalanceEvent("revoked", frozenset([TP]), Future()))() is None
+    assert [f() for f in c.callbacks_for(RebalanceEvent("revoked", frozenset([TP]), Future()))] == [None]
+
+
+class Calls(ConsumerRebalanceListener):
+    """Appends ``(name, kind, partitions)`` to a list shared with other listeners, so their order shows."""
+
+    def __init__(self, name: str, calls: list[tuple[str, str, set[TopicPartition]]]) -> None:
+        self.name = name
+        self.calls = calls
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append((self.name, "revoked", partitions))
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append((self.name, "assigned", partitions))
+
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append((self.name, "lost", partitions))
+
+
+@pytest.mark.parametrize("kind", ["assigned", "revoked", "lost"])
+def test_the_rebalance_hook_runs_before_the_listener_each_with_a_set_of_its_own(kind: str) -> None:
+    c = core(group_id="g")
+    calls: list[tuple[str, str, set[TopicPartition]]] = []
+    c.rebalance_hook = Calls("hook", calls)
+    c.listener = Calls("listener", calls)
+    for callback in c.callbacks_for(RebalanceEvent(kind, frozenset([TP]), Future())):
+        callback()
+    assert [(name, k) for name, k, _ in calls] == [("hook", kind), ("listener", kind)]
+    assert calls[0][2] == calls[1][2] == {TP} and calls[0][2] is not calls[1][2]
+    c.listener = None
+    assert len(c.callbacks_for(RebalanceEvent(kind, frozenset([TP]), Future()))) == 2  # the hook, the default
+
+
+def test_a_commit_callback_is_not_given_to_the_rebalance_hook() -> None:
+    c = core(group_id="g")
+    c.rebalance_hook = Calls("hook", [])
+    ran: list[int] = []
+    (callback,) = c.callbacks_for(CallbackEvent(lambda: ran.append(1)))
+    callback()
+    assert ran == [1]
 
 
 def test_group_metadata_is_the_published_snapshot() -> None:
@@ -210,7 +252,7 @@ def test_wakeup_is_raised_once_per_call_to_wakeup() -> None:
 
 def test_a_revoke_callback_before_leaving_exists_only_for_a_listener_with_partitions() -> None:
     c = core(group_id="g")
-    assert c.revoke_callback_before_leaving() is None  # no listener
+    assert c.revoke_callbacks_before_leaving() == []  # no listener
     revoked: list[set[TopicPartition]] = []
 
     class Listener(ConsumerRebalanceListener):
@@ -218,11 +260,63 @@ def test_a_revoke_callback_before_leaving_exists_only_for_a_listener_with_partit
             revoked.append(partitions)
 
     c.listener = Listener()
-    assert c.revoke_callback_before_leaving() is None  # not subscribed
+    assert c.revoke_callbacks_before_leaving() == []  # not subscribed
     c.subscriptions.subscribe(["t"])
-    assert c.revoke_callback_before_leaving() is None  # nothing assigned yet
+    assert c.revoke_callbacks_before_leaving() == []  # nothing assigned yet
     c.subscriptions.assign_from_group([TP])
-    callback = c.revoke_callback_before_leaving()
-    assert callback is not None
+    (callback,) = c.revoke_callbacks_before_leaving()
     callback()
     assert revoked == [{TP}]
+
+
+def test_before_leaving_the_rebalance_hook_revokes_first_with_or_without_a_listener() -> None:
+    c = core(group_id="g")
+    calls: list[tuple[str, str, set[TopicPartition]]] = []
+    c.rebalance_hook = Calls("hook", calls)
+    c.subscriptions.subscribe(["t"])
+    c.subscriptions.assign_from_group([TP])
+    for callback in c.revoke_callbacks_before_leaving():
+        callback()
+    assert calls == [("hook", "revoked", {TP})]
+    c.listener = Calls("listener", calls)
+    for callback in c.revoke_callbacks_before_leaving():
+        callback()
+    assert [name for name, _, _ in calls] == ["hook", "hook", "listener"]
+
+
+def test_set_auto_commit_changes_the_callers_flag_at_once_and_the_background_answers() -> None:
+    c = core(group_id="g")
+    assert c.auto_commit is True  # the config's enable_auto_commit
+    try:
+        future = c.set_auto_commit(False)
+        assert c.auto_commit is False  # before the background answers: close() and unsubscribe() read it
+        assert future.result(5) is None  # no coordinator, so no auto-commit in flight: quiet at once
+        assert c.set_auto_commit(True).result(5) is None and c.auto_commit is True
+        with pytest.raises(TypeError, match="bool"):
+            c.set_auto_commit(1)  # type: ignore[arg-type]
+    finally:
+        closing = c.close(1_000)
+        if closing is not None:
+            closing.result(5)
+        c.finish_close(5)
+
+
+def test_set_rebalance_hook_installs_it_at_once_and_the_background_answers() -> None:
+    c = core(group_id="g")
+    hook = Calls("hook", [])
+    try:
+        assert c.set_rebalance_hook(hook).result(5) is None
+        assert c.rebalance_hook is hook
+        assert c.set_rebalance_hook(None).result(5) is None
+        assert c.rebalance_hook is None
+        with pytest.raises(TypeError, match="ConsumerRebalanceListener"):
+            c.set_rebalance_hook(object())  # type: ignore[arg-type]
+    finally:
+        closing = c.close(1_000)
+        if closing is not None:
+            closing.result(5)
+        c.finish_close(5)
+    with pytest.raises(ClientClosedError):
+        c.set_rebalance_hook(hook)
+    with pytest.raises(ClientClosedError):
+        c.set_auto_commit(False)

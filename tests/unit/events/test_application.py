@@ -21,6 +21,8 @@ from asyncconsumer.events.application import (
     PolledEvent,
     ResetPositionsEvent,
     SeekEvent,
+    SetAutoCommitEvent,
+    SetRebalanceHookEvent,
     SubscribeEvent,
     TopicMetadataEvent,
     UnsubscribeEvent,
@@ -52,6 +54,10 @@ CASES: list[tuple[ApplicationEvent, str]] = [
     (CommittedEvent(partitions=frozenset([T0]), deadline_ms=0), "looking up the committed offsets of t-0"),
     (PolledEvent(deadline_ms=0), "poll()"),
     (EnforceRebalanceEvent(reason="why", deadline_ms=0), "enforce_rebalance()"),
+    (SetAutoCommitEvent(enabled=False, deadline_ms=0), "turning auto-commit off"),
+    (SetAutoCommitEvent(enabled=True, deadline_ms=0), "turning auto-commit on"),
+    (SetRebalanceHookEvent(installed=True, deadline_ms=0), "installing the rebalance hook"),
+    (SetRebalanceHookEvent(installed=False, deadline_ms=0), "removing the rebalance hook"),
 ]
 """One of each kind of event, with what it says."""
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.errors import CommitFailedError, KafkaConnectionError, KafkaError, KafkaTimeoutError
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.commit import NO_GENERATION, CommitManager, Generation
@@ -211,3 +212,106 @@ def test_offset_fetch_names_the_member_and_epoch_only_for_a_kip848_group() -> No
         sent = one(manager.poll(0).unsent_requests).request
         assert isinstance(sent, OffsetFetchRequest)
         assert (sent.groups[0].member_id, sent.groups[0].member_epoch) == expected
+
+
+# --- auto-commit, and switching it off and on at run time -----------------------------------------------------------
+
+
+def auto_setup(interval_ms: int | None = 1_000) -> tuple[CommitManager, CoordinatorManager, SubscriptionState]:
+    """A member of generation 3 that owns t-0 at position 7, with auto-commit every ``interval_ms`` (None: off)."""
+    coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)
+    (find,) = coordinator.poll(0).unsent_requests
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 0)
+    subs = SubscriptionState("earliest")
+    subs.subscribe(["t"])
+    subs.assign_from_group([TP0])
+    subs.seek(TP0, 7)
+    manager = CommitManager(
+        coordinator,
+        lambda: Generation(3, "m"),
+        ExponentialBackoff(100, 1000, jitter=0),
+        subscriptions=subs,
+        auto_commit_interval_ms=interval_ms,
+    )
+    return manager, coordinator, subs
+
+
+def commits(requests: tuple[UnsentRequest, ...]) -> list[tuple[int, int]]:
+    """(partition, offset) of every OffsetCommit among ``requests``."""
+    return [
+        (p.partition_index, p.committed_offset)
+        for u in requests
+        if isinstance(u.request, OffsetCommitRequest)
+        for t in u.request.topics
+        for p in t.partitions
+    ]
+
+
+def test_auto_commit_commits_the_positions_every_interval() -> None:
+    manager, _, _ = auto_setup()
+    assert manager.auto_commit_enabled
+    assert manager.poll(0).time_until_next_poll_ms == 1_000  # the first interval counts from the first poll
+    assert commits(manager.poll(999).unsent_requests) == []
+    request = one(manager.poll(1_000).unsent_requests)
+    assert commits((request,)) == [(0, 7)]
+    request.on_response(committed_answer(), 1_001)
+    assert commits(manager.poll(1_999).unsent_requests) == []
+    assert commits(manager.poll(2_000).unsent_requests) == [(0, 7)]
+
+
+def test_switched_off_nothing_is_auto_committed_on_the_interval_nor_on_close_and_switched_on_it_is_again() -> None:
+    manager, _, _ = auto_setup()
+    manager.poll(0)
+    quiet: list[int] = []
+    manager.set_auto_commit(None, on_quiet=lambda: quiet.append(1))
+    assert quiet == [1]  # nothing was in flight
+    assert not manager.auto_commit_enabled
+    assert manager.commit_positions(1) is False  # the group's commit-before-revoke asks it: nothing to do
+    for now in (1_000, 5_000, 60_000):
+        result = manager.poll(now)
+        assert commits(result.unsent_requests) == []
+    assert commits(manager.poll_on_close(60_001).unsent_requests) == []  # the close's last auto-commit too
+    manager.set_auto_commit(1_000)
+    assert manager.auto_commit_enabled
+    assert commits(manager.poll(60_002).unsent_requests) == []  # the interval counts from being switched on
+    assert commits(manager.poll(61_002).unsent_requests) == [(0, 7)]
+
+
+def test_switching_off_drops_an_auto_commit_not_yet_sent_and_its_callback_still_runs() -> None:
+    manager, coordinator, _ = auto_setup()
+    coordinator.mark_unknown("test")  # the commit-before-revoke waits for a coordinator
+    results: list[object] = []
+    assert manager.commit_positions(0, on_done=results.append)
+    manager.set_auto_commit(None)
+    assert len(results) == 1 and isinstance(results[0], KafkaError)  # the revocation goes on
+    assert manager.pending == 0
+    (find,) = coordinator.poll(1).unsent_requests
+    find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 1)
+    assert commits(manager.poll(2).unsent_requests) == []  # never sent
+
+
+def test_switching_off_is_quiet_once_the_auto_commit_in_flight_is_answered_and_it_is_never_retried() -> None:
+    manager, _, _ = auto_setup()
+    manager.poll(0)
+    in_flight = one(manager.poll(1_000).unsent_requests)
+    quiet: list[int] = []
+    manager.set_auto_commit(None, on_quiet=lambda: quiet.append(1))
+    assert quiet == []  # an auto-commit is out: a commit after the switch could still be overwritten
+    manager.commit({TP0: OffsetAndMetadata(3)}, 10_000, lambda r: None, lambda e: None)  # the caller's own
+    assert commits(manager.poll(1_001).unsent_requests) == [(0, 3)]
+    assert quiet == []
+    in_flight.on_response(committed_answer(error_code=15), 1_002)  # COORDINATOR_NOT_AVAILABLE: retriable
+    manager.poll(1_003)
+    assert quiet == [1]
+    assert commits(manager.poll(5_000).unsent_requests) == []  # the auto-commit was not retried
+
+
+def test_an_explicit_commit_is_untouched_by_switching_auto_commit_off() -> None:
+    manager, _, _ = auto_setup()
+    done: list[object] = []
+    manager.commit({TP0: OffsetAndMetadata(5)}, 10_000, done.append, done.append)
+    manager.set_auto_commit(None)
+    request = one(manager.poll(0).unsent_requests)
+    assert commits((request,)) == [(0, 5)]
+    request.on_response(committed_answer(), 1)
+    assert done == [None]

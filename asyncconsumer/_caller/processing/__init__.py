@@ -1,0 +1,1 @@
+"""Concurrent processing with commits that cover only finished work (issue 34): the caller side's engine."""
