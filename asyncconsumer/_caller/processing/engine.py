@@ -171,7 +171,11 @@ class ProcessingEngine:
         self._wake_poller()
 
     def metrics(self) -> ProcessingMetrics:
-        recent = sorted(self._latencies[: min(self._latency_count, LATENCY_SAMPLES)])
+        """A snapshot, safe from any thread (the blocking ``Consumer`` asks from its callers' threads): it copies
+        each collection in one C-level call and changes nothing."""
+        progress = list(self._progress.values())
+        timed = self._latency_count
+        recent = sorted(self._latencies[: min(timed, LATENCY_SAMPLES)])
         return ProcessingMetrics(
             running=self._scheduler.running,
             waiting=self._scheduler.waiting,
@@ -179,9 +183,9 @@ class ProcessingEngine:
             failed=self._failed,
             skipped=self._skipped,
             retries=self._retries,
-            commit_lag=sum(p.pending for p in self._progress.values()),
+            commit_lag=sum(p.pending for p in progress),
             paused=frozenset(self._paused),
-            handler_seconds_avg=self._handler_seconds / self._latency_count if self._latency_count else 0.0,
+            handler_seconds_avg=self._handler_seconds / timed if timed else 0.0,
             completed_per_second=self._completed_per_second(),
             handler_seconds_p50=_percentile(recent, 0.5),
             handler_seconds_p99=_percentile(recent, 0.99),
@@ -191,11 +195,10 @@ class ProcessingEngine:
     def _completed_per_second(self) -> float:
         now = time.monotonic()
         ended = self._completed + self._skipped
-        while len(self._rate) > 1 and now - self._rate[0][0] > _RATE_WINDOW_S:
-            self._rate.popleft()
-        if not self._rate or now - self._rate[0][0] <= 0:
+        samples = [sample for sample in list(self._rate) if now - sample[0] <= _RATE_WINDOW_S]
+        if not samples or now - samples[0][0] <= 0:
             return 0.0
-        since, count = self._rate[0]
+        since, count = samples[0]
         return (ended - count) / (now - since)
 
     def _sample_rate(self, now: float) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -355,3 +357,42 @@ async def test_a_worker_that_fails_inside_the_engine_stops_processing_with_its_e
     engine._receive = receive  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="bookkeeping"):
         await asyncio.wait_for(engine.run(), 5)
+
+
+async def test_metrics_may_be_read_from_another_thread_while_partitions_come_and_go() -> None:
+    """The blocking ``Consumer`` hands ``processing_metrics()`` to any thread: reading it while the engine adds
+    partitions must never see a collection change under its feet."""
+    partitions = [TopicPartition("t", p) for p in range(400)]
+    consumer = FakeConsumer([record(tp, o, b"k") for o in range(3) for tp in partitions], per_poll=7)
+    handled: list[ConsumerRecord] = []
+
+    async def handle(r: ConsumerRecord) -> None:
+        handled.append(r)
+
+    engine = ProcessingEngine(consumer, handle, ProcessingOptions(concurrency=8))
+    errors: list[BaseException] = []
+    reads = 0
+    done = threading.Event()
+
+    def read() -> None:
+        nonlocal reads
+        while not done.is_set():
+            try:
+                engine.metrics()
+            except Exception as exc:
+                errors.append(exc)
+                return
+            reads += 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # the threads take turns often: a reading that is not safe fails at once
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        await run_until_handled(engine, handled, len(partitions) * 3)
+    finally:
+        done.set()
+        reader.join()
+        sys.setswitchinterval(interval)
+    assert errors == [] and reads > 0
+    assert len(handled) == 1_200
