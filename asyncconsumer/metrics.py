@@ -97,8 +97,9 @@ class RateMeter:
             samples.popleft()
 
     def rates(self, now_ms: int, records: int, size: int) -> tuple[float, float]:
-        """(records/s, bytes/s) from the oldest sample in the window to ``now_ms`` with these totals."""
-        oldest = next((s for s in self._samples if s[0] >= now_ms - self._window_ms), None)
+        """(records/s, bytes/s) from the oldest sample in the window to ``now_ms`` with these totals. Safe while
+        another thread samples: it reads a copy of the samples (``processing_metrics()`` is read from any thread)."""
+        oldest = next((s for s in list(self._samples) if s[0] >= now_ms - self._window_ms), None)
         if oldest is None or now_ms <= oldest[0]:
             return 0.0, 0.0
         seconds = (now_ms - oldest[0]) / 1000

@@ -28,6 +28,7 @@ from asyncconsumer._caller.processing.scheduler import Ordering, Scheduler
 from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import ConfigError, KafkaError
 from asyncconsumer.listener import ConsumerRebalanceListener
+from asyncconsumer.metrics import RateMeter
 from asyncconsumer.records import ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition
 
 log = get_logger("asyncconsumer.processing")
@@ -115,8 +116,9 @@ _TIMED_MASK = 7
 """A worker times one record in eight (``turn & _TIMED_MASK == 0``): two clock reads per record are a tenth of
 what the engine costs a handler that returns at once, and a sample of one in eight gives the same percentiles."""
 
-_RATE_WINDOW_S = 5.0
-_RATE_SAMPLE_S = 0.25
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
 
 
 def _percentile(ordered: list[float], fraction: float) -> float:
@@ -161,8 +163,8 @@ class ProcessingEngine:
         self._handler_seconds = 0.0
         self._latencies = [0.0] * LATENCY_SAMPLES
         self._latency_count = 0
-        self._rate: collections.deque[tuple[float, int]] = collections.deque()
-        """(monotonic time, units ended) every ``_RATE_SAMPLE_S`` or so, over the last ``_RATE_WINDOW_S``."""
+        self._rate = RateMeter(window_s=5.0)
+        """Units finished (completed or skipped), sampled at each poll: ``completed_per_second``."""
 
     # --- the caller's controls -------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -193,19 +195,7 @@ class ProcessingEngine:
         )
 
     def _completed_per_second(self) -> float:
-        now = time.monotonic()
-        ended = self._completed + self._skipped
-        samples = [sample for sample in list(self._rate) if now - sample[0] <= _RATE_WINDOW_S]
-        if not samples or now - samples[0][0] <= 0:
-            return 0.0
-        since, count = samples[0]
-        return (ended - count) / (now - since)
-
-    def _sample_rate(self, now: float) -> None:
-        if not self._rate or now - self._rate[-1][0] >= _RATE_SAMPLE_S:
-            self._rate.append((now, self._completed + self._skipped))
-            while len(self._rate) > 1 and now - self._rate[0][0] > _RATE_WINDOW_S:
-                self._rate.popleft()
+        return self._rate.rates(_now_ms(), self._completed + self._skipped, 0)[0]
 
     @property
     def rebalance_hook(self) -> ConsumerRebalanceListener:
@@ -236,8 +226,8 @@ class ProcessingEngine:
                 await self._receive(records)
                 self._wake_idle()
                 await asyncio.sleep(0)
+                self._rate.sample(_now_ms(), self._completed + self._skipped, 0)
                 now = time.monotonic()
-                self._sample_rate(now)
                 if now >= next_commit:
                     await self._commit(self._progress)
                     next_commit = time.monotonic() + self._options.commit_interval_ms / 1000
