@@ -48,7 +48,7 @@ from asyncconsumer.events.application import (
     UnsubscribeEvent,
     UpdatePositionsEvent,
 )
-from asyncconsumer.events.background import CallbackEvent, ErrorEvent, RebalanceEvent
+from asyncconsumer.events.background import AcknowledgedEvent, CallbackEvent, ErrorEvent, RebalanceEvent
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, RateMeter
 from asyncconsumer.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
@@ -280,7 +280,8 @@ class ConsumerCore:
                 if callbacks:
                     return callbacks
                 raise event.error
-            callbacks.append(event)
+            if not isinstance(event, AcknowledgedEvent):  # a share consumer's; never staged for a consumer
+                callbacks.append(event)
         return callbacks
 
     def callbacks_for(self, event: RebalanceEvent | CallbackEvent) -> list[Callable[[], Any]]:

@@ -60,3 +60,31 @@ class CallerActivity:
 
     def __init__(self) -> None:
         self.last_poll_ms: int | None = None
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class ShareSnapshot:
+    """A share consumer's background state as its caller may see it; replaced whole, never changed in place."""
+
+    member_id: str = ""
+    member_epoch: int = 0
+    member_state: str = "unsubscribed"
+    assignment: frozenset[TopicPartition] = frozenset()
+    coordinator_id: int | None = None
+    last_heartbeat_ms: int | None = None
+    acquisition_lock_timeout_ms: int | None = None
+    share_fetches: int = 0
+    records_acquired: int = 0
+    acknowledgements_sent: int = 0
+    acknowledgement_errors: int = 0
+    connection_count: int = 0
+    last_connection_error: str | None = None
+
+
+class PublishedShare:
+    """The latest ``ShareSnapshot``: the background thread replaces ``current``, the caller's thread reads it."""
+
+    __slots__ = ("current",)
+
+    def __init__(self) -> None:
+        self.current = ShareSnapshot()
