@@ -42,6 +42,10 @@ KAFKA_VERSION = os.environ.get("ASYNCCONSUMER_KAFKA_VERSION", "4.4.0")
 """The Kafka release the tests run against (the newest 4.x that resolved from Maven Central with its dependencies)."""
 
 POM = Path(__file__).with_name("kafka") / "pom.xml"
+TOOLS_POM = Path(__file__).with_name("kafka_tools") / "pom.xml"
+KAFKA_TOOLS_VERSION = os.environ.get("ASYNCCONSUMER_KAFKA_TOOLS_VERSION", KAFKA_VERSION)
+"""kafka-tools' release (ShareConsumerPerformance, VerifiableShareConsumer): the broker's (4.4.0 resolved from Maven
+Central on 2026-11-27)."""
 HOST = "127.0.0.1"
 HEAP = ("-Xms128m", "-Xmx512m")
 _LOG_TAIL_LINES = 40
@@ -122,6 +126,15 @@ def _jars_dir(version: str) -> Path:
 def fetch_jars(version: str = KAFKA_VERSION) -> Path:
     """The directory of Kafka ``version``'s broker jars, fetched with Maven on first use (one process at a time)."""
     return maven_fetch(POM, _jars_dir(version), {"kafka.version": version}, f"Apache Kafka {version}'s jars")
+
+
+def fetch_tools_jars(version: str = KAFKA_TOOLS_VERSION) -> Path:
+    """The directory of kafka-tools ``version``'s jars with their dependencies (their own kafka-clients among them:
+    a class path apart from the broker's), fetched with Maven on first use. For the benchmarks; CI's ``fetch`` leaves
+    them out."""
+    digest = hashlib.sha256(TOOLS_POM.read_bytes()).hexdigest()[:12]
+    libs = cache_root() / f"kafka-tools-{version}" / f"libs-{digest}"
+    return maven_fetch(TOOLS_POM, libs, {"kafka.tools.version": version}, f"Apache Kafka's tools {version}")
 
 
 def maven_fetch(pom: Path, libs: Path, properties: Mapping[str, str], what: str) -> Path:
