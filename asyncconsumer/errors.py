@@ -463,6 +463,12 @@ FencedMemberEpochError = _code(ErrorCode.FENCED_MEMBER_EPOCH)
 UnreleasedInstanceIdError = _code(ErrorCode.UNRELEASED_INSTANCE_ID)
 UnsupportedAssignorError = _code(ErrorCode.UNSUPPORTED_ASSIGNOR)
 StaleMemberEpochError = _code(ErrorCode.STALE_MEMBER_EPOCH)
+InvalidRecordStateError = _code(
+    ErrorCode.INVALID_RECORD_STATE,
+    doc="A share consumer acknowledged records it no longer holds (their acquisition lock expired, say).",
+)
+ShareSessionNotFoundError = _code(ErrorCode.SHARE_SESSION_NOT_FOUND, retriable=True)
+InvalidShareSessionEpochError = _code(ErrorCode.INVALID_SHARE_SESSION_EPOCH, retriable=True)
 UnknownServerError = _code(ErrorCode.UNKNOWN_SERVER_ERROR)
 
 

@@ -95,12 +95,15 @@ class AsyncShareConsumer:
         raises ``IllegalStateError`` while a record of the last one is not acknowledged."""
         core = self._core
         deadline = core.begin_poll(timeout_ms)
-        while True:
-            await self._report()
-            records, seen, wait_s = core.poll_step(deadline)
-            if records or wait_s <= 0:
-                return records
-            await core.parts.signal.wait_async(seen, wait_s)
+        try:
+            while True:
+                await self._report()
+                records, seen, wait_s = core.poll_step(deadline)
+                if records or wait_s <= 0:
+                    return records
+                await core.parts.signal.wait_async(seen, wait_s)
+        finally:
+            core.end_poll()
 
     def acknowledge(self, record: ShareRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         """Acknowledges one record the last ``poll`` returned (explicit mode). It is sent with the next ``poll`` or
@@ -221,13 +224,16 @@ class ShareConsumer:
         """As ``AsyncShareConsumer.poll``; ``WakeupError`` after ``wakeup()``."""
         core = self._core
         deadline = core.begin_poll(timeout_ms)
-        while True:
-            core.check_wakeup()
-            self._report()
-            records, seen, wait_s = core.poll_step(deadline)
-            if records or wait_s <= 0:
-                return records
-            core.parts.signal.wait(seen, wait_s)
+        try:
+            while True:
+                core.check_wakeup()
+                self._report()
+                records, seen, wait_s = core.poll_step(deadline)
+                if records or wait_s <= 0:
+                    return records
+                core.parts.signal.wait(seen, wait_s)
+        finally:
+            core.end_poll()
 
     def acknowledge(self, record: ShareRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         self._core.acknowledge(record, type)

@@ -17,7 +17,7 @@ from asyncconsumer._clock import Clock
 from asyncconsumer._state.fetch_buffer import FetchBuffer
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer._state.signal import CallerSignal
-from asyncconsumer._state.snapshot import PublishedShare, ShareSnapshot
+from asyncconsumer._state.snapshot import PublishedShare, ShareDemand, ShareSnapshot
 from asyncconsumer.config import ShareConsumerConfig
 from asyncconsumer.events.application import CloseEvent
 from asyncconsumer.events.background import ErrorEvent
@@ -51,6 +51,8 @@ class ShareComponents:
 
     signal: CallerSignal
     buffer: FetchBuffer
+    demand: ShareDemand
+    """Written by the caller's ``poll``: what the consume manager may fetch."""
     app_events: ApplicationEventQueue
     background_events: BackgroundEventQueue
     published: PublishedShare
@@ -66,6 +68,7 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
     app_events = ApplicationEventQueue()
     background_events = BackgroundEventQueue(signal)
     published = PublishedShare()
+    demand = ShareDemand()
     retry = ExponentialBackoff(settings.retry_backoff_ms, settings.retry_backoff_max_ms)
     metadata = MetadataManager(settings.bootstrap_servers, settings.metadata_max_age_ms, retry)
     coordinator = CoordinatorManager(config.group_id, retry, background_events.stage)
@@ -91,7 +94,8 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
         membership,
         metadata,
         buffer,
-        background_events.stage,
+        background_events.put,  # at once: a commit's caller reads its partitions' events when its future is done
+        demand,
     )
     delegate = NetworkClientDelegate(
         clock,
@@ -171,6 +175,7 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
     return ShareComponents(
         signal=signal,
         buffer=buffer,
+        demand=demand,
         app_events=app_events,
         background_events=background_events,
         published=published,

@@ -178,8 +178,17 @@ class ShareCore:
         else:
             self._settle_in_flight(AcknowledgeType.ACCEPT)
         self.start()
-        self._send_acks()
-        return self.clock.now_ms() + int(timeout_ms)
+        deadline = self.clock.now_ms() + int(timeout_ms)
+        demand = self.parts.demand
+        demand.waiting_until_ms = deadline
+        demand.polls += 1
+        if not self._send_acks():
+            self.parts.thread.wakeup()
+        return deadline
+
+    def end_poll(self) -> None:
+        """The caller left ``poll``: fetch no more for it until the next."""
+        self.parts.demand.waiting_until_ms = 0
 
     def poll_step(self, deadline_ms: int) -> tuple[ShareRecords, int, float]:
         seen = self.parts.signal.seq
@@ -297,11 +306,14 @@ class ShareCore:
                 self._add(tp, offsets, AcknowledgeType.RELEASE)
             collector.released = {}
 
-    def _send_acks(self) -> None:
+    def _send_acks(self) -> bool:
+        """Sends the acknowledgements made (they ride on the next fetch); True if there were some."""
         self._take_collector_acks()
-        if self.acks and self.running:
-            acks, self.acks = self.acks, {}
-            self.submit(ShareAcknowledgeEvent(acks=acks, commit=False, deadline_ms=self.deadline(None)))
+        if not self.acks or not self.running:
+            return False
+        acks, self.acks = self.acks, {}
+        self.submit(ShareAcknowledgeEvent(acks=acks, commit=False, deadline_ms=self.deadline(None)))
+        return True
 
     # --- observability -----------------------------------------------------------------------------------------------
     def acquisition_lock_timeout_ms(self) -> int | None:

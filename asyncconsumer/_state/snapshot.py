@@ -88,3 +88,18 @@ class PublishedShare:
 
     def __init__(self) -> None:
         self.current = ShareSnapshot()
+
+
+class ShareDemand:
+    """What a share consumer's caller wants: written by its ``poll`` only, read by the background's fetches.
+
+    A share consumer fetches for a caller that polls, never ahead of one that stopped: acquired records are locked
+    for this member, and records it fetched but nobody takes would only wait for their locks to expire. Each
+    ``poll`` allows one fetch per broker (``polls``), and more while the caller waits in it (``waiting_until_ms``).
+    """
+
+    __slots__ = ("polls", "waiting_until_ms")
+
+    def __init__(self) -> None:
+        self.polls = 0
+        self.waiting_until_ms = 0

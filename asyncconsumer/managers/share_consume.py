@@ -1,10 +1,12 @@
 """ShareFetch and ShareAcknowledge (KIP-932): a share consumer's records and acknowledgements, one session per broker.
 
 Each broker that leads an assigned partition gets a ``ShareSession`` and at most one request in flight (both APIs
-share the session's epoch). A ShareFetch is sent only when the fetch buffer is empty, so the consumer never holds
-acquisition locks on more than one poll's worth of records it has not reached; the acknowledgements the caller's
-``poll`` made ride on it, as Kafka's share consumer sends them. A commit (``commit_sync``, ``commit_async``, the
-acknowledgements before ``close``) goes at once as a ShareAcknowledge, with whatever else waits for that broker.
+share the session's epoch). A ShareFetch is sent only for a caller that polls (``ShareDemand``: one per ``poll``,
+more while it waits in one) and only when the fetch buffer is empty, so the consumer never holds acquisition locks
+on more than one poll's worth of records it has not reached, nor takes records while its caller is busy elsewhere;
+the acknowledgements the caller's ``poll`` made ride on it, as Kafka's share consumer sends them. A commit
+(``commit_sync``, ``commit_async``, the acknowledgements before ``close``) goes at once as a ShareAcknowledge, with
+whatever else waits for that broker.
 Every acknowledgement is answered once, per partition, as an ``AcknowledgedEvent``; a commit's callback gets the
 results of all its partitions together. A lost session or connection fails the acknowledgements it carried (their
 records come back after the lock times out, with a higher delivery count) and starts the session over.
@@ -20,6 +22,7 @@ import attrs
 
 from asyncconsumer._logs import get_logger
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer, ResponseShare
+from asyncconsumer._state.snapshot import ShareDemand
 from asyncconsumer.errors import ErrorCode, KafkaConnectionError, KafkaError, UnsupportedVersionError, for_code
 from asyncconsumer.events.background import AcknowledgedEvent, BackgroundEvent, ErrorEvent
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
@@ -75,6 +78,8 @@ class _Commit:
 class _Node:
     session: ShareSession = attrs.Factory(ShareSession)
     in_flight: bool = False
+    served_poll: int = 0
+    """The caller's poll (``ShareDemand.polls``) this broker's last fetch was for."""
 
 
 class ShareConsumeManager:
@@ -87,12 +92,14 @@ class ShareConsumeManager:
         metadata: MetadataManager,
         buffer: FetchBuffer,
         emit: Callable[[BackgroundEvent], None],
+        demand: ShareDemand,
     ) -> None:
         self._settings = settings
         self._membership = membership
         self._metadata = metadata
         self._buffer = buffer
         self._emit = emit
+        self._demand = demand
         self._nodes: dict[int, _Node] = {}
         self._pending = PendingAcknowledgements()
         """Acknowledgements from the caller's polls: they ride on the next fetch (or go alone if none is due)."""
@@ -163,12 +170,17 @@ class ShareConsumeManager:
                 continue
             if not wanted.get(node_id):
                 continue
+            polls = self._demand.polls
+            asked = node.served_poll < polls or now_ms < self._demand.waiting_until_ms
             if may_fetch is None:
                 may_fetch = self._buffer.empty_or_wait()
-            if not may_fetch and (session.is_open or not (committing.get(node_id) or pending.get(node_id))):
+            fetch = may_fetch and asked
+            if not fetch and (session.is_open or not (committing.get(node_id) or pending.get(node_id))):
                 continue  # an unopened session with acknowledgements waiting opens with a minimal fetch
+            if fetch:
+                node.served_poll = polls
             acks = self._pending.take(pending.get(node_id, ())) if session.is_open else {}
-            requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, max_wait=may_fetch))
+            requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, max_wait=fetch))
         return PollResult(MAX_POLL_WAIT_MS, tuple(requests))
 
     def poll_on_close(self, now_ms: int) -> PollResult:

@@ -112,4 +112,6 @@ class ShareMemberProcess:
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(30)
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
         self._log.close()

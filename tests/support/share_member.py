@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from asyncconsumer import ShareConsumer  # noqa: E402
+from asyncconsumer import ShareConsumer
 
 
 def main() -> int:
