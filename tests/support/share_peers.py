@@ -275,17 +275,24 @@ def exactly_once(runs: Iterable[PeerRun], expected: Collection[tuple[int, int]])
 
 
 def wait_for_share_members(
-    kafka: KafkaCluster, group: str, count: int, peers: Sequence[SharePeer] = (), timeout_s: float = 60.0
+    kafka: KafkaCluster,
+    group: str,
+    count: int,
+    peers: Sequence[SharePeer] = (),
+    timeout_s: float = 60.0,
+    *,
+    per_member: int | None = None,
 ) -> list[tuple[str, int]]:
-    """Until share group ``group`` has ``count`` members, each with partitions assigned; fails early if one of
-    ``peers`` exits."""
+    """Until share group ``group`` has ``count`` members, each with partitions assigned (exactly ``per_member`` of
+    them when given: the coordinator moves partitions as members join, so a first look may catch it midway); fails
+    early if one of ``peers`` exits."""
     deadline = time.monotonic() + timeout_s
     members: list[tuple[str, int]] = []
     while time.monotonic() < deadline:
         for peer in peers:
             peer.check_alive()
         members = share_group_members(kafka, group)
-        if len(members) == count and all(n > 0 for _, n in members):
+        if len(members) == count and all(n > 0 if per_member is None else n == per_member for _, n in members):
             return members
         time.sleep(0.1)
     raise AssertionError(f"share group {group} has members {members} after {timeout_s} s, wanted {count}")
