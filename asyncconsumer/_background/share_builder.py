@@ -92,6 +92,7 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
         metadata,
         buffer,
         background_events.stage,
+        retry,
     )
     delegate = NetworkClientDelegate(
         clock,
