@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import ssl
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import attrs
@@ -624,37 +624,49 @@ class ShareConsumerConfig:
         if isinstance(settings, ShareConsumerConfig):
             if not kwargs:
                 return settings
-            share = {k: kwargs.pop(k) for k in list(kwargs) if canonical_key(k).startswith("share_")}
+            share = cls._share_keys(kwargs, {})
+            cls._refuse_unsupported(kwargs)
             consumer = ConsumerConfig.from_settings(settings.consumer, **kwargs) if kwargs else settings.consumer
             return cls._make(consumer, {**attrs.asdict(settings, recurse=False), **share, "consumer": consumer})
         share_values: dict[str, Any] = {}
         if isinstance(settings, Mapping):
             settings = dict(settings)
-            for key in list(settings):
-                if isinstance(key, str) and canonical_key(key).startswith("share_"):
-                    share_values[canonical_key(key)] = settings.pop(key)
-        for key in list(kwargs):
-            if canonical_key(key).startswith("share_"):
-                if canonical_key(key) in share_values:
-                    raise ConfigError(key, "given twice: in the settings mapping and as a keyword argument")
-                share_values[canonical_key(key)] = kwargs.pop(key)
-        names = {f.name for f in attrs.fields(ShareConsumerConfig)} - {"consumer"}
-        for key in share_values:
-            if key not in names:
-                close = difflib.get_close_matches(key, sorted(names), n=2)
-                hint = f"; did you mean {', '.join(close)}?" if close else ""
-                raise ConfigError(key, f"unknown configuration key{hint}")
+            share_values = cls._share_keys(settings, {})
+        share_values = cls._share_keys(kwargs, share_values)
         given = list(settings) if isinstance(settings, Mapping) else []
-        for key in [*given, *kwargs]:
-            if isinstance(key, str) and canonical_key(key) in SHARE_UNSUPPORTED:
-                raise ConfigError(key, f"does not apply to a share consumer: {SHARE_UNSUPPORTED[canonical_key(key)]}")
+        cls._refuse_unsupported([*given, *kwargs])
         if isinstance(settings, ConsumerConfig):
+            defaults = ConsumerConfig.from_kwargs(settings.bootstrap_servers)
             for name in SHARE_UNSUPPORTED:
-                field = getattr(attrs.fields(ConsumerConfig), name)
-                if getattr(settings, name) != field.default:
+                if getattr(settings, name) != getattr(defaults, name):
                     raise ConfigError(name, f"does not apply to a share consumer: {SHARE_UNSUPPORTED[name]}")
         consumer = ConsumerConfig.from_settings(settings, **kwargs)
         return cls._make(consumer, {**share_values, "consumer": consumer})
+
+    @staticmethod
+    def _share_keys(source: dict[str, Any], taken: dict[str, Any]) -> dict[str, Any]:
+        """Moves the share keys out of ``source`` into ``taken`` by their Python names (a key already there was
+        given twice); an unknown share key is a ``ConfigError``."""
+        names = {f.name for f in attrs.fields(ShareConsumerConfig)} - {"consumer"}
+        given = set(taken)
+        for key in list(source):
+            if not isinstance(key, str) or not canonical_key(key).startswith("share_"):
+                continue
+            name = canonical_key(key)
+            if name in given:
+                raise ConfigError(key, "given twice: in the settings mapping and as a keyword argument")
+            if name not in names:
+                close = difflib.get_close_matches(name, sorted(names), n=2)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise ConfigError(key, f"unknown configuration key{hint}")
+            taken[name] = source.pop(key)
+        return taken
+
+    @staticmethod
+    def _refuse_unsupported(keys: Iterable[Any]) -> None:
+        for key in keys:
+            if isinstance(key, str) and canonical_key(key) in SHARE_UNSUPPORTED:
+                raise ConfigError(key, f"does not apply to a share consumer: {SHARE_UNSUPPORTED[canonical_key(key)]}")
 
     @classmethod
     def _make(cls, consumer: ConsumerConfig, values: dict[str, Any]) -> ShareConsumerConfig:

@@ -95,6 +95,7 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
         metadata,
         buffer,
         background_events.put,  # at once: a commit's caller reads its partitions' events when its future is done
+        retry,
         demand,
     )
     delegate = NetworkClientDelegate(

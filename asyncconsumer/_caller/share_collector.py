@@ -101,7 +101,9 @@ class ShareCollector:
                 data = batch.plain(self._check_crcs, self._max_batch_bytes)
                 fill_records(data, -1, 0, ranges[0][0], _ALL, raw, ConsumerRecord, topic, partition, batch.leader_epoch)
         except (BatchError, DecodeError) as exc:
-            offset = getattr(exc, "offset", ranges[0][0])
+            # from the first offset not decoded: a legacy wrapper's error names its last inner offset, not its first
+            resume = raw[-1].offset + 1 if raw else ranges[0][0]
+            offset = min(exc.offset, resume)
             self.errors.append(CorruptRecordError(topic, partition, offset, getattr(exc, "reason", str(exc))))
             # what was not decoded is released: delivered again, and archived by the broker at its delivery limit
             decoded = {r.offset for r in raw}

@@ -27,6 +27,7 @@ from asyncconsumer.errors import ErrorCode, KafkaConnectionError, KafkaError, Un
 from asyncconsumer.events.background import AcknowledgedEvent, BackgroundEvent, ErrorEvent
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.managers.share_acks import Acknowledgements, PendingAcknowledgements
 from asyncconsumer.managers.share_membership import ShareMembershipManager
 from asyncconsumer.managers.share_session import ShareSession
@@ -80,6 +81,9 @@ class _Node:
     in_flight: bool = False
     served_poll: int = 0
     """The caller's poll (``ShareDemand.polls``) this broker's last fetch was for."""
+    failures: int = 0
+    """Failed requests in a row (a lost connection, a request or partition error; not a lost session)."""
+    retry_at_ms: int = 0
 
 
 class ShareConsumeManager:
@@ -92,9 +96,11 @@ class ShareConsumeManager:
         metadata: MetadataManager,
         buffer: FetchBuffer,
         emit: Callable[[BackgroundEvent], None],
+        backoff: ExponentialBackoff,
         demand: ShareDemand,
     ) -> None:
         self._settings = settings
+        self._backoff = backoff
         self._membership = membership
         self._metadata = metadata
         self._buffer = buffer
@@ -155,10 +161,14 @@ class ShareConsumeManager:
         if missing_leader or orphans:
             self._metadata.request_update()
         requests: list[UnsentRequest] = []
+        wait = MAX_POLL_WAIT_MS
         may_fetch: bool | None = None
         for node_id in sorted({*wanted, *committing, *pending}):
             node = self._nodes.setdefault(node_id, _Node())
             if node.in_flight:
+                continue
+            if now_ms < node.retry_at_ms:
+                wait = min(wait, node.retry_at_ms - now_ms)
                 continue
             session = node.session
             if session.is_open and (committing.get(node_id) or (pending.get(node_id) and not wanted.get(node_id))):
@@ -169,6 +179,8 @@ class ShareConsumeManager:
                 requests.append(self._acknowledge(node_id, node, acks, now_ms))
                 continue
             if not wanted.get(node_id):
+                if not session.is_open:
+                    self._strand(node_id, pending.get(node_id, []), committing.get(node_id, []))
                 continue
             polls = self._demand.polls
             asked = node.served_poll < polls or now_ms < self._demand.waiting_until_ms
@@ -181,7 +193,19 @@ class ShareConsumeManager:
                 node.served_poll = polls
             acks = self._pending.take(pending.get(node_id, ())) if session.is_open else {}
             requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, max_wait=fetch))
-        return PollResult(MAX_POLL_WAIT_MS, tuple(requests))
+        return PollResult(wait, tuple(requests))
+
+    def _strand(self, node_id: int, pending: list[TopicPartition], committing: list[TopicPartition]) -> None:
+        """Fails acknowledgements for a broker with no session and nothing to fetch from it (their partitions
+        were unassigned after its session was lost): no request can carry them (and a commit would wait for them
+        until its deadline). Their records come back after the acquisition lock times out."""
+        stranded = {**self._pending.take(pending), **self._committing.take(committing)}
+        if stranded:
+            error = for_code(
+                ErrorCode.SHARE_SESSION_NOT_FOUND,
+                f"no share session with node {node_id} to carry the acknowledgements, and nothing to fetch there",
+            )
+            self._answer(stranded, dict.fromkeys(stranded, error))
 
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
@@ -234,7 +258,7 @@ class ShareConsumeManager:
 
         def on_response(result: object, now: int) -> None:
             node.in_flight = False
-            self._on_fetch(node_id, node, names, acks, result)
+            self._on_fetch(node_id, node, names, acks, result, now)
 
         return UnsentRequest(request, node_id, on_response, s.request_timeout_ms + s.max_wait_ms)
 
@@ -259,7 +283,7 @@ class ShareConsumeManager:
 
         def on_response(result: object, now: int) -> None:
             node.in_flight = False
-            self._on_acknowledge(node_id, node, names, acks, result)
+            self._on_acknowledge(node_id, node, names, acks, result, now)
 
         return UnsentRequest(request, node_id, on_response)
 
@@ -276,8 +300,9 @@ class ShareConsumeManager:
         names: Mapping[uuid.UUID, str],
         acks: dict[TopicPartition, Acknowledgements],
         result: object,
+        now_ms: int,
     ) -> None:
-        error = self._request_error(node_id, node, result, "ShareFetch")
+        error = self._request_error(node_id, node, result, "ShareFetch", now_ms)
         if error is not None:
             self._answer(acks, {tp: error for tp in acks})
             return
@@ -288,6 +313,7 @@ class ShareConsumeManager:
         fetched: list[CompletedFetch] = []
         ack_errors: dict[TopicPartition, KafkaError | None] = {}
         size = 0
+        node.failures = 0
         for topic in result.responses:
             name = names.get(topic.topic_id)
             if name is None:
@@ -302,6 +328,7 @@ class ShareConsumeManager:
                     )
                 if part.error_code:
                     self._partition_error(tp, part.error_code, part.error_message)
+                    self._back_off(node, now_ms)
                     continue
                 if part.acquired_records and len(part.records):
                     first = part.acquired_records[0].first_offset
@@ -322,13 +349,15 @@ class ShareConsumeManager:
         names: Mapping[uuid.UUID, str],
         acks: dict[TopicPartition, Acknowledgements],
         result: object,
+        now_ms: int,
     ) -> None:
-        error = self._request_error(node_id, node, result, "ShareAcknowledge")
+        error = self._request_error(node_id, node, result, "ShareAcknowledge", now_ms)
         if error is not None:
             self._answer(acks, {tp: error for tp in acks})
             return
         assert isinstance(result, ack_api.ShareAcknowledgeResponse)
         node.session.succeeded()
+        node.failures = 0
         errors: dict[TopicPartition, KafkaError | None] = {}
         for topic in result.responses:
             name = names.get(topic.topic_id)
@@ -344,10 +373,18 @@ class ShareConsumeManager:
                     errors[tp] = None
         self._answer(acks, errors)
 
-    def _request_error(self, node_id: int, node: _Node, result: object, api: str) -> KafkaError | None:
-        """The error that failed a whole request, after starting its session over; None if it went through."""
+    def _back_off(self, node: _Node, now_ms: int) -> None:
+        """The broker is asked again only after a backoff that grows while its requests keep failing."""
+        if node.retry_at_ms <= now_ms:
+            node.failures += 1
+        node.retry_at_ms = now_ms + self._backoff.backoff_ms(node.failures)
+
+    def _request_error(self, node_id: int, node: _Node, result: object, api: str, now_ms: int) -> KafkaError | None:
+        """The error that failed a whole request, after starting its session over (and, unless only the session
+        was lost, backing off); None if it went through."""
         if isinstance(result, KafkaError):
             node.session.reset()
+            self._back_off(node, now_ms)
             if isinstance(result, UnsupportedVersionError):
                 self._emit(ErrorEvent(result))
             elif isinstance(result, KafkaConnectionError):
@@ -359,6 +396,8 @@ class ShareConsumeManager:
             return None
         error = for_code(code, getattr(result, "error_message", None) or f"{api} to node {node_id}")
         node.session.reset()
+        if code not in _SESSION_ERRORS:
+            self._back_off(node, now_ms)
         if code in _FATAL:
             self._emit(ErrorEvent(error))
         elif code not in _SESSION_ERRORS:

@@ -188,7 +188,8 @@ class ShareMembershipManager:
             self._state.on_failed_attempt(now_ms)
             self._send_all = True
             if isinstance(result, UnsupportedVersionError):
-                self._fatal(result)
+                if self.state is not _S.UNSUBSCRIBED:  # else it answers a join the caller gave up: nothing to tell
+                    self._fatal(result)
                 return
             self._coordinator.mark_unknown(f"heartbeat failed: {result}")
             log.info("share.heartbeat_failed", group=self.group_id, error=str(result))
@@ -209,6 +210,10 @@ class ShareMembershipManager:
                 self._coordinator.mark_unknown(str(error))
             elif code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
                 pass
+            elif self.state is _S.UNSUBSCRIBED:
+                pass  # the answer to a join the caller gave up (unsubscribed before it was answered)
+            elif code in _FENCED and self.state is _S.LEAVING:
+                self._left()  # the coordinator forgot the member already: nothing left to leave
             elif code in _FENCED:
                 log.info("share.fenced", group=self.group_id, member=self.member_id, error=str(error))
                 self.member_epoch = 0
