@@ -107,6 +107,7 @@ class ShareCore:
         but never returned; the commit of it all, or None if nothing is owed."""
         if not self.running:
             return None
+        self.parts.demand.leaving = True
         self._settle_in_flight(AcknowledgeType.ACCEPT if not self.explicit else AcknowledgeType.RELEASE)
         for tp, offsets in self.collector.drop_all().items():
             self._add(tp, offsets, AcknowledgeType.RELEASE)
@@ -145,6 +146,7 @@ class ShareCore:
         if not names:
             return self.unsubscribe()
         self.subscribed = names
+        self.parts.demand.leaving = False
         return self.submit(ShareSubscribeEvent(topics=names, deadline_ms=self.deadline(None)))
 
     def unsubscribe(self) -> Future[None]:
@@ -154,6 +156,7 @@ class ShareCore:
             done: Future[None] = Future()
             done.set_result(None)
             return done
+        self.parts.demand.leaving = True
         self._settle_in_flight(AcknowledgeType.ACCEPT if not self.explicit else AcknowledgeType.RELEASE)
         self._send_acks()
         return self.submit(ShareUnsubscribeEvent(deadline_ms=self.deadline(None)))

@@ -98,8 +98,11 @@ class ShareDemand:
     ``poll`` allows one fetch per broker (``polls``), and more while the caller waits in it (``waiting_until_ms``).
     """
 
-    __slots__ = ("polls", "waiting_until_ms")
+    __slots__ = ("leaving", "polls", "waiting_until_ms")
 
     def __init__(self) -> None:
         self.polls = 0
         self.waiting_until_ms = 0
+        self.leaving = False
+        """Set before ``close`` or ``unsubscribe`` settles what was delivered: nothing more is fetched, so records
+        just released are not taken again by the member that is leaving."""

@@ -37,4 +37,4 @@ class ShareAcknowledgeEvent(ApplicationEvent):
     commit: bool
 
     def describe(self) -> str:
-        return "commit_sync()" if self.commit else "acknowledge()"
+        return "the commit of acknowledgements" if self.commit else "acknowledge()"

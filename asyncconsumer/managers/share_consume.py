@@ -183,7 +183,7 @@ class ShareConsumeManager:
                     self._strand(node_id, pending.get(node_id, []), committing.get(node_id, []))
                 continue
             polls = self._demand.polls
-            asked = node.served_poll < polls or now_ms < self._demand.waiting_until_ms
+            asked = not self._demand.leaving and (node.served_poll < polls or now_ms < self._demand.waiting_until_ms)
             if may_fetch is None:
                 may_fetch = self._buffer.empty_or_wait()
             fetch = may_fetch and asked
@@ -417,9 +417,10 @@ class ShareConsumeManager:
     def _answer(
         self, acks: Mapping[TopicPartition, Acknowledgements], errors: Mapping[TopicPartition, KafkaError | None]
     ) -> None:
-        """Reports every partition's acknowledgements once, and completes the commits waiting for them."""
+        """Reports every partition's acknowledgements once, and completes the commits waiting for them. A partition
+        the answer left out (or the request could not name: its topic id unknown) failed: nothing says it took."""
         for tp, sent in acks.items():
-            error = errors.get(tp)
+            error = errors[tp] if tp in errors else KafkaError(f"the broker did not answer for {tp}'s acknowledgements")
             if error is not None:
                 self.acknowledgement_errors += 1
                 log.info("share.acknowledge_failed", partition=str(tp), offsets=len(sent), error=str(error))

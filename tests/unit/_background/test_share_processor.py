@@ -82,7 +82,7 @@ def test_acknowledgements_without_a_commit_complete_at_once_and_wait_for_a_fetch
     p.processor.reap(50)
     error = commit.future.exception(0)
     assert isinstance(error, KafkaTimeoutError)
-    assert "commit_sync() timed out" in str(error) and "node 1 refused" in str(error)
+    assert "the commit of acknowledgements timed out" in str(error) and "node 1 refused" in str(error)
 
 
 def test_a_commit_with_nothing_to_send_completes_with_no_results() -> None:

@@ -19,7 +19,7 @@ T0 = TopicPartition("t", 0)
         (ShareSubscribeEvent(topics=frozenset({"b", "a"}), deadline_ms=0), "subscribe(['a', 'b'])"),
         (ShareUnsubscribeEvent(deadline_ms=0), "unsubscribe()"),
         (ShareAcknowledgeEvent(acks={T0: {1: 1}}, commit=False, deadline_ms=0), "acknowledge()"),
-        (ShareAcknowledgeEvent(acks={T0: {1: 1}}, commit=True, deadline_ms=0), "commit_sync()"),
+        (ShareAcknowledgeEvent(acks={T0: {1: 1}}, commit=True, deadline_ms=0), "the commit of acknowledgements"),
     ],
 )
 def test_each_event_describes_what_the_caller_asked(event: ApplicationEvent, text: str) -> None:

@@ -534,3 +534,22 @@ def test_nothing_is_fetched_for_a_caller_that_does_not_poll_and_each_poll_allows
     assert c.poll(3) == {}, "one fetch per poll, not more, once the caller left it"
     c.demand.waiting_until_ms = 10  # a caller waiting in poll until 10: fetches go on
     assert sorted(c.poll(4)) == [1, 2]
+
+
+def test_acknowledgements_the_answer_leaves_out_are_reported_failed() -> None:
+    c = Consumer(leader1=1)
+    c.opened()
+    c.manager.acknowledge({T0: {3: ACCEPT}, T1: {4: ACCEPT}})
+    sent = c.poll(2)[1]
+    sent.on_response(fetched(c.topic_id, part(0)), 3)  # nothing said about partition 1
+    by_tp = {e.tp: e.error for e in c.acks()}
+    assert by_tp[T0] is None
+    assert isinstance(by_tp[T1], KafkaError) and "did not answer for t-1" in str(by_tp[T1])
+
+
+def test_nothing_is_fetched_once_the_caller_is_leaving() -> None:
+    c = Consumer()
+    c.join()
+    c.demand.polls += 1
+    c.demand.leaving = True  # close() or unsubscribe() settled what was delivered: released records stay released
+    assert c.poll(0) == {}
