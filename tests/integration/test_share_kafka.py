@@ -330,3 +330,24 @@ async def test_a_broker_without_share_groups_is_a_typed_error(broker: Broker, to
         with pytest.raises(UnsupportedVersionError, match=r"SHARE_GROUP_HEARTBEAT \(API 76\)"):
             for _ in range(100):
                 await consumer.poll(200)
+
+
+@KAFKA_ONLY
+async def test_record_limit_acquires_no_more_than_max_poll_records(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    """``share.acquire.mode=record_limit`` (ShareFetch v2): a fetch acquires at most ``max_poll_records``, even
+    inside one batch of 50, where batch-optimized acquisition takes the whole batch."""
+    kafka = kafka_of(broker)
+    name = topic(1)
+    produce.batches(name, [[f"r{i}".encode() for i in range(50)]])
+    group = new_share_group(kafka)
+    async with AsyncShareConsumer(
+        kafka.bootstrap_servers, group_id=group, max_poll_records=7, share_acquire_mode="record_limit"
+    ) as consumer:
+        await consumer.subscribe([name])
+        (first,) = [await poll_until(consumer, 1)]
+        assert len(first) == 7
+        assert consumer.metrics().records_acquired == 7
+        rest = await poll_until(consumer, 43)
+    assert sorted(r.offset for r in first + rest) == list(range(50))
