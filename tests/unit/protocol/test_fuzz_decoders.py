@@ -51,6 +51,7 @@ from asyncconsumer.protocol.consumer_protocol import (
 )
 from asyncconsumer.protocol.messages import (
     consumer_group_describe,
+    describe_share_group_offsets,
     get_telemetry_subscriptions,
     push_telemetry,
     share_acknowledge,
@@ -708,6 +709,19 @@ def share_acknowledge_seeds(v: int) -> list[base.Response]:
     ]
 
 
+def describe_share_group_offsets_seeds(v: int) -> list[base.Response]:
+    m = describe_share_group_offsets
+    partition = m.DescribeShareGroupOffsetsResponsePartition(
+        partition_index=0, start_offset=7, leader_epoch=1, lag=since(v, 1, 3, -1), error_code=0, error_message="ok"
+    )
+    topic = m.DescribeShareGroupOffsetsResponseTopic(topic_name="t", topic_id=TOPIC_ID, partitions=(partition,))
+    group = m.DescribeShareGroupOffsetsResponseGroup(group_id="g", topics=(topic,), error_code=0, error_message="m")
+    return [
+        m.DescribeShareGroupOffsetsResponse(throttle_time_ms=1, groups=(group,)),
+        m.DescribeShareGroupOffsetsResponse(groups=(m.DescribeShareGroupOffsetsResponseGroup(error_code=69),)),
+    ]
+
+
 SEEDS: dict[type[base.Request], Callable[[int], list[base.Response]]] = {
     ApiVersionsRequest: api_versions_seeds,
     MetadataRequest: metadata_seeds,
@@ -732,6 +746,7 @@ SEEDS: dict[type[base.Request], Callable[[int], list[base.Response]]] = {
     share_group_describe.ShareGroupDescribeRequest: share_group_describe_seeds,
     share_fetch.ShareFetchRequest: share_fetch_seeds,
     share_acknowledge.ShareAcknowledgeRequest: share_acknowledge_seeds,
+    describe_share_group_offsets.DescribeShareGroupOffsetsRequest: describe_share_group_offsets_seeds,
 }
 
 
