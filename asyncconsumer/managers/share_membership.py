@@ -98,6 +98,8 @@ class ShareMembershipManager:
         self._assigned_ids: dict[uuid.UUID, tuple[int, ...]] = {}
         """The coordinator's last assignment by topic id; resolved to names as metadata learns them."""
         self._leave_sent = False
+        self._unresolved = False
+        """Some assigned topic ids are not in metadata yet: resolved again at each poll."""
 
     def _to(self, state: ShareMemberState) -> None:
         assert state in TRANSITIONS[self.state], f"{self.state} -> {state}"
@@ -136,8 +138,8 @@ class ShareMembershipManager:
     def poll(self, now_ms: int) -> PollResult:
         if self.state in (_S.UNSUBSCRIBED, _S.FATAL):
             return PollResult()
-        if self._assigned_ids and self._resolve():
-            pass
+        if self._unresolved:
+            self._resolve()  # metadata may have learned the topic ids since
         coordinator = self._coordinator.coordinator
         if coordinator is None:
             return PollResult()
@@ -256,9 +258,7 @@ class ShareMembershipManager:
     # --- the assignment ------------------------------------------------------------------------------------------
     def _set_assignment(self, by_id: dict[uuid.UUID, tuple[int, ...]]) -> None:
         self._assigned_ids = by_id
-        if not self._resolve() and self.assignment:
-            self.assignment = frozenset()
-            self._on_assignment(self.assignment)
+        self._resolve()
 
     def _resolve(self) -> bool:
         """Names the assignment's topics by id from metadata; asks for metadata while an id is unknown. True when
@@ -272,6 +272,7 @@ class ShareMembershipManager:
                 missing = True
                 continue
             resolved.update(TopicPartition(name, p) for p in partitions)
+        self._unresolved = missing
         if missing:
             self._request_metadata()
         new = frozenset(resolved)

@@ -114,6 +114,15 @@ def test_an_empty_assignment_empties_the_partitions() -> None:
     assert m.membership.assignment == frozenset() and m.assignments[-1] == frozenset()
 
 
+def test_the_same_assignment_again_keeps_the_partitions() -> None:
+    m = Member()
+    m.join({T_ID: (0,)})
+    _, unsent = m.send(1_000)
+    unsent.on_response(answer(1, {T_ID: (0,)}), 1_001)
+    assert m.membership.assignment == {T0}
+    assert m.assignments == [frozenset({T0})]  # no change reported
+
+
 @pytest.mark.parametrize("code", [ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID])
 def test_a_fenced_member_loses_its_assignment_and_joins_again_at_once_with_epoch_zero(code: int) -> None:
     m = Member()
