@@ -160,6 +160,7 @@ class ShareMembershipManager:
             return PollResult()
         if self.state is not _S.LEAVING:
             self._to(_S.LEAVING)
+        self.topics = frozenset()  # the consumer is closing: leaving, not rejoining
         self._leave_sent = True
         return self._send(now_ms, coordinator.node_id, self._request(LEAVE_EPOCH))
 
