@@ -443,6 +443,10 @@ UnsupportedSaslMechanismError = _code(ErrorCode.UNSUPPORTED_SASL_MECHANISM, also
 IllegalSaslStateError = _code(ErrorCode.ILLEGAL_SASL_STATE, also=AuthenticationError)
 UnsupportedVersionResponseError = _code(ErrorCode.UNSUPPORTED_VERSION)
 InvalidRequestError = _code(ErrorCode.INVALID_REQUEST)
+InvalidConfigError = _code(
+    ErrorCode.INVALID_CONFIG,
+    doc="The broker refused a config's name or value; its message names the key and the bound it broke.",
+)
 KafkaStorageError = _code(ErrorCode.KAFKA_STORAGE_ERROR, retriable=True, invalid_metadata=True)
 SaslAuthenticationFailedError = _code(ErrorCode.SASL_AUTHENTICATION_FAILED, also=AuthenticationError)
 FetchSessionIdNotFoundError = _code(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, retriable=True)

@@ -1,5 +1,6 @@
-"""``asyncconsumer offsets``, ``groups describe`` and ``share-groups describe``: the admin client from the flags
-(security settings only), the status line while a request waits, and their tables or JSON."""
+"""``asyncconsumer offsets``, ``groups describe``, ``share-groups describe`` and ``share-groups configure``: the admin
+client from the flags (security settings only), the status line while a request waits, and their tables, JSON or
+confirmation lines."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TypeVar
 
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import UnsupportedVersionError
 from asyncconsumer.network.security import ConnectionSecurity
+from asyncconsumer.protocol.messages.api_keys import ApiKey
 from asyncconsumer.tools._common import Progress, UsageError, out, parse_properties
 from asyncconsumer.tools.admin import AdminClient, GroupDescription, PartitionOffsets, ShareGroupDescription
 
@@ -210,6 +212,41 @@ def _share_group_json(group: ShareGroupDescription) -> dict[str, object]:
     }
 
 
+def config_changes(sets: Sequence[str], deletes: Sequence[str]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """``--set KEY=VALUE`` and ``--delete KEY`` as (key → value, keys to delete), in the order given. The value is
+    everything after the first ``=`` (the broker judges it); a key given twice, both set and deleted, or no change at
+    all is a ``UsageError``."""
+    changes: dict[str, str] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--set takes KEY=VALUE, got {item!r}")
+        if key in changes:
+            raise UsageError(f"--set {key} is given twice")
+        changes[key] = value.strip()
+    deleted: list[str] = []
+    for item in deletes:
+        key = item.strip()
+        if not key or "=" in key:
+            raise UsageError(f"--delete takes a config's name, got {item!r}")
+        if key in changes:
+            raise UsageError(f"{key} is both set and deleted")
+        if key in deleted:
+            raise UsageError(f"--delete {key} is given twice")
+        deleted.append(key)
+    if not changes and not deleted:
+        raise UsageError("nothing to configure: give --set KEY=VALUE or --delete KEY")
+    return changes, tuple(deleted)
+
+
+def configured_lines(group: str, changes: Mapping[str, str], deleted: Sequence[str]) -> list[str]:
+    """One line per config the broker altered: ``share group G: KEY=VALUE``, ``share group G: KEY deleted``."""
+    return [f"share group {group}: {k}={v}" for k, v in changes.items()] + [
+        f"share group {group}: {k} deleted" for k in deleted
+    ]
+
+
 def without_share_groups(exc: UnsupportedVersionError, bootstrap: str) -> UnsupportedVersionError:
     """``exc`` (which names the API the broker lacks) saying what it means to the share commands."""
     return UnsupportedVersionError(f"{exc}: the broker at {bootstrap} has no share groups (KIP-932)")
@@ -257,5 +294,25 @@ async def run_share_groups_describe(args: argparse.Namespace) -> int:
         except UnsupportedVersionError as exc:
             raise without_share_groups(exc, args.bootstrap_server) from exc
     for line in share_group_lines(group, args.format):
+        out(line)
+    return 0
+
+
+async def _configure_share_group(
+    admin: AdminClient, args: argparse.Namespace, changes: Mapping[str, str], deleted: Sequence[str]
+) -> None:
+    # A broker without share groups (Tansu 0.6) answers a GROUP resource's configs with no error and keeps
+    # nothing, so share groups are asked for first.
+    if not await admin.supports(ApiKey.SHARE_GROUP_HEARTBEAT):
+        unsupported = UnsupportedVersionError("the brokers do not support SHARE_GROUP_HEARTBEAT (API 76)")
+        raise without_share_groups(unsupported, args.bootstrap_server)
+    await admin.alter_group_configs(args.group, changes, deleted)
+
+
+async def run_share_groups_configure(args: argparse.Namespace) -> int:
+    changes, deleted = config_changes(args.set, args.delete)
+    async with _admin(args) as admin:
+        await with_status(admin, args, _configure_share_group(admin, args, changes, deleted))
+    for line in configured_lines(args.group, changes, deleted):
         out(line)
     return 0

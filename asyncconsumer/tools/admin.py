@@ -1,11 +1,18 @@
-"""A small asyncio admin client for the CLI: topic offsets, consumer-group and share-group descriptions.
+"""A small asyncio admin client for the CLI: topic offsets, consumer-group and share-group descriptions, and a
+group's configs.
 
 It is not a consumer: no background thread, no managers. It runs a ``NetworkClientDelegate`` on the caller's
 own event loop (every socket stays in ``network/``) and sends one request at a time: Metadata, ListOffsets, Fetch,
-FindCoordinator, DescribeGroups, OffsetFetch, ShareGroupDescribe and DescribeShareGroupOffsets. What the answers
-mean is worked out by plain functions (``partition_offsets``, ``high_watermarks``, ``group_description``,
-``share_group_description``) that take decoded responses and do no I/O, so they are unit-tested with hand-built
-responses.
+FindCoordinator, DescribeGroups, OffsetFetch, ShareGroupDescribe, DescribeShareGroupOffsets and
+IncrementalAlterConfigs. What the answers mean is worked out by plain functions (``partition_offsets``,
+``high_watermarks``, ``group_description``, ``share_group_description``, ``group_configs_altered``) that take
+decoded responses and do no I/O, so they are unit-tested with hand-built responses.
+
+A group's configs (KIP-848's and KIP-932's ``share.auto.offset.reset``, ``share.record.lock.duration.ms``...) are
+resource type GROUP of IncrementalAlterConfigs. As Kafka's own Admin does for every resource but one broker's
+configs, the request goes to any broker (the least loaded): a broker forwards it to the active controller, which
+checks each value against the cluster's bounds (``group.share.min.record.lock.duration.ms``...) and answers
+INVALID_CONFIG naming the key and the bound.
 
 A share group (KIP-932) has no committed offsets: each of its partitions has a start offset, below which every
 record is acknowledged (or never to be delivered), and from v1 of DescribeShareGroupOffsets (KIP-1226) a lag the
@@ -50,6 +57,7 @@ from asyncconsumer.protocol.base import Request
 from asyncconsumer.protocol.constants import CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from asyncconsumer.protocol.consumer_protocol import ConsumerProtocolAssignment, decode_assignment
 from asyncconsumer.protocol.layouts import coordinator_for, offsets_for_group
+from asyncconsumer.protocol.messages.api_keys import ApiKey
 from asyncconsumer.protocol.messages.describe_groups import (
     DescribedGroup,
     DescribeGroupsRequest,
@@ -63,6 +71,12 @@ from asyncconsumer.protocol.messages.describe_share_group_offsets import (
 )
 from asyncconsumer.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from asyncconsumer.protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -95,6 +109,8 @@ __all__ = [
     "ShareStartOffset",
     "TopicNotFoundError",
     "end_offsets_fetch",
+    "group_configs_altered",
+    "group_configs_request",
     "group_description",
     "high_watermarks",
     "partition_offsets",
@@ -104,6 +120,11 @@ __all__ = [
 log = get_logger("asyncconsumer.admin")
 
 _RETRY_BACKOFF_MS = 100
+GROUP_RESOURCE = 32
+"""IncrementalAlterConfigs' resource type of a group's configs (Kafka's ``ConfigResource.Type.GROUP``)."""
+CONFIG_SET = 0
+CONFIG_DELETE = 1
+"""IncrementalAlterConfigs' operations: set a value; delete it (back to the broker's default)."""
 _END_FETCH_MAX_WAIT_MS = 1
 
 ResponseT = TypeVar("ResponseT")
@@ -393,6 +414,29 @@ def share_group_description(
     )
 
 
+def group_configs_request(
+    group_id: str, set: Mapping[str, str], delete: Iterable[str]
+) -> IncrementalAlterConfigsRequest:
+    """One GROUP resource: a SET of each of ``set`` (in its order), then a DELETE of each of ``delete``; the group's
+    other configs stay as they are."""
+    configs = [AlterableConfig(name=k, config_operation=CONFIG_SET, value=v) for k, v in set.items()]
+    configs += [AlterableConfig(name=k, config_operation=CONFIG_DELETE, value=None) for k in delete]
+    resource = AlterConfigsResource(resource_type=GROUP_RESOURCE, resource_name=group_id, configs=tuple(configs))
+    return IncrementalAlterConfigsRequest(resources=(resource,))
+
+
+def group_configs_altered(group_id: str, response: IncrementalAlterConfigsResponse) -> None:
+    """Returns when the broker altered ``group_id``'s configs; raises its resource's error with the broker's own
+    message (INVALID_CONFIG: ``InvalidConfigError`` naming the key and the bound), or ``CorruptResponseError`` when
+    the answer leaves the group out."""
+    answer = next(
+        (r for r in response.responses if r.resource_type == GROUP_RESOURCE and r.resource_name == group_id), None
+    )
+    if answer is None:
+        raise CorruptResponseError(f"IncrementalAlterConfigs answered without group {group_id!r}")
+    _check(answer.error_code, _said(f"configuring group {group_id!r}", answer.error_message))
+
+
 # --- the client -----------------------------------------------------------------------------------------------
 
 
@@ -510,6 +554,13 @@ class AdminClient:
                     raise
                 log.debug("admin.retry", what=what, error=str(exc), failures=failures)
                 await anyio.sleep(min(_RETRY_BACKOFF_MS * failures, 1_000) / 1000)
+
+    async def supports(self, api_key: ApiKey) -> bool:
+        """Whether the brokers offer ``api_key``, by the ApiVersions of the first broker connected (after a Metadata
+        request if none is yet); True when no connection can tell, so that the request itself finds out."""
+        if not self._directory.brokers:
+            await self._retrying("metadata", lambda: self._metadata(()))
+        return self._delegate.supports_api(int(api_key)) is not False
 
     # --- metadata and offsets ---------------------------------------------------------------------------------
     async def _metadata(self, topics: tuple[str, ...] | None) -> MetadataResponse:
@@ -655,3 +706,20 @@ class AdminClient:
             "admin.share_group_described", group=group_id, state=description.state, members=len(description.members)
         )
         return description
+
+    async def alter_group_configs(self, group_id: str, set: Mapping[str, str], delete: Iterable[str] = ()) -> None:
+        """Sets each of ``set`` and deletes each of ``delete`` (back to the broker's default) in ``group_id``'s
+        configs, in one request to the least-loaded broker; the group need not exist yet. A refused value raises the
+        broker's error (``InvalidConfigError``, with Kafka's message naming the key and the bound); a broker without
+        IncrementalAlterConfigs raises ``UnsupportedVersionError`` naming it (API 44)."""
+        deleted = tuple(delete)
+        request = group_configs_request(group_id, set, deleted)
+        if not self._directory.brokers:
+            await self._retrying("metadata", lambda: self._metadata(()))
+
+        async def attempt() -> None:
+            response = await self._send(request, None, IncrementalAlterConfigsResponse)
+            group_configs_altered(group_id, response)
+
+        await self._retrying(f"configuring group {group_id!r}", attempt)
+        log.debug("admin.group_configs_altered", group=group_id, set=dict(set), deleted=list(deleted))

@@ -1,5 +1,6 @@
 """The ``asyncconsumer`` command: its parser, its logging and the dispatch to ``demo``, ``broker``, ``consume``,
-``share-consume``, ``groups describe``, ``share-groups describe`` and ``offsets`` (each in a module of its own).
+``share-consume``, ``groups describe``, ``share-groups describe``, ``share-groups configure`` and ``offsets`` (each
+in a module of its own).
 
 Output for people goes to stdout; errors are one ``error: ...`` line on stderr and a non-zero exit status; a
 progress line goes to stderr when it is a terminal, and when it is not, one plain line says the first connection
@@ -16,7 +17,12 @@ import sys
 from collections.abc import Sequence
 
 from asyncconsumer.errors import KafkaError
-from asyncconsumer.tools._admin_commands import run_groups_describe, run_offsets, run_share_groups_describe
+from asyncconsumer.tools._admin_commands import (
+    run_groups_describe,
+    run_offsets,
+    run_share_groups_configure,
+    run_share_groups_describe,
+)
 from asyncconsumer.tools._broker_command import run_broker
 from asyncconsumer.tools._common import (
     EXIT_ERROR,
@@ -170,6 +176,28 @@ def _parser() -> argparse.ArgumentParser:
     share_describe.add_argument("group", help="the share group's id")
     _add_common(share_describe, admin=True)
     _add_format(share_describe, "text: a summary line and tables; json: one object")
+    configure = share_groups_sub.add_parser(
+        "configure",
+        help="set or delete the share group's configs on the broker (share.auto.offset.reset, "
+        "share.record.lock.duration.ms...); the group need not exist yet",
+    )
+    configure.add_argument("group", help="the share group's id")
+    _add_common(configure, admin=True)
+    configure.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a group config, e.g. share.auto.offset.reset=earliest (where a new group starts), "
+        "share.record.lock.duration.ms=60000, share.delivery.count.limit=10; repeatable",
+    )
+    configure.add_argument(
+        "--delete",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="delete a group config, so the broker's default applies again; repeatable",
+    )
     return parser
 
 
@@ -196,6 +224,8 @@ def _run(args: argparse.Namespace) -> int:
         return asyncio.run(run_offsets(args))
     if args.command == "groups":
         return asyncio.run(run_groups_describe(args))
+    if args.command == "share-groups" and args.share_groups_command == "configure":
+        return asyncio.run(run_share_groups_configure(args))
     if args.command == "share-groups":
         return asyncio.run(run_share_groups_describe(args))
     if args.command == "share-consume":

@@ -1,6 +1,7 @@
-"""``asyncconsumer share-consume`` and ``share-groups describe`` run as subprocesses: on Kafka, records printed with
-their delivery counts, a release that brings them back at delivery 2, a member described while it runs, and the
-start offsets and lag once it accepted; on Tansu, which has no share groups, one error line naming the API."""
+"""``asyncconsumer share-consume``, ``share-groups describe`` and ``share-groups configure`` run as subprocesses: on
+Kafka, records printed with their delivery counts, a release that brings them back at delivery 2, a member described
+while it runs, the start offsets and lag once it accepted, and group configs set, refused below the broker's bound
+and deleted; on Tansu, which has no share groups, one error line naming the API."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 
 from tests.conftest import Broker, TopicFactory
 from tests.support.cli import run_cli
-from tests.support.kafka_broker import KafkaCluster
+from tests.support.groups import new_group_id
+from tests.support.kafka_broker import SHARE_GROUP_MINIMUMS, KafkaCluster
 from tests.support.produce import ProduceHelper, Record
 from tests.support.share import new_share_group
 from tests.support.waiting import wait_for
@@ -155,3 +157,96 @@ def test_a_broker_without_share_groups_is_one_error_line_naming_the_api(broker: 
         [line] = result.stderr.splitlines()
         assert line.startswith("error: UnsupportedVersionError: node ") and api in line, line
         assert line.endswith(f"the broker at {broker.bootstrap_servers} has no share groups (KIP-932)"), line
+
+
+def configure(broker: Broker, group: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("share-groups", "configure", group, "--bootstrap-server", broker.bootstrap_servers, *args)
+
+
+@KAFKA_ONLY
+def test_share_groups_configure_sets_a_new_groups_configs_then_deletes_them(broker: Broker) -> None:
+    kafka = kafka_of(broker)
+    group = new_group_id()  # no such group yet: its configs can be set before its first member joins
+    defaults = kafka.group_config(group)
+    assert defaults["share.auto.offset.reset"] == "latest"
+    result = configure(
+        broker,
+        group,
+        "--set",
+        "share.auto.offset.reset=earliest",
+        "--set",
+        "share.record.lock.duration.ms=45000",
+        "--set",
+        "share.delivery.count.limit=3",
+        "--set",
+        "errors.deadletterqueue.topic.name=dlq",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout.splitlines() == [
+        f"share group {group}: share.auto.offset.reset=earliest",
+        f"share group {group}: share.record.lock.duration.ms=45000",
+        f"share group {group}: share.delivery.count.limit=3",
+        f"share group {group}: errors.deadletterqueue.topic.name=dlq",
+    ]
+    configured = kafka.group_config(group)
+    assert {k: configured[k] for k in ("share.auto.offset.reset", "share.record.lock.duration.ms")} == {
+        "share.auto.offset.reset": "earliest",
+        "share.record.lock.duration.ms": "45000",
+    }
+    assert (configured["share.delivery.count.limit"], configured["errors.deadletterqueue.topic.name"]) == ("3", "dlq")
+
+    deleted = configure(
+        broker, group, "--delete", "share.record.lock.duration.ms", "--delete", "errors.deadletterqueue.topic.name"
+    )
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.splitlines() == [
+        f"share group {group}: share.record.lock.duration.ms deleted",
+        f"share group {group}: errors.deadletterqueue.topic.name deleted",
+    ]
+    after = kafka.group_config(group)
+    for key in ("share.record.lock.duration.ms", "errors.deadletterqueue.topic.name"):
+        assert after[key] == defaults[key], key
+    assert (after["share.auto.offset.reset"], after["share.delivery.count.limit"]) == ("earliest", "3")
+
+
+@KAFKA_ONLY
+def test_share_groups_configure_below_the_brokers_bound_is_one_error_line_naming_it(broker: Broker) -> None:
+    kafka = kafka_of(broker)
+    group = new_group_id()
+    bound = SHARE_GROUP_MINIMUMS["share.record.lock.duration.ms"]
+    result = configure(
+        broker,
+        group,
+        "--set",
+        "share.auto.offset.reset=earliest",
+        "--set",
+        f"share.record.lock.duration.ms={bound - 1}",
+    )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"error: InvalidConfigError: [INVALID_CONFIG (40)] configuring group '{group}': Invalid value {bound - 1} "
+        f"for configuration share.record.lock.duration.ms: Value must be at least {bound}"
+    ]
+    assert kafka.group_config(group)["share.auto.offset.reset"] == "latest"  # one request: nothing was set
+    unknown = configure(broker, group, "--set", "share.no.such.config=1")
+    assert unknown.returncode == 1
+    assert unknown.stderr.splitlines() == [
+        f"error: InvalidConfigError: [INVALID_CONFIG (40)] configuring group '{group}': "
+        "Unknown group config name: share.no.such.config"
+    ]
+    usage = configure(broker, group, "--set", "share.auto.offset.reset")
+    assert (usage.returncode, usage.stderr) == (2, "error: --set takes KEY=VALUE, got 'share.auto.offset.reset'\n")
+
+
+@pytest.mark.tansu_only("Kafka keeps group configs")
+def test_share_groups_configure_on_a_broker_without_share_groups_is_one_error_line(broker: Broker) -> None:
+    # Tansu 0.6 answers IncrementalAlterConfigs on a GROUP resource with no error and keeps nothing.
+    result = configure(broker, "g", "--set", "share.auto.offset.reset=earliest")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "error: UnsupportedVersionError: the brokers do not support SHARE_GROUP_HEARTBEAT (API 76): "
+        f"the broker at {broker.bootstrap_servers} has no share groups (KIP-932)"
+    ]

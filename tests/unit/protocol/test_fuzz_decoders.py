@@ -53,6 +53,7 @@ from asyncconsumer.protocol.messages import (
     consumer_group_describe,
     describe_share_group_offsets,
     get_telemetry_subscriptions,
+    incremental_alter_configs,
     push_telemetry,
     share_acknowledge,
     share_fetch,
@@ -722,6 +723,16 @@ def describe_share_group_offsets_seeds(v: int) -> list[base.Response]:
     ]
 
 
+def incremental_alter_configs_seeds(v: int) -> list[base.Response]:
+    m = incremental_alter_configs
+    ok = m.AlterConfigsResourceResponse(error_code=0, error_message=None, resource_type=32, resource_name="g")
+    bad = m.AlterConfigsResourceResponse(error_code=40, error_message="too small", resource_type=32, resource_name="h")
+    return [
+        m.IncrementalAlterConfigsResponse(throttle_time_ms=1, responses=(ok, bad)),
+        m.IncrementalAlterConfigsResponse(),
+    ]
+
+
 SEEDS: dict[type[base.Request], Callable[[int], list[base.Response]]] = {
     ApiVersionsRequest: api_versions_seeds,
     MetadataRequest: metadata_seeds,
@@ -747,6 +758,7 @@ SEEDS: dict[type[base.Request], Callable[[int], list[base.Response]]] = {
     share_fetch.ShareFetchRequest: share_fetch_seeds,
     share_acknowledge.ShareAcknowledgeRequest: share_acknowledge_seeds,
     describe_share_group_offsets.DescribeShareGroupOffsetsRequest: describe_share_group_offsets_seeds,
+    incremental_alter_configs.IncrementalAlterConfigsRequest: incremental_alter_configs_seeds,
 }
 
 

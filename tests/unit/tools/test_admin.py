@@ -9,7 +9,13 @@ import uuid
 
 import pytest
 
-from asyncconsumer.errors import BrokerResponseError, CorruptResponseError, ErrorCode
+from asyncconsumer.errors import (
+    BrokerResponseError,
+    CorruptResponseError,
+    ErrorCode,
+    InvalidConfigError,
+    InvalidRequestError,
+)
 from asyncconsumer.managers.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
 from asyncconsumer.protocol.consumer_protocol import encode_assignment
 from asyncconsumer.protocol.messages.consumer_protocol import (
@@ -25,6 +31,12 @@ from asyncconsumer.protocol.messages.describe_share_group_offsets import (
     DescribeShareGroupOffsetsResponseTopic,
 )
 from asyncconsumer.protocol.messages.fetch import FetchableTopicResponse, FetchResponse, PartitionData
+from asyncconsumer.protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsResponse,
+)
 from asyncconsumer.protocol.messages.offset_fetch import (
     OffsetFetchResponseGroup,
     OffsetFetchResponsePartition,
@@ -39,6 +51,8 @@ from asyncconsumer.tools._admin_commands import group_lines, share_group_lines
 from asyncconsumer.tools.admin import (
     GroupNotFoundError,
     end_offsets_fetch,
+    group_configs_altered,
+    group_configs_request,
     group_description,
     high_watermarks,
     share_group_description,
@@ -274,3 +288,43 @@ def test_an_unknown_share_group_is_not_found_and_errors_are_raised() -> None:
     refused = DescribedShareGroup(error_code=30, error_message="no", group_id="s")  # GROUP_AUTHORIZATION_FAILED
     with pytest.raises(BrokerResponseError, match=r"describing share group 's': no"):
         share_group_description(refused, DescribeShareGroupOffsetsResponseGroup(group_id="s"), coordinator=1)
+
+
+def test_group_configs_request_sets_then_deletes_on_one_group_resource() -> None:
+    request = group_configs_request(
+        "workers", {"share.auto.offset.reset": "earliest", "share.delivery.count.limit": "3"}, iter(["x.y"])
+    )
+    assert request.resources == (
+        AlterConfigsResource(
+            resource_type=32,  # GROUP
+            resource_name="workers",
+            configs=(
+                AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest"),  # SET
+                AlterableConfig(name="share.delivery.count.limit", config_operation=0, value="3"),
+                AlterableConfig(name="x.y", config_operation=1, value=None),  # DELETE
+            ),
+        ),
+    )
+    assert request.validate_only is False
+
+
+def _altered(code: int, message: str | None, name: str = "workers", kind: int = 32) -> IncrementalAlterConfigsResponse:
+    answer = AlterConfigsResourceResponse(
+        error_code=code, error_message=message, resource_type=kind, resource_name=name
+    )
+    return IncrementalAlterConfigsResponse(responses=(answer,))
+
+
+def test_group_configs_altered_passes_the_brokers_message_through() -> None:
+    group_configs_altered("workers", _altered(0, None))
+    group_configs_altered("workers", _altered(0, ""))  # Tansu's empty message
+    bound = "Invalid value 10 for configuration share.record.lock.duration.ms: Value must be at least 1000"
+    with pytest.raises(InvalidConfigError) as refused:
+        group_configs_altered("workers", _altered(40, bound))
+    assert str(refused.value) == f"[INVALID_CONFIG (40)] configuring group 'workers': {bound}"
+    assert not refused.value.retriable
+    with pytest.raises(InvalidRequestError, match=r"configuring group '': Default group resources are not allowed"):
+        group_configs_altered("", _altered(42, "Default group resources are not allowed.", name=""))
+    for other in (_altered(0, None, name="other"), _altered(0, None, kind=2), IncrementalAlterConfigsResponse()):
+        with pytest.raises(CorruptResponseError, match=r"IncrementalAlterConfigs answered without group 'workers'"):
+            group_configs_altered("workers", other)

@@ -35,6 +35,7 @@ def test_every_argument_of_every_command_has_help() -> None:
                 "groups describe",
                 "share-groups",
                 "share-groups describe",
+                "share-groups configure",
             )
         ),
     }
@@ -60,6 +61,7 @@ def test_every_argument_of_every_command_has_help() -> None:
         ["groups", "describe", "g", "--bootstrap-server", "h:1"],
         ["share-consume", "--bootstrap-server", "h:1", "--group", "g", "--topic", "t"],
         ["share-groups", "describe", "g", "--bootstrap-server", "h:1"],
+        ["share-groups", "configure", "g", "--bootstrap-server", "h:1", "--set", "k=v"],
     ],
 )
 def test_verbose_goes_before_or_after_the_command(command: list[str]) -> None:
@@ -116,3 +118,28 @@ def test_share_groups_describe_takes_a_group() -> None:
     )
     with pytest.raises(SystemExit):
         _parser().parse_args(["share-groups", "--bootstrap-server", "h:1"])
+
+
+def test_share_groups_configure_takes_a_group_and_repeated_sets_and_deletes() -> None:
+    args = _parser().parse_args(
+        [
+            "share-groups",
+            "configure",
+            "workers",
+            "--bootstrap-server",
+            "h:1",
+            "--set",
+            "share.auto.offset.reset=earliest",
+            "--delete",
+            "share.delivery.count.limit",
+            "--set",
+            "share.record.lock.duration.ms=60000",
+        ]
+    )
+    assert (args.share_groups_command, args.group, args.timeout_ms) == ("configure", "workers", 30_000)
+    assert args.set == ["share.auto.offset.reset=earliest", "share.record.lock.duration.ms=60000"]
+    assert args.delete == ["share.delivery.count.limit"]
+    bare = _parser().parse_args(["share-groups", "configure", "g", "--bootstrap-server", "h:1"])
+    assert (bare.set, bare.delete) == ([], [])  # refused when run: nothing to configure
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["share-groups", "configure", "--bootstrap-server", "h:1", "--set", "k=v"])  # no group
