@@ -285,6 +285,7 @@ SUMMARISED = (
     "wall_s",
     "first_record_s",
     "records_per_fetch",
+    "other_cpu_cores",
 )
 
 
@@ -348,8 +349,8 @@ def table(summary: Mapping[str, Result], workload: str) -> str:
     rows = [
         "| consumers | ack | max.poll.records | locks | client | records/s | vs Java | vs confluent"
         " | to last received | CPU-s / M (process; polling) | peak RSS MB (max; sum) | broker CPU-s / M"
-        " | records / fetch | 1st record s | runs |",
-        "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " | records / fetch | 1st record s | others' load | runs |",
+        "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     entries = [e for e in summary.values() if e["case"]["workload"] == workload]
     order = {c: i for i, c in enumerate(CLIENTS)}
@@ -374,7 +375,7 @@ def table(summary: Mapping[str, Result], workload: str) -> str:
             f"| {_num(e['cpu_s_per_m'], '.2f')}; {_num(e['cpu_run_s_per_m'], '.2f')} "
             f"| {_num(e['peak_rss_mb'], '.0f')}; {_num(e['peak_rss_mb_sum'], '.0f')} "
             f"| {_num(e['broker_cpu_s_per_m'], '.2f')} | {_num(e['records_per_fetch'], ',.0f')} "
-            f"| {_num(e['first_record_s'], '.2f')} | {e['runs']} |"
+            f"| {_num(e['first_record_s'], '.2f')} | {_num(e['other_cpu_cores'], '.2f')} | {e['runs']} |"
         )
     return "\n".join(rows)
 
@@ -836,6 +837,18 @@ class Bench:
         )
 
     def run(self, case: Case, w: Workload) -> Result:
+        import bench_consume
+
+        # the machine is shared: wait (up to 20 s) for others' load to drop, and record it during the run
+        quiet = bench_consume.wait_until_quiet(self.broker_pid, 0.3, 20.0)
+        load = bench_consume.Load(self.broker_pid)
+        out = self._run(case, w)
+        noise = load.finish()
+        out["other_cpu_cores"] = noise["other_cpu_cores"]
+        out["other_cpu_cores_before"] = quiet
+        return out
+
+    def _run(self, case: Case, w: Workload) -> Result:
         topic = self.topics[w.name]
         group = f"bench-share-{uuid.uuid4().hex[:10]}"
         config: dict[str, object] = {"share.auto.offset.reset": "earliest"}
