@@ -605,11 +605,32 @@ CHILDREN: Mapping[str, Callable[[argparse.Namespace, threading.Event], Result]] 
 }
 
 
+def _profile_threads(path: Path) -> None:
+    """Every thread started from now on (the consumer's background thread among them) runs under its own
+    cProfile, its stats written beside ``path`` as ``<stem>.<thread name>.prof`` when the thread ends."""
+    import cProfile
+
+    original = threading.Thread.run
+
+    def run(self: threading.Thread) -> None:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        try:
+            original(self)
+        finally:
+            profiler.disable()
+            name = "".join(c if c.isalnum() else "-" for c in self.name)
+            profiler.dump_stats(str(path.with_name(f"{path.stem}.{name}.prof")))
+
+    threading.Thread.run = run  # type: ignore[method-assign]
+
+
 def child_main(args: argparse.Namespace) -> int:
     stop = threading.Event()
     _watch_stdin(stop)
     run = CHILDREN[args.child]
     if args.profile_out is not None:
+        _profile_threads(args.profile_out)
         import cProfile
 
         profiler = cProfile.Profile()
