@@ -57,13 +57,16 @@ def command(
     idle_s: float | None = None,
     max_s: float = 600.0,
     print_records: bool = True,
+    progress: bool = False,
+    start_file: Path | None = None,
     max_poll_records: int | None = None,
     client_id: str = "java-share",
     properties: Mapping[str, str] | None = None,
     java: str = "java",
 ) -> list[str]:
     """The command line of one ``JavaShareConsume`` (its Javadoc says what each option does). At least one stop
-    condition besides ``max_s`` should be given: ``count``, ``stop_file``, ``stdin_eof`` or ``idle_s``."""
+    condition besides ``max_s`` should be given: ``count``, ``stop_file``, ``stdin_eof`` or ``idle_s``. ``progress``
+    prints ``P accepted_so_far`` lines instead of record lines; ``start_file`` holds the first poll until it exists."""
     if ack_mode not in ACK_MODES:
         raise ValueError(f"ack_mode must be one of {ACK_MODES}, got {ack_mode!r}")
     if ack_type not in ACK_TYPES:
@@ -93,7 +96,7 @@ def command(
         "--max-s",
         str(max_s),
         "--print",
-        "records" if print_records else "none",
+        "progress" if progress else "records" if print_records else "none",
         "--client-id",
         client_id,
     ]
@@ -103,6 +106,8 @@ def command(
         argv += ["--stop-file", str(stop_file)]
     if stdin_eof:
         argv += ["--stdin-eof", "true"]
+    if start_file is not None:
+        argv += ["--start-file", str(start_file)]
     if idle_s is not None:
         argv += ["--idle-s", str(idle_s)]
     if max_poll_records is not None:

@@ -38,8 +38,12 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * file exists), {@code --stdin-eof true} (standard input closes; a parent that dies closes it too),
  * {@code --idle-s S} (no record for S seconds, counted from the start until the first record), and always
  * {@code --max-s S} (default 600).</li>
- * <li>{@code --print records|none} (default records), {@code --max-poll-records N}, {@code --client-id ID}, and
- * {@code --property key=value} (repeatable) for any other consumer config.</li>
+ * <li>{@code --print records|none|progress} (default records): {@code progress} prints no record lines but
+ * {@code P accepted_so_far} after each poll that changed it (for a parent that waits for a whole group's count),
+ * {@code --max-poll-records N}, {@code --client-id ID}, and {@code --property key=value} (repeatable) for any other
+ * consumer config.</li>
+ * <li>{@code --start-file PATH}: after subscribing, print {@code READY} and wait until the file exists before the
+ * first poll (a parent starts several members together once all are up).</li>
  * </ul>
  *
  * <p>Standard output: one line per record once the broker has answered its acknowledgement (the
@@ -47,7 +51,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * rejected, {@code F partition offset delivery_count} when the broker refused the acknowledgement (the record may
  * come again, here or to another member). Records whose acknowledgement was never confirmed by the end are printed
  * as {@code U ...}. Last comes {@code SHARE_RESULT {json}}: counts, wall time from the first poll to the last record,
- * records/s. Only an {@code A} line means the group will not deliver that record again.
+ * records/s, and the wall clock (ms since the epoch) of the first record, the last record and the last
+ * acknowledgement confirmed as accepted. Only an {@code A} line means the group will not deliver that record again.
  */
 public final class JavaShareConsume {
     private static final String RESULT_MARKER = "SHARE_RESULT ";
@@ -55,13 +60,19 @@ public final class JavaShareConsume {
     private final BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8),
             1 << 16);
     private final boolean printRecords;
+    private final boolean printProgress;
+    private long lastConfirmedEpochMs = -1;
     /** Records polled and acknowledged but not yet confirmed: partition to offset to {delivery count, ack code}. */
     private final Map<Integer, Map<Long, int[]>> pending = new HashMap<>();
     private final Map<Character, Long> confirmed = new HashMap<>();
     private IOException writeFailure;
 
-    private JavaShareConsume(boolean printRecords) {
-        this.printRecords = printRecords;
+    private JavaShareConsume(String print) {
+        if (!List.of("records", "none", "progress").contains(print)) {
+            throw new IllegalArgumentException("--print must be records, none or progress, got " + print);
+        }
+        this.printRecords = print.equals("records");
+        this.printProgress = print.equals("progress");
     }
 
     public static void main(String[] argv) throws Exception {
@@ -82,7 +93,7 @@ public final class JavaShareConsume {
                 throw new IllegalArgumentException("missing --" + key);
             }
         }
-        JavaShareConsume run = new JavaShareConsume(!"none".equals(args.getOrDefault("print", "records")));
+        JavaShareConsume run = new JavaShareConsume(args.getOrDefault("print", "records"));
         System.exit(run.run(args, properties));
     }
 
@@ -127,6 +138,11 @@ public final class JavaShareConsume {
         long t0 = System.nanoTime();
         long first = -1;
         long last = -1;
+        long firstEpochMs = -1;
+        long cpuAtStart = -1;
+        long cpuAtStop = -1;
+        long lastEpochMs = -1;
+        long progressShown = 0;
         String stopReason = null;
         Integer lockTimeoutMs = null;
         try (KafkaShareConsumer<byte[], byte[]> consumer =
@@ -136,6 +152,17 @@ public final class JavaShareConsume {
             }
             consumer.setAcknowledgementCommitCallback(this::onComplete);
             consumer.subscribe(List.of(args.get("topic")));
+            if (args.containsKey("start-file")) {
+                Path startFile = Path.of(args.get("start-file"));
+                out.write("READY");
+                out.newLine();
+                flush();
+                while (!Files.exists(startFile) && !stdinClosed && System.nanoTime() - t0 < maxNanos) {
+                    Thread.sleep(5);
+                }
+                t0 = System.nanoTime();
+            }
+            cpuAtStart = processCpuNanos();
             while (true) {
                 long now = System.nanoTime();
                 if (count >= 0 && confirmedTotal() >= count) {
@@ -161,13 +188,20 @@ public final class JavaShareConsume {
                 if (lockTimeoutMs == null) {
                     lockTimeoutMs = consumer.acquisitionLockTimeoutMs().orElse(null);
                 }
+                if (printProgress && confirmedTotal() != progressShown) {
+                    progressShown = confirmedTotal();
+                    out.write("P " + progressShown);
+                    out.newLine();
+                }
                 if (batch.isEmpty()) {
                     flush();
                     continue;
                 }
                 last = System.nanoTime();
+                lastEpochMs = System.currentTimeMillis();
                 if (first < 0) {
                     first = last;
+                    firstEpochMs = lastEpochMs;
                 }
                 for (ConsumerRecord<byte[], byte[]> record : batch) {
                     int deliveries = record.deliveryCount().map(Short::intValue).orElse(-1);
@@ -188,6 +222,7 @@ public final class JavaShareConsume {
                 }
                 flush();
             }
+            cpuAtStop = processCpuNanos();
             consumer.commitSync(); // implicit mode: the last poll's records; explicit: anything still unsent
             consumer.close(Duration.ofSeconds(30));
         }
@@ -214,6 +249,10 @@ public final class JavaShareConsume {
         result.append(", \"first_record_s\": ").append(first < 0 ? "null" : Double.toString((first - t0) / 1e9));
         result.append(", \"records_per_s\": ").append(wall > 0 ? polled / wall : 0.0);
         result.append(", \"acquisition_lock_timeout_ms\": ").append(lockTimeoutMs);
+        result.append(", \"first_record_epoch_ms\": ").append(firstEpochMs);
+        result.append(", \"cpu_run_s\": ").append(cpuAtStart < 0 || cpuAtStop < 0 ? -1 : (cpuAtStop - cpuAtStart) / 1e9);
+        result.append(", \"last_record_epoch_ms\": ").append(lastEpochMs);
+        result.append(", \"last_confirmed_epoch_ms\": ").append(lastConfirmedEpochMs);
         result.append(", \"java_version\": \"").append(System.getProperty("java.version")).append('"');
         result.append('}');
         out.write(result.toString());
@@ -226,6 +265,15 @@ public final class JavaShareConsume {
     }
 
     private volatile boolean stdinClosed;
+
+    /** The CPU time of the whole process (every thread), or -1 when the JVM cannot tell. */
+    private static long processCpuNanos() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.OperatingSystemMXBean) {
+            return ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime();
+        }
+        return -1;
+    }
 
     /** A daemon thread that reads standard input to its end, then wakes the consumer so the loop stops. */
     private void watchStdin(KafkaShareConsumer<byte[], byte[]> consumer) {
@@ -256,6 +304,9 @@ public final class JavaShareConsume {
                 int deliveries = known == null ? -1 : known[0];
                 char kind = exception != null ? 'F' : known == null ? '?' : (char) known[1];
                 confirmed.merge(kind, 1L, Long::sum);
+                if (kind == 'A') {
+                    lastConfirmedEpochMs = System.currentTimeMillis();
+                }
                 line(kind, partition, offset, deliveries);
             }
         }
