@@ -13,6 +13,7 @@ import gc
 from collections import deque
 
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
+from asyncconsumer._state.snapshot import ShareDemand
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import CorruptRecordError, KafkaError, RecordDeserializationError
 from asyncconsumer.protocol.records import BatchError, iter_batches
@@ -25,8 +26,11 @@ _ALL = 1 << 62
 class ShareCollector:
     """Turns buffered share fetches into ``ShareRecord``s, at most ``max_records`` per ``collect``."""
 
-    def __init__(self, config: ConsumerConfig, buffer: FetchBuffer) -> None:
+    def __init__(self, config: ConsumerConfig, buffer: FetchBuffer, demand: ShareDemand | None = None) -> None:
         self._buffer = buffer
+        self._demand = demand if demand is not None else ShareDemand()
+        """Told how many decoded records wait (``held``) before a fetch's bytes are released: the release wakes the
+        background, which must not take an empty buffer for a caller with nothing left."""
         self._check_crcs = config.check_crcs
         self._max_batch_bytes = config.receive_message_max_bytes
         self._kd = config.key_deserializer
@@ -70,6 +74,7 @@ class ShareCollector:
                 try:
                     self._decode(fetch)
                 finally:
+                    self._demand.held = self.held
                     self._buffer.release(fetch)
                     self.bytes_returned += fetch.size
                 continue
@@ -81,6 +86,7 @@ class ShareCollector:
                 taken, self._ready[0] = records[:left], (tp, records[left:])
             out.setdefault(tp, []).extend(taken)
             left -= len(taken)
+        self._demand.held = self.held
         self.records_returned += max_records - left
         self._buffer.poll_done(max_records - left, left > 0)
         return out

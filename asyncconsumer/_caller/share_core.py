@@ -43,7 +43,7 @@ class ShareCore:
         self.settings = config.consumer
         self.clock: Clock = clock or SystemClock()
         self.parts = build_share(config, self.clock)
-        self.collector = ShareCollector(self.settings, self.parts.buffer)
+        self.collector = ShareCollector(self.settings, self.parts.buffer, self.parts.demand)
         self.meter = RateMeter()
         self.explicit = config.share_acknowledgement_mode == "explicit"
         self.subscribed: frozenset[str] = frozenset()
@@ -182,10 +182,13 @@ class ShareCore:
             self._settle_in_flight(AcknowledgeType.ACCEPT)
         self.start()
         deadline = self.clock.now_ms() + int(timeout_ms)
+        # The acknowledgements first: the fetch this poll allows must carry them. A fetch sent without them, for a
+        # partition whose locks they would free, waits fetch_max_wait_ms for records the broker cannot hand out.
+        sent = self._send_acks()
         demand = self.parts.demand
         demand.waiting_until_ms = deadline
         demand.polls += 1
-        if not self._send_acks():
+        if not sent:
             self.parts.thread.wakeup()
         return deadline
 

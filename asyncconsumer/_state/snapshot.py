@@ -98,11 +98,15 @@ class ShareDemand:
     ``poll`` allows one fetch per broker (``polls``), and more while the caller waits in it (``waiting_until_ms``).
     """
 
-    __slots__ = ("leaving", "polls", "waiting_until_ms")
+    __slots__ = ("held", "leaving", "polls", "waiting_until_ms")
 
     def __init__(self) -> None:
         self.polls = 0
         self.waiting_until_ms = 0
+        self.held = 0
+        """Records fetched and decoded that no ``poll`` has returned yet: while there are some, nothing is fetched
+        (their locks count against the partition's limit, and a fetch long-polling for more would hold up the
+        acknowledgements that free them)."""
         self.leaving = False
         """Set before ``close`` or ``unsubscribe`` settles what was delivered: nothing more is fetched, so records
         just released are not taken again by the member that is leaving."""

@@ -171,28 +171,39 @@ class ShareConsumeManager:
                 wait = min(wait, node.retry_at_ms - now_ms)
                 continue
             session = node.session
-            if session.is_open and (committing.get(node_id) or (pending.get(node_id) and not wanted.get(node_id))):
+            if session.is_open and committing.get(node_id):
                 acks = {
                     **self._pending.take(pending.get(node_id, ())),
-                    **self._committing.take(committing.get(node_id, ())),
+                    **self._committing.take(committing[node_id]),
                 }
                 requests.append(self._acknowledge(node_id, node, acks, now_ms))
                 continue
             if not wanted.get(node_id):
-                if not session.is_open:
+                if session.is_open and pending.get(node_id):
+                    requests.append(self._acknowledge(node_id, node, self._pending.take(pending[node_id]), now_ms))
+                elif not session.is_open:
                     self._strand(node_id, pending.get(node_id, []), committing.get(node_id, []))
                 continue
             polls = self._demand.polls
-            asked = not self._demand.leaving and (node.served_poll < polls or now_ms < self._demand.waiting_until_ms)
+            asked = (
+                not self._demand.leaving
+                and self._demand.held == 0
+                and (node.served_poll < polls or now_ms < self._demand.waiting_until_ms)
+            )
             if may_fetch is None:
                 may_fetch = self._buffer.empty_or_wait()
             fetch = may_fetch and asked
-            if not fetch and (session.is_open or not (committing.get(node_id) or pending.get(node_id))):
-                continue  # an unopened session with acknowledgements waiting opens with a minimal fetch
             if fetch:
                 node.served_poll = polls
-            acks = self._pending.take(pending.get(node_id, ())) if session.is_open else {}
-            requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, max_wait=fetch))
+                acks = self._pending.take(pending.get(node_id, ())) if session.is_open else {}
+                requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, max_wait=True))
+            elif session.is_open and pending.get(node_id):
+                # no fetch is due: the acknowledgements go alone, at once, so the records' locks are freed for the
+                # other members (a partition holds at most group.share.partition.max.record.locks)
+                requests.append(self._acknowledge(node_id, node, self._pending.take(pending[node_id]), now_ms))
+            elif not session.is_open and (committing.get(node_id) or pending.get(node_id)):
+                # an unopened session with acknowledgements waiting opens with a minimal fetch
+                requests.append(self._fetch(node_id, node, wanted[node_id], {}, now_ms, max_wait=False))
         return PollResult(wait, tuple(requests))
 
     def _strand(self, node_id: int, pending: list[TopicPartition], committing: list[TopicPartition]) -> None:
