@@ -13,6 +13,7 @@ import pytest
 from asyncconsumer._caller.share_collector import ShareCollector
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.snapshot import ShareDemand
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import CorruptRecordError, RecordDeserializationError
 from asyncconsumer.protocol.messages.share_fetch import AcquiredRecords
@@ -144,3 +145,19 @@ def test_collect_works_whether_or_not_gc_is_paused(pause_gc: bool) -> None:
     add(buffer, build_batch(0, values(1)), (0, 0, 1))
     assert offsets(c.collect(10)[T0]) == [(0, 1)]
     assert gc.isenabled()
+
+
+def test_the_background_hears_of_held_records_before_the_release_wakes_it() -> None:
+    """Releasing a decoded fetch's bytes wakes a waiting background; by then ``held`` says what is left, or it
+    would fetch for a caller that has records yet."""
+    buffer = FetchBuffer(1 << 20, CallerSignal())
+    demand = ShareDemand()
+    c = ShareCollector(ConsumerConfig.from_kwargs("h:1"), buffer, demand)
+    add(buffer, build_batch(0, values(6)), (0, 5, 1))
+    assert not buffer.empty_or_wait()  # the background waits for the caller to take what is buffered
+    heard: list[int] = []
+    buffer.set_space_waiter(lambda: heard.append(demand.held))
+    assert len(c.collect(2)[T0]) == 2
+    assert heard == [6] and demand.held == 4  # decoded whole, then two taken
+    assert len(c.collect(10)[T0]) == 4
+    assert demand.held == 0

@@ -249,3 +249,22 @@ def test_subscribe_checks_topic_names() -> None:
         c.subscribe("t")
     with pytest.raises(TypeError, match="non-empty"):
         c.subscribe([""])
+
+
+def test_a_poll_hands_over_its_acknowledgements_before_it_asks_for_a_fetch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fetch a poll allows must carry the acknowledgements it made: they are queued before the demand moves."""
+    monkeypatch.setattr(ShareCore, "running", property(lambda self: True))
+    c = core("implicit")
+    received(c, T0, 1, 2)
+    polls_when_queued: list[int] = []
+    put = c.parts.app_events.put
+
+    def recording(event: Any) -> None:
+        polls_when_queued.append(c.parts.demand.polls)
+        put(event)
+
+    c.parts.app_events.put = recording  # type: ignore[method-assign]
+    c.begin_poll(0)
+    assert polls_when_queued == [0] and c.parts.demand.polls == 1
+    (event,) = submitted(c)
+    assert event.acks == {T0: {1: 1, 2: 1}} and not event.commit

@@ -553,3 +553,19 @@ def test_nothing_is_fetched_once_the_caller_is_leaving() -> None:
     c.demand.polls += 1
     c.demand.leaving = True  # close() or unsubscribe() settled what was delivered: released records stay released
     assert c.poll(0) == {}
+
+
+def test_no_fetch_while_the_caller_holds_decoded_records_and_their_acknowledgements_go_alone_at_once() -> None:
+    """Records the caller has not reached hold locks; a fetch sent meanwhile could wait fetch_max_wait_ms for records
+    the broker cannot lock, holding up (one request per broker) the acknowledgements that would free them."""
+    c = Consumer(leader1=1)
+    c.opened()
+    c.demand.held = 300
+    c.manager.acknowledge({T0: {3: ACCEPT}})
+    (sent,) = c.poll(2).values()
+    assert ack_request(sent).topics[0].partitions[0].partition_index == 0
+    sent.on_response(acknowledged(c.topic_id, (0, 0)), 3)
+    assert c.poll(4) == {}
+    c.demand.held = 0
+    (fetch,) = c.poll(5).values()
+    assert fetch_request(fetch).share_session_epoch == 2
