@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from concurrent.futures import Future
 from types import TracebackType
@@ -19,7 +18,7 @@ from typing import Any, TypeVar, Unpack
 
 from asyncconsumer._caller.share_core import AcknowledgementCommitCallback, ShareCore
 from asyncconsumer.config import ShareConsumerConfig, ShareConsumerSettings
-from asyncconsumer.errors import KafkaError, KafkaTimeoutError
+from asyncconsumer.errors import KafkaError
 from asyncconsumer.metrics import ShareConsumerMetrics
 from asyncconsumer.records import AcknowledgeType, ShareRecord, ShareRecords, TopicPartition
 
@@ -167,21 +166,7 @@ class ShareConsumer:
         return self._core.config
 
     def _wait(self, future: Future[T], timeout_ms: int | None = None) -> T:
-        core = self._core
-        signal = core.parts.signal
-        future.add_done_callback(lambda _: signal.notify())
-        give_up = time.monotonic() + core.timeout_s(timeout_ms)
-        while True:
-            seen = signal.seq
-            if future.done():
-                return future.result()
-            core.check_wakeup()
-            left = give_up - time.monotonic()
-            if left <= 0:
-                raise KafkaTimeoutError(
-                    f"the share consumer's background thread did not answer within {core.timeout_s(timeout_ms):.0f} s"
-                )
-            signal.wait(seen, left)
+        return self._core.wait(future, timeout_ms)
 
     def start(self) -> None:
         self._core.start()

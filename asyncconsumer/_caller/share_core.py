@@ -9,18 +9,17 @@ left. Acknowledgements leave with the next ``poll`` (riding on a ShareFetch) or 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any
 
-from asyncconsumer._background.share_builder import build_share
+from asyncconsumer._background.share_builder import ShareComponents, build_share
+from asyncconsumer._caller.lifecycle import ClientCore
 from asyncconsumer._caller.share_collector import ShareCollector
 from asyncconsumer._clock import Clock, SystemClock
 from asyncconsumer._logs import get_logger
 from asyncconsumer.config import ShareConsumerConfig
-from asyncconsumer.errors import ClientClosedError, IllegalStateError, KafkaError, WakeupError
-from asyncconsumer.events.application import ApplicationEvent, CloseEvent
+from asyncconsumer.errors import IllegalStateError, KafkaError
 from asyncconsumer.events.background import AcknowledgedEvent, ErrorEvent
 from asyncconsumer.events.share import ShareAcknowledgeEvent, ShareSubscribeEvent, ShareUnsubscribeEvent
 from asyncconsumer.metrics import RateMeter, ShareConsumerMetrics
@@ -35,8 +34,10 @@ AcknowledgementCommitCallback = Callable[[dict[TopicPartition, set[int]], KafkaE
 caller's side, inside ``poll`` or a commit. An ``AsyncShareConsumer`` awaits what it returns if awaitable."""
 
 
-class ShareCore:
+class ShareCore(ClientCore[ShareComponents]):
     """One share consumer's parts and the calls both facades share."""
+
+    NAME = "share consumer"
 
     def __init__(self, config: ShareConsumerConfig, clock: Clock | None = None) -> None:
         self.config = config
@@ -54,52 +55,15 @@ class ShareCore:
         self.callback: AcknowledgementCommitCallback | None = None
         self.acknowledged = dict.fromkeys(AcknowledgeType, 0)
         self.acknowledgement_errors = 0
-        self.started = False
-        self.closed = False
-        self._start_lock = threading.Lock()
-        self._wakeup_requested = False
+        self._init_lifecycle()
 
-    # --- lifecycle -----------------------------------------------------------------------------------------------
-    def start(self) -> None:
-        self._check_open()
-        if self.started:
-            return
-        with self._start_lock:
-            if self.started:
-                return
-            self.parts.thread.start()
-            self.started = True
+    def _log_started(self) -> None:
         log.info("share.started", group=self.config.group_id, client_id=self.settings.client_id)
 
-    def _check_open(self) -> None:
-        if self.closed:
-            raise ClientClosedError("the share consumer is closed")
-        if self.started and not self.parts.thread.alive:
-            raise ClientClosedError(f"the share consumer's background thread stopped: {self.parts.thread.failure!r}")
-
-    @property
-    def running(self) -> bool:
-        return self.started and not self.closed and self.parts.thread.alive
-
-    def wakeup(self) -> None:
-        self._wakeup_requested = True
-        self.parts.signal.notify()
-
-    def check_wakeup(self) -> None:
-        if self._wakeup_requested:
-            self._wakeup_requested = False
-            raise WakeupError("wakeup() was called: the blocking call was interrupted; nothing acquired is lost")
-
-    def deadline(self, timeout_ms: int | None) -> int:
-        return self.clock.now_ms() + (self.settings.default_api_timeout_ms if timeout_ms is None else timeout_ms)
-
-    def timeout_s(self, timeout_ms: int | None) -> float:
-        return (self.settings.default_api_timeout_ms if timeout_ms is None else timeout_ms) / 1000 + 1.0
-
-    def submit(self, event: ApplicationEvent) -> Future[Any]:
-        self.start()
-        self.parts.app_events.put(event)
-        return event.future
+    def _log_closed(self, timed_out: float | None) -> None:
+        if timed_out is not None:
+            log.warning("share.close_timeout", timeout_s=timed_out)
+        log.info("share.closed", group=self.config.group_id)
 
     def prepare_close(self) -> Future[dict[TopicPartition, KafkaError | None]] | None:
         """Before leaving: implicit mode accepts what is in flight, explicit mode releases what was not
@@ -115,24 +79,6 @@ class ShareCore:
         if not self.acks:
             return None
         return self._commit_event(self.deadline(None)).future
-
-    def close(self, timeout_ms: int) -> Future[None] | None:
-        with self._start_lock:
-            if self.closed:
-                return None
-            self.closed = True
-        if not self.started or not self.parts.thread.alive:
-            return None
-        event = CloseEvent(deadline_ms=self.clock.now_ms() + timeout_ms)
-        self.parts.app_events.put(event)
-        return event.future
-
-    def finish_close(self, timeout_s: float) -> None:
-        if not self.started:
-            return
-        if not self.parts.thread.join(max(timeout_s, 0.0)):
-            log.warning("share.close_timeout", timeout_s=timeout_s)
-        log.info("share.closed", group=self.config.group_id)
 
     # --- subscription ----------------------------------------------------------------------------------------------
     def subscribe(self, topics: Iterable[str]) -> Future[None]:
