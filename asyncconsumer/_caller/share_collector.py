@@ -10,6 +10,7 @@ must hear of them too (acknowledge type GAP), or it would deliver them again.
 from __future__ import annotations
 
 import gc
+from bisect import bisect_left, bisect_right
 from collections import deque
 
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
@@ -119,10 +120,13 @@ class ShareCollector:
             ranges_end = offset
         else:
             ranges_end = ranges[-1][1] + 1
+        kd, vd = self._kd, self._vd
+        if kd is None and vd is None:
+            self._take_raw(tp, raw, ranges, ranges_end)
+            return
         records: list[ShareRecord] = []
         seen: set[int] = set()
         i = 0
-        kd, vd = self._kd, self._vd
         for rec in raw:
             offset = rec.offset
             while i < len(ranges) and ranges[i][1] < offset:
@@ -150,6 +154,33 @@ class ShareCollector:
         gaps = [o for first, last, _ in ranges for o in range(first, min(last + 1, ranges_end)) if o not in seen]
         released = set(self.released.get(tp, ()))
         gaps = [o for o in gaps if o not in released]
+        if gaps:
+            self.gaps.setdefault(tp, []).extend(gaps)
+        if records:
+            self._ready.append((tp, records))
+
+    def _take_raw(
+        self, tp: TopicPartition, raw: list[ConsumerRecord], ranges: list[tuple[int, int, int]], end: int
+    ) -> None:
+        """The records of each acquired range as they were decoded (no deserializers): a slice of ``raw`` per range,
+        and a range's gaps looked for only when it holds fewer records than offsets."""
+        offsets = [r[2] for r in raw]
+        records: list[ShareRecord] = []
+        gaps: list[int] = []
+        released = self.released.get(tp)
+        make = tuple.__new__
+        for first, last, count in ranges:
+            last = min(last, end - 1)
+            if last < first:
+                continue
+            lo, hi = bisect_left(offsets, first), bisect_right(offsets, last)
+            suffix = (count,)
+            records += [make(ShareRecord, r + suffix) for r in raw[lo:hi]]
+            if hi - lo != last - first + 1:
+                present = set(offsets[lo:hi])
+                if released:
+                    present.update(released)
+                gaps += [o for o in range(first, last + 1) if o not in present]
         if gaps:
             self.gaps.setdefault(tp, []).extend(gaps)
         if records:

@@ -9,7 +9,7 @@ left. Acknowledgements leave with the next ``poll`` (riding on a ShareFetch) or 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future
 from typing import Any
 
@@ -155,7 +155,7 @@ class ShareCore(ClientCore[ShareComponents]):
         by_partition = self.collector.collect(self.settings.max_poll_records)
         self._take_collector_acks()
         for tp, records in by_partition.items():
-            self.in_flight.setdefault(tp, set()).update(r.offset for r in records)
+            self.in_flight.setdefault(tp, set()).update([r[2] for r in records])
         self.meter.sample(self.clock.now_ms(), self.collector.records_returned, self.collector.bytes_returned)
         if not by_partition and self.collector.errors:
             raise self.collector.errors.pop(0)
@@ -235,15 +235,11 @@ class ShareCore(ClientCore[ShareComponents]):
             self._add(tp, offsets, ack_type)
         self.in_flight = {}
 
-    def _add(self, tp: TopicPartition, offsets: Iterable[int], ack_type: AcknowledgeType) -> None:
-        acks = self.acks.setdefault(tp, {})
-        n = 0
-        for offset in offsets:
-            acks[offset] = int(ack_type)
-            n += 1
-        self.acknowledged[ack_type] += n
-        if not acks:
-            del self.acks[tp]
+    def _add(self, tp: TopicPartition, offsets: Collection[int], ack_type: AcknowledgeType) -> None:
+        if not offsets:
+            return
+        self.acks.setdefault(tp, {}).update(dict.fromkeys(offsets, int(ack_type)))
+        self.acknowledged[ack_type] += len(offsets)
 
     def _take_collector_acks(self) -> None:
         collector = self.collector

@@ -58,6 +58,10 @@ class Acknowledgements:
         """The wire's batches, in offset order."""
         runs: list[AckRun] = []
         offsets = sorted(self._types)
+        if offsets and offsets[-1] - offsets[0] + 1 == len(offsets):
+            kinds = set(self._types.values())
+            if len(kinds) == 1:  # the usual case: one poll's records, all of one type
+                return (AckRun(offsets[0], offsets[-1], (kinds.pop(),)),)
         start = 0
         for i in range(1, len(offsets) + 1):
             if i == len(offsets) or offsets[i] != offsets[i - 1] + 1:
@@ -79,7 +83,11 @@ class PendingAcknowledgements:
     def add_all(self, acks: Mapping[TopicPartition, Mapping[int, int]]) -> None:
         for tp, types in acks.items():
             if types:
-                self._by_partition.setdefault(tp, Acknowledgements()).merge(Acknowledgements(types))
+                waiting = self._by_partition.get(tp)
+                if waiting is None:
+                    self._by_partition[tp] = Acknowledgements(types)
+                else:
+                    waiting.merge(Acknowledgements(types))
 
     def merge(self, tp: TopicPartition, acks: Acknowledgements) -> None:
         self._by_partition.setdefault(tp, Acknowledgements()).merge(acks)
