@@ -195,21 +195,23 @@ class ShareCore(ClientCore[ShareComponents]):
             raise TypeError(f"acknowledge() takes a ShareRecord from poll(), got {type(record).__name__}")
         if not isinstance(ack_type, AcknowledgeType):
             raise TypeError(f"type must be an AcknowledgeType, got {ack_type!r}")
-        tp = TopicPartition(record.topic, record.partition)
-        waiting = self.in_flight.get(tp)
-        if waiting is None or record.offset not in waiting:
+        key = (record[0], record[1])  # looks up as the TopicPartition it equals, without making one per record
+        offset = record[2]
+        waiting = self.in_flight.get(key)  # type: ignore[call-overload]
+        if waiting is None or offset not in waiting:
             raise IllegalStateError(
-                f"record {tp} offset {record.offset} is not waiting for an acknowledgement: it was acknowledged "
-                "already, or the last poll() did not return it to this consumer"
+                f"record {TopicPartition(*key)} offset {offset} is not waiting for an acknowledgement: it was "
+                "acknowledged already, or the last poll() did not return it to this consumer"
             )
-        if ack_type is AcknowledgeType.RENEW:
-            self.acks.setdefault(tp, {})[record.offset] = int(ack_type)
-            self.acknowledged[ack_type] += 1
-            return
-        waiting.discard(record.offset)
-        if not waiting:
-            del self.in_flight[tp]
-        self._add(tp, (record.offset,), ack_type)
+        if ack_type is not AcknowledgeType.RENEW:  # a renewed record still waits for its acknowledgement
+            waiting.discard(offset)
+            if not waiting:
+                del self.in_flight[key]  # type: ignore[arg-type]
+        acks = self.acks.get(key)  # type: ignore[call-overload]
+        if acks is None:
+            acks = self.acks[TopicPartition(*key)] = {}
+        acks[offset] = ack_type.value
+        self.acknowledged[ack_type] += 1
 
     def commit(self, timeout_ms: int | None) -> Future[dict[TopicPartition, KafkaError | None]]:
         """Sends every acknowledgement made (in implicit mode, of everything in flight) and completes with each
