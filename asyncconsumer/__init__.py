@@ -1,7 +1,7 @@
 """asyncconsumer: an asyncio-first Kafka consumer with one background I/O thread and sans-I/O request managers."""
 
 from asyncconsumer._caller.processing.engine import ProcessingMetrics
-from asyncconsumer.config import ConsumerConfig, ConsumerSettings
+from asyncconsumer.config import ConsumerConfig, ConsumerSettings, ShareConsumerConfig, ShareConsumerSettings
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.errors import (
     AuthenticationError,
@@ -25,22 +25,28 @@ from asyncconsumer.errors import (
     WakeupError,
 )
 from asyncconsumer.listener import ConsumerRebalanceListener
-from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics
+from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, ShareConsumerMetrics
 from asyncconsumer.records import (
+    AcknowledgeType,
     ConsumerRecord,
     ConsumerRecords,
     GroupMetadata,
     OffsetAndMetadata,
     OffsetAndTimestamp,
     PartitionInfo,
+    ShareRecord,
+    ShareRecords,
     TopicPartition,
 )
+from asyncconsumer.share import AsyncShareConsumer, ShareConsumer
 from asyncconsumer.sync import Consumer
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AcknowledgeType",
     "AsyncConsumer",
+    "AsyncShareConsumer",
     "AuthenticationError",
     "ClientClosedError",
     "CommitFailedError",
@@ -71,6 +77,12 @@ __all__ = [
     "PollIntervalExceededError",
     "ProcessingMetrics",
     "RecordDeserializationError",
+    "ShareConsumer",
+    "ShareConsumerConfig",
+    "ShareConsumerMetrics",
+    "ShareConsumerSettings",
+    "ShareRecord",
+    "ShareRecords",
     "TopicPartition",
     "UnknownTopicOrPartitionError",
     "WakeupError",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import ssl
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import attrs
@@ -529,5 +529,147 @@ class ConsumerSettings(TypedDict, total=False):
     value_deserializer: Deserializer | None
 
 
+class ShareConsumerSettings(TypedDict, total=False):
+    """The share consumers' keyword arguments: the consumers' connection, fetch and security settings, and the
+    share group's own; ``ShareConsumerConfig`` says which consumer settings do not apply."""
+
+    group_id: str
+    bootstrap_servers: str | Sequence[str]
+    client_id: str
+    client_rack: str
+    fetch_min_bytes: int
+    fetch_max_wait_ms: int
+    fetch_max_bytes: int
+    max_partition_fetch_bytes: int
+    fetch_buffer_bytes: int
+    receive_message_max_bytes: int
+    max_poll_records: int
+    check_crcs: bool
+    pause_gc_during_poll: bool
+    request_timeout_ms: int
+    default_api_timeout_ms: int
+    metadata_max_age_ms: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+    reconnect_backoff_ms: int
+    reconnect_backoff_max_ms: int
+    socket_connection_setup_timeout_ms: int
+    max_in_flight_requests_per_connection: int
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+    ssl_context: ssl.SSLContext | None
+    ssl_cafile: str | None
+    ssl_certfile: str | None
+    ssl_keyfile: str | None
+    ssl_check_hostname: bool
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    sasl_username: str | None
+    sasl_password: str | None
+    key_deserializer: Deserializer | None
+    value_deserializer: Deserializer | None
+    share_acknowledgement_mode: Literal["implicit", "explicit"]
+    share_acquire_mode: Literal["batch_optimized", "record_limit"]
+
+
 Settings = str | Sequence[str] | Mapping[str, Any] | ConsumerConfig | None
 """The consumers' first argument: bootstrap servers, a settings mapping (Java or Python keys), or a config."""
+
+
+SHARE_UNSUPPORTED: Mapping[str, str] = {
+    "auto_offset_reset": "a share group's start is the group config share.auto.offset.reset, set on the broker",
+    "enable_auto_commit": "a share consumer acknowledges records instead of committing offsets",
+    "auto_commit_interval_ms": "a share consumer acknowledges records instead of committing offsets",
+    "group_instance_id": "share groups have no static members",
+    "isolation_level": "the share group's config share.isolation.level decides, on the broker",
+    "partition_assignment_strategy": "the share group coordinator assigns partitions",
+    "session_timeout_ms": "the broker's group.share.session.timeout.ms decides",
+    "heartbeat_interval_ms": "the broker's group.share.heartbeat.interval.ms decides",
+    "max_poll_interval_ms": "a share consumer's records are bounded by their acquisition locks instead",
+    "group_protocol": "a share consumer always speaks the share group protocol",
+    "group_remote_assignor": "the share group coordinator assigns partitions",
+    "plugins": "plugin managers run in consumers only",
+    "plugin_options": "plugin managers run in consumers only",
+    "plugin_errors": "plugin managers run in consumers only",
+    "fetch_sessions": "share sessions are part of the share fetch protocol",
+}
+"""Consumer settings a share consumer refuses, and why (Java's share consumer refuses the same ones)."""
+
+_ACK_MODES = ("implicit", "explicit")
+_ACQUIRE_MODES = ("batch_optimized", "record_limit")
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class ShareConsumerConfig:
+    """Every setting of a share consumer: the connection, fetch and security settings of ``ConsumerConfig``
+    (``consumer``) and the share group's own."""
+
+    consumer: ConsumerConfig
+    share_acknowledgement_mode: str = attrs.field(default="implicit", converter=_lower, validator=_one_of(*_ACK_MODES))
+    """share.acknowledgement.mode: "implicit" (a ``poll``, commit or close accepts every record the last ``poll``
+    returned) or "explicit" (the caller acknowledges each record; ``poll`` refuses while one is left)."""
+    share_acquire_mode: str = attrs.field(
+        default="batch_optimized", converter=_lower, validator=_one_of(*_ACQUIRE_MODES)
+    )
+    """share.acquire.mode (KIP-1206): "batch_optimized" lets the broker exceed ``max_poll_records`` to keep batches
+    whole; "record_limit" never acquires more than that (brokers with ShareFetch v2)."""
+
+    @property
+    def group_id(self) -> str:
+        assert self.consumer.group_id is not None
+        return self.consumer.group_id
+
+    @classmethod
+    def from_settings(cls, settings: Any = None, /, **kwargs: Any) -> ShareConsumerConfig:
+        """What the share consumers' constructors take: as ``ConsumerConfig.from_settings``, plus the share keys;
+        ``group_id`` is required, and a consumer-only setting is a ``ConfigError`` naming it."""
+        if isinstance(settings, ShareConsumerConfig):
+            if not kwargs:
+                return settings
+            share = cls._share_keys(kwargs, {})
+            cls._refuse_unsupported(kwargs)
+            consumer = ConsumerConfig.from_settings(settings.consumer, **kwargs) if kwargs else settings.consumer
+            return cls._make(consumer, {**attrs.asdict(settings, recurse=False), **share, "consumer": consumer})
+        share_values: dict[str, Any] = {}
+        if isinstance(settings, Mapping):
+            settings = dict(settings)
+            share_values = cls._share_keys(settings, {})
+        share_values = cls._share_keys(kwargs, share_values)
+        given = list(settings) if isinstance(settings, Mapping) else []
+        cls._refuse_unsupported([*given, *kwargs])
+        if isinstance(settings, ConsumerConfig):
+            defaults = ConsumerConfig.from_kwargs(settings.bootstrap_servers)
+            for name in SHARE_UNSUPPORTED:
+                if getattr(settings, name) != getattr(defaults, name):
+                    raise ConfigError(name, f"does not apply to a share consumer: {SHARE_UNSUPPORTED[name]}")
+        consumer = ConsumerConfig.from_settings(settings, **kwargs)
+        return cls._make(consumer, {**share_values, "consumer": consumer})
+
+    @staticmethod
+    def _share_keys(source: dict[str, Any], taken: dict[str, Any]) -> dict[str, Any]:
+        """Moves the share keys out of ``source`` into ``taken`` by their Python names (a key already there was
+        given twice); an unknown share key is a ``ConfigError``."""
+        names = {f.name for f in attrs.fields(ShareConsumerConfig)} - {"consumer"}
+        given = set(taken)
+        for key in list(source):
+            if not isinstance(key, str) or not canonical_key(key).startswith("share_"):
+                continue
+            name = canonical_key(key)
+            if name in given:
+                raise ConfigError(key, "given twice: in the settings mapping and as a keyword argument")
+            if name not in names:
+                close = difflib.get_close_matches(name, sorted(names), n=2)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise ConfigError(key, f"unknown configuration key{hint}")
+            taken[name] = source.pop(key)
+        return taken
+
+    @staticmethod
+    def _refuse_unsupported(keys: Iterable[Any]) -> None:
+        for key in keys:
+            if isinstance(key, str) and canonical_key(key) in SHARE_UNSUPPORTED:
+                raise ConfigError(key, f"does not apply to a share consumer: {SHARE_UNSUPPORTED[canonical_key(key)]}")
+
+    @classmethod
+    def _make(cls, consumer: ConsumerConfig, values: dict[str, Any]) -> ShareConsumerConfig:
+        if consumer.group_id is None:
+            raise ConfigError("group_id", "is required: a share consumer reads as a member of a share group")
+        return cls(**values)

@@ -443,6 +443,10 @@ UnsupportedSaslMechanismError = _code(ErrorCode.UNSUPPORTED_SASL_MECHANISM, also
 IllegalSaslStateError = _code(ErrorCode.ILLEGAL_SASL_STATE, also=AuthenticationError)
 UnsupportedVersionResponseError = _code(ErrorCode.UNSUPPORTED_VERSION)
 InvalidRequestError = _code(ErrorCode.INVALID_REQUEST)
+InvalidConfigError = _code(
+    ErrorCode.INVALID_CONFIG,
+    doc="The broker refused a config's name or value; its message names the key and the bound it broke.",
+)
 KafkaStorageError = _code(ErrorCode.KAFKA_STORAGE_ERROR, retriable=True, invalid_metadata=True)
 SaslAuthenticationFailedError = _code(ErrorCode.SASL_AUTHENTICATION_FAILED, also=AuthenticationError)
 FetchSessionIdNotFoundError = _code(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, retriable=True)
@@ -463,6 +467,12 @@ FencedMemberEpochError = _code(ErrorCode.FENCED_MEMBER_EPOCH)
 UnreleasedInstanceIdError = _code(ErrorCode.UNRELEASED_INSTANCE_ID)
 UnsupportedAssignorError = _code(ErrorCode.UNSUPPORTED_ASSIGNOR)
 StaleMemberEpochError = _code(ErrorCode.STALE_MEMBER_EPOCH)
+InvalidRecordStateError = _code(
+    ErrorCode.INVALID_RECORD_STATE,
+    doc="A share consumer acknowledged records it no longer holds (their acquisition lock expired, say).",
+)
+ShareSessionNotFoundError = _code(ErrorCode.SHARE_SESSION_NOT_FOUND, retriable=True)
+InvalidShareSessionEpochError = _code(ErrorCode.INVALID_SHARE_SESSION_EPOCH, retriable=True)
 UnknownServerError = _code(ErrorCode.UNKNOWN_SERVER_ERROR)
 
 

@@ -78,6 +78,36 @@ class ConsumerMetrics:
     """Per enabled plugin, by name (see ``asyncconsumer.plugins``)."""
 
 
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class ShareConsumerMetrics:
+    """A share consumer's counters (caller side) and its background's latest published state."""
+
+    records_consumed_total: int
+    bytes_consumed_total: int
+    records_consumed_rate: float
+    """Records per second returned by ``poll`` over the last few seconds."""
+    bytes_consumed_rate: float
+    acknowledgements: Mapping[str, int]
+    """Acknowledgements made, by type name (accept, release, reject, renew), implicit ones included."""
+    acknowledgement_errors: int
+    """Partitions' acknowledgements the broker refused (an expired lock, say), as reported to the callback."""
+    records_in_flight: int
+    """Records the last ``poll`` returned that are not acknowledged yet."""
+    records_held: int
+    """Records acquired and decoded, waiting for the next ``poll``."""
+    member_id: str
+    member_epoch: int
+    member_state: str
+    assignment: frozenset[TopicPartition]
+    coordinator_id: int | None
+    last_heartbeat_age_ms: int | None
+    acquisition_lock_timeout_ms: int | None
+    share_fetches: int
+    records_acquired: int
+    connection_count: int
+    last_connection_error: str | None
+
+
 class RateMeter:
     """Totals sampled at each poll; the rate is the change over the samples of the last window."""
 

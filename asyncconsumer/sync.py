@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import inspect
 import re
-import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from types import TracebackType
@@ -19,7 +18,7 @@ from asyncconsumer._caller import arrow_table
 from asyncconsumer._caller.core import ConsumerCore, to_partition
 from asyncconsumer._caller.processing.engine import OnSkip, ProcessingMetrics
 from asyncconsumer.config import ConsumerConfig, ConsumerSettings, Settings
-from asyncconsumer.errors import KafkaError, KafkaTimeoutError
+from asyncconsumer.errors import KafkaError
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics
 from asyncconsumer.records import (
@@ -53,24 +52,7 @@ class Consumer:
         self._processing: tuple[Any, asyncio.AbstractEventLoop] | None = None
 
     def _wait(self, future: Future[T], timeout_ms: int | None = None) -> T:
-        """The future's result, or the error the background gave it; ``WakeupError`` if ``wakeup()`` is called
-        meanwhile. A timeout of our own comes only when the background does not answer by the deadline plus a
-        grace second (its own ``KafkaTimeoutError``, which names what timed out, normally comes first)."""
-        core = self._core
-        signal = core.parts.signal
-        future.add_done_callback(lambda _: signal.notify())
-        give_up = time.monotonic() + core.timeout_s(timeout_ms)
-        while True:
-            seen = signal.seq
-            if future.done():
-                return future.result()
-            core.check_wakeup()
-            left = give_up - time.monotonic()
-            if left <= 0:
-                raise KafkaTimeoutError(
-                    f"the consumer's background thread did not answer within {core.timeout_s(timeout_ms):.0f} s"
-                )
-            signal.wait(seen, left)
+        return self._core.wait(future, timeout_ms)
 
     @property
     def config(self) -> ConsumerConfig:

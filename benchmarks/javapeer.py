@@ -110,14 +110,17 @@ def harness_digest(sources: Mapping[str, bytes], jars: Sequence[Path]) -> str:
     return h.hexdigest()[:16]
 
 
-def build(libs: Path, cache: Path) -> Path:
+def build(libs: Path, cache: Path, main_class: str = MAIN_CLASS) -> Path:
     """The harness's classes directory under ``cache/bench-java``, compiled with ``javac`` if it is not there yet
-    (one process at a time). ``JavaUnavailable`` when there is no JDK or the source does not compile."""
+    (one process at a time). ``JavaUnavailable`` when there is no JDK or the source does not compile.
+
+    ``main_class`` picks another program of ``java/`` (``JavaShareConsume``: see ``javashare.py``), compiled alone
+    into its own directory with the same jars and logging set-up."""
     reason = unavailable_reason()
     if reason is not None:
         raise JavaUnavailable(reason)
     jars = runtime_jars(libs)
-    sources = {name: (HARNESS_DIR / name).read_bytes() for name in SOURCES}
+    sources = {name: (HARNESS_DIR / name).read_bytes() for name in (f"{main_class}.java", *SOURCES[1:])}
     classes = cache / "bench-java" / harness_digest(sources, jars)
     done = classes / ".complete"
     if done.exists():
@@ -139,11 +142,11 @@ def build(libs: Path, cache: Path) -> Path:
             str(staging),
             "-cp",
             ":".join(str(j) for j in jars),
-            str(HARNESS_DIR / f"{MAIN_CLASS}.java"),
+            str(HARNESS_DIR / f"{main_class}.java"),
         ]
         result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
         if result.returncode != 0:
-            raise JavaUnavailable(f"javac failed on {MAIN_CLASS}.java:\n{result.stdout}{result.stderr}")
+            raise JavaUnavailable(f"javac failed on {main_class}.java:\n{result.stdout}{result.stderr}")
         shutil.copy(HARNESS_DIR / "log4j2.properties", staging / "log4j2.properties")
         shutil.rmtree(classes, ignore_errors=True)
         staging.rename(classes)

@@ -94,6 +94,8 @@ APIS: tuple[Api, ...] = (
     _api("ShareGroupDescribe", None),
     _api("ShareFetch", None),
     _api("ShareAcknowledge", None),
+    _api("DescribeShareGroupOffsets", None),
+    _api("IncrementalAlterConfigs", None),
     Api("consumer_protocol", ("ConsumerProtocolSubscription", "ConsumerProtocolAssignment"), (0, 3)),
 )
 """The APIs we generate and the versions we speak: today's ranges, all inside what Kafka 4.4 defines."""

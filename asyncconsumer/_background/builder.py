@@ -9,7 +9,7 @@ bad one is a ``ConfigError`` from the consumer's constructor.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -44,10 +44,14 @@ if TYPE_CHECKING:
     from asyncconsumer.plugins.guard import GuardedManager
 
 
+class _Coordinator(Protocol):
+    def address(self, node_id: int) -> tuple[str, int] | None: ...
+
+
 class NodeDirectory:
     """The delegate's node directory: the group coordinator's own connection first, then the cluster's nodes."""
 
-    def __init__(self, metadata: MetadataManager, group: ConsumerGroup | None) -> None:
+    def __init__(self, metadata: MetadataManager, group: _Coordinator | None) -> None:
         self._metadata = metadata
         self._group = group
 

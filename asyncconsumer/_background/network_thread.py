@@ -18,7 +18,7 @@ import anyio
 import attrs
 
 from asyncconsumer._background.owned import Owner
-from asyncconsumer._background.processor import ApplicationEventProcessor
+from asyncconsumer._background.processor import EventProcessor
 from asyncconsumer._clock import Clock
 from asyncconsumer._logs import get_logger
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
@@ -39,7 +39,7 @@ class ConsumerNetworkThread:
         clock: Clock,
         app_events: ApplicationEventQueue,
         background_events: BackgroundEventQueue,
-        processor: ApplicationEventProcessor,
+        processor: EventProcessor,
         managers: Sequence[RequestManager],
         delegate: NetworkClientDelegate,
         name: str = "asyncconsumer-network",

@@ -38,8 +38,62 @@ if TYPE_CHECKING:
 log = get_logger("asyncconsumer.events")
 
 
-class ApplicationEventProcessor:
-    """Processes events and fails the ones still pending at their deadline."""
+class EventProcessor:
+    """Processes events and fails the ones still pending at their deadline: what every kind of client's processor
+    does; ``_dispatch`` is each kind's own."""
+
+    def __init__(
+        self, last_error: Callable[[], KafkaError | None], fatal_error: Callable[[], KafkaError | None]
+    ) -> None:
+        self._last_error = last_error
+        self._fatal_error = fatal_error
+        self._pending: list[ApplicationEvent] = []
+
+    def process(self, event: ApplicationEvent) -> None:
+        try:
+            self._dispatch(event)
+        except KafkaError as exc:
+            event.fail(exc)
+
+    def _dispatch(self, event: ApplicationEvent) -> None:
+        raise NotImplementedError
+
+    def _track(self, event: ApplicationEvent) -> None:
+        self._pending.append(event)
+
+    def reap(self, now_ms: int) -> None:
+        """Fails events past their deadline, naming the last connection error if there was one; all of them at once
+        after a fatal network error (no answer will come)."""
+        fatal = self._fatal_error()
+        if fatal is not None and self._pending:
+            self.fail_all(fatal)
+            return
+        keep: list[ApplicationEvent] = []
+        for event in self._pending:
+            if event.future.done():
+                continue
+            if now_ms >= event.deadline_ms:
+                last = self._last_error()
+                detail = f"; last error: {last}" if last is not None else ""
+                event.fail(KafkaTimeoutError(f"{event.describe()} timed out{detail}"))
+                log.info("event.expired", kind=type(event).__name__, what=event.describe())
+            else:
+                keep.append(event)
+        self._pending = keep
+
+    def next_deadline_ms(self) -> int | None:
+        live = [e.deadline_ms for e in self._pending if not e.future.done()]
+        return min(live) if live else None
+
+    def fail_all(self, error: KafkaError | None = None) -> None:
+        error = error or ClientClosedError("the consumer is closed")
+        for event in self._pending:
+            event.fail(error)
+        self._pending.clear()
+
+
+class ApplicationEventProcessor(EventProcessor):
+    """A consumer's processor: assignment, positions, offsets, metadata and the group."""
 
     def __init__(
         self,
@@ -51,20 +105,12 @@ class ApplicationEventProcessor:
         group: ConsumerGroup | None = None,
         fatal_error: Callable[[], KafkaError | None] = lambda: None,
     ) -> None:
+        super().__init__(last_error, fatal_error)
         self._group = group
         self._subs = subscriptions
         self._metadata = metadata
         self._offsets = offsets
         self._on_close = on_close
-        self._last_error = last_error
-        self._fatal_error = fatal_error
-        self._pending: list[ApplicationEvent] = []
-
-    def process(self, event: ApplicationEvent) -> None:
-        try:
-            self._dispatch(event)
-        except KafkaError as exc:
-            event.fail(exc)
 
     def _dispatch(self, event: ApplicationEvent) -> None:
         match event:
@@ -156,39 +202,6 @@ class ApplicationEventProcessor:
         if self._group is None:
             raise IllegalStateError(f"{what}() needs a consumer group: set group_id")
         return self._group
-
-    def _track(self, event: ApplicationEvent) -> None:
-        self._pending.append(event)
-
-    def reap(self, now_ms: int) -> None:
-        """Fails events past their deadline, naming the last connection error if there was one; all of them at once
-        after a fatal network error (no answer will come)."""
-        fatal = self._fatal_error()
-        if fatal is not None and self._pending:
-            self.fail_all(fatal)
-            return
-        keep: list[ApplicationEvent] = []
-        for event in self._pending:
-            if event.future.done():
-                continue
-            if now_ms >= event.deadline_ms:
-                last = self._last_error()
-                detail = f"; last error: {last}" if last is not None else ""
-                event.fail(KafkaTimeoutError(f"{event.describe()} timed out{detail}"))
-                log.info("event.expired", kind=type(event).__name__, what=event.describe())
-            else:
-                keep.append(event)
-        self._pending = keep
-
-    def next_deadline_ms(self) -> int | None:
-        live = [e.deadline_ms for e in self._pending if not e.future.done()]
-        return min(live) if live else None
-
-    def fail_all(self, error: KafkaError | None = None) -> None:
-        error = error or ClientClosedError("the consumer is closed")
-        for event in self._pending:
-            event.fail(error)
-        self._pending.clear()
 
 
 def _partitions(cluster: Cluster, topic: str | None) -> dict[str, list[PartitionInfo]]:

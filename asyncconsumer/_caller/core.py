@@ -9,30 +9,26 @@ background thread owns (``parts.owned``): what the caller knows of the backgroun
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from asyncconsumer._background.builder import build
+from asyncconsumer._background.builder import Components, build
 from asyncconsumer._caller import arrow_table
 from asyncconsumer._caller.fetch_collector import FetchCollector
+from asyncconsumer._caller.lifecycle import ClientCore
 from asyncconsumer._clock import Clock, SystemClock
 from asyncconsumer._logs import get_logger
 from asyncconsumer._patterns import server_side_regex
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import (
-    ClientClosedError,
     ConfigError,
     IllegalStateError,
     InvalidOffsetError,
     NoOffsetForPartitionError,
-    WakeupError,
 )
 from asyncconsumer.events.application import (
-    ApplicationEvent,
     AssignEvent,
-    CloseEvent,
     CommitEvent,
     CommittedEvent,
     EnforceRebalanceEvent,
@@ -48,7 +44,7 @@ from asyncconsumer.events.application import (
     UnsubscribeEvent,
     UpdatePositionsEvent,
 )
-from asyncconsumer.events.background import CallbackEvent, ErrorEvent, RebalanceEvent
+from asyncconsumer.events.background import AcknowledgedEvent, CallbackEvent, ErrorEvent, RebalanceEvent
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, RateMeter
 from asyncconsumer.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
@@ -104,11 +100,12 @@ def _rebalance_call(
     return lambda: method(set(partitions))
 
 
-class ConsumerCore:
+class ConsumerCore(ClientCore[Components]):
     """One consumer's parts (``parts``, from ``builder.build``) and the calls both facades share."""
 
     def __init__(self, config: ConsumerConfig, clock: Clock | None = None) -> None:
         self.config = config
+        self.settings = config
         self.clock: Clock = clock or SystemClock()
         self.parts = build(config, self.clock)
         self.subscriptions = self.parts.subscriptions
@@ -121,79 +118,15 @@ class ConsumerCore:
         self.auto_commit = config.enable_auto_commit
         """Whether the caller's side commits positions before leaving (``unsubscribe``, ``close``): the config's
         ``enable_auto_commit`` until ``set_auto_commit``. The background keeps its own flag (the commit manager's)."""
-        self.started = False
-        self.closed = False
-        self._start_lock = threading.Lock()
-        self._wakeup_requested = False
-        """Set by ``wakeup()`` from any thread, cleared by the caller's thread when it raises ``WakeupError``."""
+        self._init_lifecycle()
 
-    # --- lifecycle -------------------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Starts the background thread unless it runs already: called by every call that needs it, so an explicit
-        ``start()`` is never required (as with Java's and confluent-kafka's consumers). Thread-safe."""
-        self._check_open()
-        if self.started:
-            return
-        with self._start_lock:
-            if self.started:
-                return
-            self.parts.thread.start()
-            self.started = True
+    def _log_started(self) -> None:
         log.info("consumer.started", client_id=self.config.client_id, bootstrap=",".join(self.config.bootstrap_servers))
 
-    def close(self, timeout_ms: int | None) -> Future[None] | None:
-        """Asks the background to stop; ``None`` if it never started or already stopped. Later calls raise."""
-        with self._start_lock:  # no start() can slip in between: a closed consumer never starts
-            if self.closed:
-                return None
-            self.closed = True
-        if not self.started or not self.parts.thread.alive:
-            return None
-        event = CloseEvent(deadline_ms=self.deadline(timeout_ms if timeout_ms is not None else 30_000))
-        self.parts.app_events.put(event)
-        return event.future
-
-    def finish_close(self, timeout_s: float) -> None:
-        if not self.started:
-            return
-        if not self.parts.thread.join(max(timeout_s, 0.0)):
-            log.warning("consumer.close_timeout", timeout_s=timeout_s)
+    def _log_closed(self, timed_out: float | None) -> None:
+        if timed_out is not None:
+            log.warning("consumer.close_timeout", timeout_s=timed_out)
         log.info("consumer.closed", client_id=self.config.client_id)
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise ClientClosedError("the consumer is closed")
-        if self.started and not self.parts.thread.alive:
-            raise ClientClosedError(f"the consumer's background thread stopped: {self.parts.thread.failure!r}")
-
-    @property
-    def running(self) -> bool:
-        """Started, not closed, and its background thread alive: there is something to close or leave."""
-        return self.started and not self.closed and self.parts.thread.alive
-
-    # --- wakeup (any thread) -----------------------------------------------------------------------------------
-    def wakeup(self) -> None:
-        """Makes the blocking call in progress, or the next one, raise ``WakeupError``; callable from any thread."""
-        self._wakeup_requested = True
-        self.parts.signal.notify()
-
-    def check_wakeup(self) -> None:
-        """Raises ``WakeupError`` once per ``wakeup()`` (caller's thread)."""
-        if self._wakeup_requested:
-            self._wakeup_requested = False
-            raise WakeupError("wakeup() was called: the blocking call was interrupted; nothing consumed is lost")
-
-    def deadline(self, timeout_ms: int | None) -> int:
-        return self.clock.now_ms() + (self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms)
-
-    def submit(self, event: ApplicationEvent) -> Future[Any]:
-        self.start()
-        self.parts.app_events.put(event)
-        return event.future
-
-    def timeout_s(self, timeout_ms: int | None) -> float:
-        """How long a blocking caller waits for an event's future: its deadline plus a little grace."""
-        return (self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms) / 1000 + 1.0
 
     # --- assignment and positions ----------------------------------------------------------------------------
     def assign(self, partitions: Iterable[Any]) -> Future[None]:
@@ -280,7 +213,8 @@ class ConsumerCore:
                 if callbacks:
                     return callbacks
                 raise event.error
-            callbacks.append(event)
+            if not isinstance(event, AcknowledgedEvent):  # a share consumer's; never staged for a consumer
+                callbacks.append(event)
         return callbacks
 
     def callbacks_for(self, event: RebalanceEvent | CallbackEvent) -> list[Callable[[], Any]]:

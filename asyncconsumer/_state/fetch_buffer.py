@@ -31,6 +31,7 @@ from asyncconsumer._logs import get_logger
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.protocol.messages.fetch import AbortedTransaction
+from asyncconsumer.protocol.messages.share_fetch import AcquiredRecords
 from asyncconsumer.records import TopicPartition
 
 log = get_logger("asyncconsumer.fetch")
@@ -60,6 +61,8 @@ class CompletedFetch:
     error: KafkaError | None = attrs.field(default=None, eq=False)
     """Set for a failed fetch (no records) whose error was reported to the caller; it holds back the next fetch of
     the partition until the caller's ``poll`` reaches it."""
+    acquired: tuple[AcquiredRecords, ...] = attrs.field(default=(), eq=False, repr=False)
+    """A share fetch's acquired ranges (with their delivery counts): only records in them are delivered."""
 
     @property
     def size(self) -> int:
@@ -138,6 +141,16 @@ class FetchBuffer:
             self._background_waiting = True
             self._held = True
             return 0
+
+    def empty_or_wait(self) -> bool:
+        """Background side: True when nothing is held or in flight; otherwise the caller's next release wakes the
+        background (a share consumer fetches only then, so it never holds locks on records the caller has not
+        reached)."""
+        with self._lock:
+            if self._bytes == 0 and self._reserved == 0:
+                return True
+            self._background_waiting = True
+            return False
 
     def reserve(self, size: int) -> None:
         """Background side: a fetch that may bring ``size`` bytes was sent."""

@@ -60,3 +60,53 @@ class CallerActivity:
 
     def __init__(self) -> None:
         self.last_poll_ms: int | None = None
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class ShareSnapshot:
+    """A share consumer's background state as its caller may see it; replaced whole, never changed in place."""
+
+    member_id: str = ""
+    member_epoch: int = 0
+    member_state: str = "unsubscribed"
+    assignment: frozenset[TopicPartition] = frozenset()
+    coordinator_id: int | None = None
+    last_heartbeat_ms: int | None = None
+    acquisition_lock_timeout_ms: int | None = None
+    share_fetches: int = 0
+    records_acquired: int = 0
+    acknowledgements_sent: int = 0
+    acknowledgement_errors: int = 0
+    connection_count: int = 0
+    last_connection_error: str | None = None
+
+
+class PublishedShare:
+    """The latest ``ShareSnapshot``: the background thread replaces ``current``, the caller's thread reads it."""
+
+    __slots__ = ("current",)
+
+    def __init__(self) -> None:
+        self.current = ShareSnapshot()
+
+
+class ShareDemand:
+    """What a share consumer's caller wants: written by its ``poll`` only, read by the background's fetches.
+
+    A share consumer fetches for a caller that polls, never ahead of one that stopped: acquired records are locked
+    for this member, and records it fetched but nobody takes would only wait for their locks to expire. Each
+    ``poll`` allows one fetch per broker (``polls``), and more while the caller waits in it (``waiting_until_ms``).
+    """
+
+    __slots__ = ("held", "leaving", "polls", "waiting_until_ms")
+
+    def __init__(self) -> None:
+        self.polls = 0
+        self.waiting_until_ms = 0
+        self.held = 0
+        """Records fetched and decoded that no ``poll`` has returned yet: while there are some, nothing is fetched
+        (their locks count against the partition's limit, and a fetch long-polling for more would hold up the
+        acknowledgements that free them)."""
+        self.leaving = False
+        """Set before ``close`` or ``unsubscribe`` settles what was delivered: nothing more is fetched, so records
+        just released are not taken again by the member that is leaving."""

@@ -34,4 +34,14 @@ class CallbackEvent:
     call: Callable[[], object] = attrs.field(eq=False)
 
 
-BackgroundEvent = ErrorEvent | RebalanceEvent | CallbackEvent
+@attrs.define(frozen=True, slots=True)
+class AcknowledgedEvent:
+    """A share consumer's acknowledgements of one partition were answered: ``error`` None when all took effect.
+    The caller's acknowledgement commit callback runs with it, inside ``poll`` or a commit."""
+
+    tp: TopicPartition
+    offsets: frozenset[int]
+    error: KafkaError | None
+
+
+BackgroundEvent = ErrorEvent | RebalanceEvent | CallbackEvent | AcknowledgedEvent

@@ -4,7 +4,9 @@ whatever protocol its group speaks.
 A kind of membership is a module with a ``build(context) -> Membership`` function: the classic protocol
 (``group_classic.py``: JoinGroup/SyncGroup and heartbeats) and KIP-848's consumer protocol (``group_consumer.py``:
 ConsumerGroupHeartbeat). ``_background/builder.py`` picks one by ``group_protocol``; nothing else knows which kind it
-drives, so a new kind (share groups) is its own files and one line in the builder.
+drives, so a new kind is its own files and one line in the builder. A share group's member is not such a kind: it
+commits nothing and has no generation, listener or assignor, so ``share_membership.py`` stands on the manager
+contract and the coordinator manager alone, in a share consumer's own wiring (``_background/share_builder.py``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""``asyncconsumer offsets`` and ``asyncconsumer groups describe``: the admin client from the flags (security
-settings only), the status line while a request waits, and their tables or JSON."""
+"""``asyncconsumer offsets``, ``groups describe``, ``share-groups describe`` and ``share-groups configure``: the admin
+client from the flags (security settings only), the status line while a request waits, and their tables, JSON or
+confirmation lines."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TypeVar
 
 from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import UnsupportedVersionError
 from asyncconsumer.network.security import ConnectionSecurity
+from asyncconsumer.protocol.messages.api_keys import ApiKey
 from asyncconsumer.tools._common import Progress, UsageError, out, parse_properties
-from asyncconsumer.tools.admin import AdminClient, GroupDescription, PartitionOffsets
+from asyncconsumer.tools.admin import AdminClient, GroupDescription, PartitionOffsets, ShareGroupDescription
 
 T = TypeVar("T")
 
@@ -141,6 +144,114 @@ def _group_json(group: GroupDescription) -> dict[str, object]:
     }
 
 
+def share_group_lines(group: ShareGroupDescription, fmt: str) -> list[str]:
+    if fmt == "json":
+        return [json.dumps(_share_group_json(group))]
+    lag = "-" if group.total_lag is None else f"{group.total_lag:,}"
+    lines = [
+        f"share group {group.group_id}: {group.state or '-'}, group epoch {group.group_epoch}, assignment epoch "
+        f"{group.assignment_epoch}, assignor {group.assignor or '-'}, coordinator node {group.coordinator}, "
+        f"{len(group.members)} member(s), total lag {lag}"
+    ]
+    if group.members:
+        lines.append("")
+        header: list[object] = ["MEMBER", "CLIENT-ID", "HOST", "EPOCH", "SUBSCRIBED", "PARTITIONS"]
+        rows: list[list[object]] = [header]
+        for m in group.members:
+            assigned = ",".join(str(tp) for tp in m.partitions) if m.partitions else "(none)"
+            subscribed = ",".join(m.subscribed_topics) or "-"
+            rows.append([m.member_id, m.client_id or "-", m.client_host or "-", m.member_epoch, subscribed, assigned])
+        lines += _table(rows)
+    if group.start_offsets:
+        lines.append("")
+        errors = any(p.error for p in group.start_offsets)
+        header = ["TOPIC", "PARTITION", "START-OFFSET", "LAG", *(["ERROR"] if errors else [])]
+        lines += _table(
+            [
+                header,
+                *(
+                    [p.partition.topic, p.partition.partition, p.start_offset, p.lag, *([p.error] if errors else [])]
+                    for p in group.start_offsets
+                ),
+            ]
+        )
+    return lines
+
+
+def _share_group_json(group: ShareGroupDescription) -> dict[str, object]:
+    return {
+        "group_id": group.group_id,
+        "state": group.state,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "assignor": group.assignor,
+        "coordinator": group.coordinator,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "subscribed_topics": list(m.subscribed_topics),
+                "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in m.partitions],
+            }
+            for m in group.members
+        ],
+        "total_lag": group.total_lag,
+        "start_offsets": [
+            {
+                "topic": p.partition.topic,
+                "partition": p.partition.partition,
+                "start_offset": p.start_offset,
+                "lag": p.lag,
+                "error": p.error,
+            }
+            for p in group.start_offsets
+        ],
+    }
+
+
+def config_changes(sets: Sequence[str], deletes: Sequence[str]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """``--set KEY=VALUE`` and ``--delete KEY`` as (key → value, keys to delete), in the order given. The value is
+    everything after the first ``=`` (the broker judges it); a key given twice, both set and deleted, or no change at
+    all is a ``UsageError``."""
+    changes: dict[str, str] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--set takes KEY=VALUE, got {item!r}")
+        if key in changes:
+            raise UsageError(f"--set {key} is given twice")
+        changes[key] = value.strip()
+    deleted: list[str] = []
+    for item in deletes:
+        key = item.strip()
+        if not key or "=" in key:
+            raise UsageError(f"--delete takes a config's name, got {item!r}")
+        if key in changes:
+            raise UsageError(f"{key} is both set and deleted")
+        if key in deleted:
+            raise UsageError(f"--delete {key} is given twice")
+        deleted.append(key)
+    if not changes and not deleted:
+        raise UsageError("nothing to configure: give --set KEY=VALUE or --delete KEY")
+    return changes, tuple(deleted)
+
+
+def configured_lines(group: str, changes: Mapping[str, str], deleted: Sequence[str]) -> list[str]:
+    """One line per config the broker altered: ``share group G: KEY=VALUE``, ``share group G: KEY deleted``."""
+    return [f"share group {group}: {k}={v}" for k, v in changes.items()] + [
+        f"share group {group}: {k} deleted" for k in deleted
+    ]
+
+
+def without_share_groups(exc: UnsupportedVersionError, bootstrap: str) -> UnsupportedVersionError:
+    """``exc`` (which names the API the broker lacks) saying what it means to the share commands."""
+    return UnsupportedVersionError(f"{exc}: the broker at {bootstrap} has no share groups (KIP-932)")
+
+
 async def _admin_status(admin: AdminClient, args: argparse.Namespace, progress: Progress) -> None:
     """Says, once a connection failed, what an admin command waits for (each request gives up after the timeout)."""
     while True:
@@ -150,7 +261,7 @@ async def _admin_status(admin: AdminClient, args: argparse.Namespace, progress: 
         await asyncio.sleep(0.25)
 
 
-async def _with_status(admin: AdminClient, args: argparse.Namespace, call: Awaitable[T]) -> T:
+async def with_status(admin: AdminClient, args: argparse.Namespace, call: Awaitable[T]) -> T:
     progress = Progress(sys.stderr, timeout_ms=args.timeout_ms)
     status = asyncio.ensure_future(_admin_status(admin, args, progress))
     try:
@@ -162,7 +273,7 @@ async def _with_status(admin: AdminClient, args: argparse.Namespace, call: Await
 
 async def run_offsets(args: argparse.Namespace) -> int:
     async with _admin(args) as admin:
-        rows = await _with_status(admin, args, admin.topic_offsets(args.topic))
+        rows = await with_status(admin, args, admin.topic_offsets(args.topic))
     for line in offsets_lines(rows, args.format):
         out(line)
     return 0
@@ -170,7 +281,38 @@ async def run_offsets(args: argparse.Namespace) -> int:
 
 async def run_groups_describe(args: argparse.Namespace) -> int:
     async with _admin(args) as admin:
-        group = await _with_status(admin, args, admin.describe_group(args.group))
+        group = await with_status(admin, args, admin.describe_group(args.group))
     for line in group_lines(group, args.format):
+        out(line)
+    return 0
+
+
+async def run_share_groups_describe(args: argparse.Namespace) -> int:
+    async with _admin(args) as admin:
+        try:
+            group = await with_status(admin, args, admin.describe_share_group(args.group))
+        except UnsupportedVersionError as exc:
+            raise without_share_groups(exc, args.bootstrap_server) from exc
+    for line in share_group_lines(group, args.format):
+        out(line)
+    return 0
+
+
+async def _configure_share_group(
+    admin: AdminClient, args: argparse.Namespace, changes: Mapping[str, str], deleted: Sequence[str]
+) -> None:
+    # A broker without share groups (Tansu 0.6) answers a GROUP resource's configs with no error and keeps
+    # nothing, so share groups are asked for first.
+    if not await admin.supports(ApiKey.SHARE_GROUP_HEARTBEAT):
+        unsupported = UnsupportedVersionError("the brokers do not support SHARE_GROUP_HEARTBEAT (API 76)")
+        raise without_share_groups(unsupported, args.bootstrap_server)
+    await admin.alter_group_configs(args.group, changes, deleted)
+
+
+async def run_share_groups_configure(args: argparse.Namespace) -> int:
+    changes, deleted = config_changes(args.set, args.delete)
+    async with _admin(args) as admin:
+        await with_status(admin, args, _configure_share_group(admin, args, changes, deleted))
+    for line in configured_lines(args.group, changes, deleted):
         out(line)
     return 0

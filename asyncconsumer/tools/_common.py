@@ -1,9 +1,12 @@
 """What every command of the ``asyncconsumer`` command shares: the exit statuses, the usage error, a line to
-stdout or stderr, the progress line (and the plain line off a terminal) and the ``--property`` settings."""
+stdout or stderr, the progress line (and the plain line off a terminal), Ctrl-C as a stop, and the ``--property``
+settings."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -101,6 +104,25 @@ class Progress:
             self._stream.write("\r\x1b[K")
             self._stream.flush()
             self._shown = False
+
+
+class Interrupt:
+    """Ctrl-C as an event on the running loop, for a command that stops cleanly (commits, leaves) and exits 130:
+    the first Ctrl-C sets ``stopped``; a second, while closing, is not swallowed and interrupts the close itself."""
+
+    def __init__(self) -> None:
+        self.stopped = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_signal_handler(signal.SIGINT, self._interrupted)
+
+    def _interrupted(self) -> None:
+        self.stopped.set()
+        self._loop.remove_signal_handler(signal.SIGINT)
+
+    def remove(self) -> None:
+        """Gives Ctrl-C back to Python (a no-op after the first Ctrl-C, which did it)."""
+        if not self.stopped.is_set():
+            self._loop.remove_signal_handler(signal.SIGINT)
 
 
 def seconds(ms: int) -> str:

@@ -8,13 +8,12 @@ import asyncio
 import base64
 import json
 import re
-import signal
 import sys
 from typing import Any
 
 from asyncconsumer.consumer import AsyncConsumer
-from asyncconsumer.records import ConsumerRecord, TopicPartition
-from asyncconsumer.tools._common import EXIT_INTERRUPTED, Progress, UsageError, parse_properties
+from asyncconsumer.records import ConsumerRecord, ShareRecord, TopicPartition
+from asyncconsumer.tools._common import EXIT_INTERRUPTED, Interrupt, Progress, UsageError, parse_properties
 from asyncconsumer.tools.admin import TopicNotFoundError
 
 FORMATS = ("utf8", "hex", "base64", "raw")
@@ -33,25 +32,30 @@ def decode_bytes(data: bytes | None, how: str) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def format_record(record: ConsumerRecord, fmt: str, key_format: str, value_format: str) -> str:
-    """One output line for ``record``: ``topic-partition@offset<TAB>key<TAB>value`` or a JSON object."""
+def format_record(record: ConsumerRecord | ShareRecord, fmt: str, key_format: str, value_format: str) -> str:
+    """One output line for ``record``: ``topic-partition@offset<TAB>key<TAB>value`` or a JSON object. A share
+    record says its delivery count too: ``topic-partition@offset (delivery N)`` and ``"delivery_count"``."""
     key, value = decode_bytes(record.key, key_format), decode_bytes(record.value, value_format)
+    where = f"{record.topic}-{record.partition}@{record.offset}"
     if fmt == "json":
-        return json.dumps(
-            {
-                "topic": record.topic,
-                "partition": record.partition,
-                "offset": record.offset,
-                "timestamp": record.timestamp,
-                "key": key,
-                "value": value,
-                "headers": {k: decode_bytes(v, value_format) for k, v in record.headers},
-            }
-        )
-    return f"{record.topic}-{record.partition}@{record.offset}\t{key}\t{value}"
+        fields: dict[str, object] = {
+            "topic": record.topic,
+            "partition": record.partition,
+            "offset": record.offset,
+            "timestamp": record.timestamp,
+            "key": key,
+            "value": value,
+            "headers": {k: decode_bytes(v, value_format) for k, v in record.headers},
+        }
+        if isinstance(record, ShareRecord):
+            fields["delivery_count"] = record.delivery_count
+        return json.dumps(fields)
+    if isinstance(record, ShareRecord):
+        where += f" (delivery {record.delivery_count})"
+    return f"{where}\t{key}\t{value}"
 
 
-def _write_line(line: str) -> None:
+def write_line(line: str) -> None:
     # surrogateescape: --key-format/--value-format raw writes the record's own bytes back out.
     sys.stdout.buffer.write(line.encode("utf-8", errors="surrogateescape") + b"\n")
     sys.stdout.flush()
@@ -129,15 +133,8 @@ async def run_consume(args: argparse.Namespace) -> int:
     if args.format == "json" and "raw" in (args.key_format, args.value_format):
         raise UsageError("raw bytes cannot go into JSON: use --key-format/--value-format utf8, hex or base64")
     config = _consumer_config(args)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def interrupted() -> None:
-        stop.set()
-        # A second Ctrl-C while closing is not swallowed: it interrupts the close itself.
-        loop.remove_signal_handler(signal.SIGINT)
-
-    loop.add_signal_handler(signal.SIGINT, interrupted)
+    interrupt = Interrupt()
+    stop = interrupt.stopped
     progress = Progress(sys.stderr, timeout_ms=args.timeout_ms)
     state = {"seen": 0, "started": 0}
     try:
@@ -161,7 +158,7 @@ async def run_consume(args: argparse.Namespace) -> int:
                         poll.cancel()
                         break
                     for record in poll.result().records():
-                        _write_line(format_record(record, args.format, args.key_format, args.value_format))
+                        write_line(format_record(record, args.format, args.key_format, args.value_format))
                         state["seen"] += 1
                     if state["seen"]:
                         progress.update(state["seen"], args.max_messages)
@@ -174,6 +171,5 @@ async def run_consume(args: argparse.Namespace) -> int:
                 # explicit commit reports its failure).
                 await consumer.commit(timeout_ms=args.timeout_ms)
     finally:
-        if not stop.is_set():
-            loop.remove_signal_handler(signal.SIGINT)
+        interrupt.remove()
     return EXIT_INTERRUPTED if stop.is_set() else 0

@@ -1,10 +1,22 @@
-"""A small asyncio admin client for the CLI: topic offsets and consumer-group descriptions.
+"""A small asyncio admin client for the CLI: topic offsets, consumer-group and share-group descriptions, and a
+group's configs.
 
 It is not a consumer: no background thread, no managers. It runs a ``NetworkClientDelegate`` on the caller's
 own event loop (every socket stays in ``network/``) and sends one request at a time: Metadata, ListOffsets, Fetch,
-FindCoordinator, DescribeGroups and OffsetFetch. What the answers mean is worked out by plain functions
-(``partition_offsets``, ``high_watermarks``, ``group_description``) that take decoded responses and do no I/O, so
-they are unit-tested with hand-built responses.
+FindCoordinator, DescribeGroups, OffsetFetch, ShareGroupDescribe, DescribeShareGroupOffsets and
+IncrementalAlterConfigs. What the answers mean is worked out by plain functions (``partition_offsets``,
+``high_watermarks``, ``group_description``, ``share_group_description``, ``group_configs_altered``) that take
+decoded responses and do no I/O, so they are unit-tested with hand-built responses.
+
+A group's configs (KIP-848's and KIP-932's ``share.auto.offset.reset``, ``share.record.lock.duration.ms``...) are
+resource type GROUP of IncrementalAlterConfigs. As Kafka's own Admin does for every resource but one broker's
+configs, the request goes to any broker (the least loaded): a broker forwards it to the active controller, which
+checks each value against the cluster's bounds (``group.share.min.record.lock.duration.ms``...) and answers
+INVALID_CONFIG naming the key and the bound.
+
+A share group (KIP-932) has no committed offsets: each of its partitions has a start offset, below which every
+record is acknowledged (or never to be delivered), and from v1 of DescribeShareGroupOffsets (KIP-1226) a lag the
+broker works out: records at or past the start offset not yet acknowledged.
 
 A partition's end is the high watermark of a Fetch, not ListOffsets LATEST: Tansu 0.6 answers LATEST with the base
 offset of the partition's last record batch + 1 (after a batch of 10 and a batch of 5: 11, where Kafka says 15),
@@ -45,13 +57,26 @@ from asyncconsumer.protocol.base import Request
 from asyncconsumer.protocol.constants import CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from asyncconsumer.protocol.consumer_protocol import ConsumerProtocolAssignment, decode_assignment
 from asyncconsumer.protocol.layouts import coordinator_for, offsets_for_group
+from asyncconsumer.protocol.messages.api_keys import ApiKey
 from asyncconsumer.protocol.messages.describe_groups import (
     DescribedGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
 )
+from asyncconsumer.protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsResponseGroup,
+)
 from asyncconsumer.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from asyncconsumer.protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -65,6 +90,11 @@ from asyncconsumer.protocol.messages.offset_fetch import (
     OffsetFetchResponse,
     OffsetFetchResponseGroup,
 )
+from asyncconsumer.protocol.messages.share_group_describe import DescribedGroup as DescribedShareGroup
+from asyncconsumer.protocol.messages.share_group_describe import (
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+)
 from asyncconsumer.records import TopicPartition
 
 __all__ = [
@@ -74,16 +104,27 @@ __all__ = [
     "GroupNotFoundError",
     "PartitionLag",
     "PartitionOffsets",
+    "ShareGroupDescription",
+    "ShareGroupMember",
+    "ShareStartOffset",
     "TopicNotFoundError",
     "end_offsets_fetch",
+    "group_configs_altered",
+    "group_configs_request",
     "group_description",
     "high_watermarks",
     "partition_offsets",
+    "share_group_description",
 ]
 
 log = get_logger("asyncconsumer.admin")
 
 _RETRY_BACKOFF_MS = 100
+GROUP_RESOURCE = 32
+"""IncrementalAlterConfigs' resource type of a group's configs (Kafka's ``ConfigResource.Type.GROUP``)."""
+CONFIG_SET = 0
+CONFIG_DELETE = 1
+"""IncrementalAlterConfigs' operations: set a value; delete it (back to the broker's default)."""
 _END_FETCH_MAX_WAIT_MS = 1
 
 ResponseT = TypeVar("ResponseT")
@@ -158,6 +199,51 @@ class GroupDescription:
     @property
     def total_lag(self) -> int:
         return sum(p.lag or 0 for p in self.partitions)
+
+
+@attrs.frozen
+class ShareGroupMember:
+    """One member of a share group and the partitions the share coordinator assigned it."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    member_epoch: int
+    subscribed_topics: tuple[str, ...]
+    partitions: tuple[TopicPartition, ...]
+
+
+@attrs.frozen
+class ShareStartOffset:
+    """A share partition's start offset: every record below it is acknowledged (or will never be delivered)."""
+
+    partition: TopicPartition
+    start_offset: int | None
+    """None: the broker has none for it (an error, or no share state yet)."""
+    lag: int | None
+    """Records at or past the start offset not yet acknowledged, as the broker counts them; None when it does not
+    say (DescribeShareGroupOffsets v0, or -1)."""
+    error: str | None
+    """The partition's error, by name, if the broker answered one."""
+
+
+@attrs.frozen
+class ShareGroupDescription:
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    coordinator: int
+    members: tuple[ShareGroupMember, ...]
+    start_offsets: tuple[ShareStartOffset, ...]
+
+    @property
+    def total_lag(self) -> int | None:
+        """The partitions' lags added up; None when the broker gave none."""
+        lags = [p.lag for p in self.start_offsets if p.lag is not None]
+        return sum(lags) if lags else None
 
 
 # --- what the answers mean (no I/O) ---------------------------------------------------------------------------
@@ -265,6 +351,90 @@ def group_description(
         members,
         rows,
     )
+
+
+def _said(what: str, message: str | None) -> str:
+    """``what``, and the broker's own error message when it gave one."""
+    return f"{what}: {message}" if message else what
+
+
+def _code_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
+
+
+def _share_members(group: DescribedShareGroup) -> tuple[ShareGroupMember, ...]:
+    members = [
+        ShareGroupMember(
+            m.member_id,
+            m.client_id,
+            m.client_host,
+            m.rack_id,
+            m.member_epoch,
+            tuple(sorted(m.subscribed_topic_names)),
+            tuple(sorted(TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions for p in t.partitions)),
+        )
+        for m in group.members
+    ]
+    return tuple(sorted(members, key=lambda m: m.member_id))
+
+
+def share_group_description(
+    described: DescribedShareGroup, offsets: DescribeShareGroupOffsetsResponseGroup, coordinator: int
+) -> ShareGroupDescription:
+    """Members with their assignments, and each partition's start offset and lag. Raises ``GroupNotFoundError``
+    when the coordinator knows no share group of that id (none, or a group of another kind)."""
+    for code, message in ((described.error_code, described.error_message), (offsets.error_code, offsets.error_message)):
+        if code == ErrorCode.GROUP_ID_NOT_FOUND:
+            detail = f": {message}" if message else ""
+            raise GroupNotFoundError(f"share group {described.group_id!r} does not exist{detail}")
+    _check(described.error_code, _said(f"describing share group {described.group_id!r}", described.error_message))
+    _check(offsets.error_code, _said(f"the start offsets of share group {described.group_id!r}", offsets.error_message))
+    members = _share_members(described)
+    names = {t.topic_id: t.topic_name for m in described.members for t in m.assignment.topic_partitions}
+    rows = []
+    for topic in offsets.topics:
+        name = topic.topic_name or names.get(topic.topic_id, str(topic.topic_id))
+        for p in topic.partitions:
+            error = None if p.error_code == ErrorCode.NONE else _code_name(p.error_code)
+            start = p.start_offset if p.error_code == ErrorCode.NONE and p.start_offset >= 0 else None
+            lag = p.lag if p.error_code == ErrorCode.NONE and p.lag >= 0 else None
+            rows.append(ShareStartOffset(TopicPartition(name, p.partition_index), start, lag, error))
+    return ShareGroupDescription(
+        described.group_id,
+        described.group_state,
+        described.group_epoch,
+        described.assignment_epoch,
+        described.assignor_name,
+        coordinator,
+        members,
+        tuple(sorted(rows, key=lambda r: r.partition)),
+    )
+
+
+def group_configs_request(
+    group_id: str, set: Mapping[str, str], delete: Iterable[str]
+) -> IncrementalAlterConfigsRequest:
+    """One GROUP resource: a SET of each of ``set`` (in its order), then a DELETE of each of ``delete``; the group's
+    other configs stay as they are."""
+    configs = [AlterableConfig(name=k, config_operation=CONFIG_SET, value=v) for k, v in set.items()]
+    configs += [AlterableConfig(name=k, config_operation=CONFIG_DELETE, value=None) for k in delete]
+    resource = AlterConfigsResource(resource_type=GROUP_RESOURCE, resource_name=group_id, configs=tuple(configs))
+    return IncrementalAlterConfigsRequest(resources=(resource,))
+
+
+def group_configs_altered(group_id: str, response: IncrementalAlterConfigsResponse) -> None:
+    """Returns when the broker altered ``group_id``'s configs; raises its resource's error with the broker's own
+    message (INVALID_CONFIG: ``InvalidConfigError`` naming the key and the bound), or ``CorruptResponseError`` when
+    the answer leaves the group out."""
+    answer = next(
+        (r for r in response.responses if r.resource_type == GROUP_RESOURCE and r.resource_name == group_id), None
+    )
+    if answer is None:
+        raise CorruptResponseError(f"IncrementalAlterConfigs answered without group {group_id!r}")
+    _check(answer.error_code, _said(f"configuring group {group_id!r}", answer.error_message))
 
 
 # --- the client -----------------------------------------------------------------------------------------------
@@ -385,6 +555,13 @@ class AdminClient:
                 log.debug("admin.retry", what=what, error=str(exc), failures=failures)
                 await anyio.sleep(min(_RETRY_BACKOFF_MS * failures, 1_000) / 1000)
 
+    async def supports(self, api_key: ApiKey) -> bool:
+        """Whether the brokers offer ``api_key``, by the ApiVersions of the first broker connected (after a Metadata
+        request if none is yet); True when no connection can tell, so that the request itself finds out."""
+        if not self._directory.brokers:
+            await self._retrying("metadata", lambda: self._metadata(()))
+        return self._delegate.supports_api(int(api_key)) is not False
+
     # --- metadata and offsets ---------------------------------------------------------------------------------
     async def _metadata(self, topics: tuple[str, ...] | None) -> MetadataResponse:
         wanted = None if topics is None else tuple(MetadataRequestTopic(name=t) for t in topics)
@@ -497,3 +674,52 @@ class AdminClient:
         description = group_description(group, committed, ends, node)
         log.debug("admin.group_described", group=group_id, state=description.state, members=len(description.members))
         return description
+
+    async def describe_share_group(self, group_id: str) -> ShareGroupDescription:
+        """State, epochs, assignor, members with their assignments, and each partition's start offset (and lag, from
+        DescribeShareGroupOffsets v1) of share group ``group_id``. A broker without share groups raises
+        ``UnsupportedVersionError`` naming ShareGroupDescribe (API 77)."""
+
+        async def attempt() -> tuple[int, DescribedShareGroup, DescribeShareGroupOffsetsResponseGroup]:
+            node = await self.find_coordinator(group_id)
+            described = await self._send(
+                ShareGroupDescribeRequest(group_ids=(group_id,)), node, ShareGroupDescribeResponse
+            )
+            group = next((g for g in described.groups if g.group_id == group_id), None)
+            if group is None:
+                raise CorruptResponseError(f"ShareGroupDescribe answered without group {group_id!r}")
+            if group.error_code != ErrorCode.NONE and group.error_code != ErrorCode.GROUP_ID_NOT_FOUND:
+                raise for_code(group.error_code, _said(f"describing share group {group_id!r}", group.error_message))
+            request = DescribeShareGroupOffsetsRequest(groups=(DescribeShareGroupOffsetsRequestGroup(group_id),))
+            answered = await self._send(request, node, DescribeShareGroupOffsetsResponse)
+            offsets = next((g for g in answered.groups if g.group_id == group_id), None)
+            if offsets is None:
+                raise CorruptResponseError(f"DescribeShareGroupOffsets answered without group {group_id!r}")
+            if offsets.error_code != ErrorCode.NONE and offsets.error_code != ErrorCode.GROUP_ID_NOT_FOUND:
+                what = f"the start offsets of share group {group_id!r}"
+                raise for_code(offsets.error_code, _said(what, offsets.error_message))
+            return node, group, offsets
+
+        node, group, offsets = await self._retrying(f"describing share group {group_id!r}", attempt)
+        description = share_group_description(group, offsets, node)
+        log.debug(
+            "admin.share_group_described", group=group_id, state=description.state, members=len(description.members)
+        )
+        return description
+
+    async def alter_group_configs(self, group_id: str, set: Mapping[str, str], delete: Iterable[str] = ()) -> None:
+        """Sets each of ``set`` and deletes each of ``delete`` (back to the broker's default) in ``group_id``'s
+        configs, in one request to the least-loaded broker; the group need not exist yet. A refused value raises the
+        broker's error (``InvalidConfigError``, with Kafka's message naming the key and the bound); a broker without
+        IncrementalAlterConfigs raises ``UnsupportedVersionError`` naming it (API 44)."""
+        deleted = tuple(delete)
+        request = group_configs_request(group_id, set, deleted)
+        if not self._directory.brokers:
+            await self._retrying("metadata", lambda: self._metadata(()))
+
+        async def attempt() -> None:
+            response = await self._send(request, None, IncrementalAlterConfigsResponse)
+            group_configs_altered(group_id, response)
+
+        await self._retrying(f"configuring group {group_id!r}", attempt)
+        log.debug("admin.group_configs_altered", group=group_id, set=dict(set), deleted=list(deleted))

@@ -1,5 +1,6 @@
 """The ``asyncconsumer`` command: its parser, its logging and the dispatch to ``demo``, ``broker``, ``consume``,
-``groups describe`` and ``offsets`` (each in a module of its own).
+``share-consume``, ``groups describe``, ``share-groups describe``, ``share-groups configure`` and ``offsets`` (each
+in a module of its own).
 
 Output for people goes to stdout; errors are one ``error: ...`` line on stderr and a non-zero exit status; a
 progress line goes to stderr when it is a terminal, and when it is not, one plain line says the first connection
@@ -16,7 +17,12 @@ import sys
 from collections.abc import Sequence
 
 from asyncconsumer.errors import KafkaError
-from asyncconsumer.tools._admin_commands import run_groups_describe, run_offsets
+from asyncconsumer.tools._admin_commands import (
+    run_groups_describe,
+    run_offsets,
+    run_share_groups_configure,
+    run_share_groups_describe,
+)
 from asyncconsumer.tools._broker_command import run_broker
 from asyncconsumer.tools._common import (
     EXIT_ERROR,
@@ -28,6 +34,7 @@ from asyncconsumer.tools._common import (
 )
 from asyncconsumer.tools._consume import FORMATS, run_consume
 from asyncconsumer.tools._demo import run_demo
+from asyncconsumer.tools._share_consume import ACKS, run_share_consume
 from asyncconsumer.tools.admin import GroupNotFoundError, TopicNotFoundError
 
 DEFAULT_TIMEOUT_MS = 30_000
@@ -49,13 +56,16 @@ def _add_format(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text", help=f"{what} (default text)")
 
 
-def _add_common(parser: argparse.ArgumentParser, *, admin: bool) -> None:
+_BOUNDS = {
+    "admin": "each request (connecting included)",
+    "consume": "connecting and looking up the topic (or the pattern's topics), and the final commit with --group",
+    "share": "connecting and looking up the topic, and the final commit of the acknowledgements",
+}
+
+
+def _add_common(parser: argparse.ArgumentParser, *, admin: bool, share: bool = False) -> None:
     parser.add_argument("--bootstrap-server", required=True, help="HOST:PORT[,HOST:PORT...]")
-    bounds = (
-        "each request (connecting included)"
-        if admin
-        else "connecting and looking up the topic (or the pattern's topics), and the final commit with --group"
-    )
+    bounds = _BOUNDS["admin" if admin else "share" if share else "consume"]
     parser.add_argument(
         "--timeout-ms",
         type=int,
@@ -114,6 +124,32 @@ def _parser() -> argparse.ArgumentParser:
     consume.add_argument("--value-format", choices=FORMATS, default="utf8", help="how values are shown (default utf8)")
     consume.add_argument("--decode", choices=("utf-8", "hex"), default=None, help=argparse.SUPPRESS)  # old spelling
 
+    share = sub.add_parser(
+        "share-consume",
+        help="print records as a member of a share group, acknowledging each (Ctrl-C stops, commits, exits 130)",
+    )
+    _add_common(share, admin=False, share=True)
+    share.add_argument(
+        "--group",
+        required=True,
+        help="the share group's id (where it starts: its config "
+        "share.auto.offset.reset, set on the broker; default latest)",
+    )
+    share.add_argument("--topic", required=True, help="the topic to read with the group")
+    share.add_argument(
+        "--ack",
+        choices=ACKS,
+        default="accept",
+        help="how each printed record is acknowledged: accept (done), release (delivered again, to any member, "
+        "its delivery count raised) or reject (never delivered again); default accept",
+    )
+    share.add_argument("--max-messages", type=int, default=None, help="stop after printing this many records")
+    _add_format(
+        share, "text: topic-partition@offset (delivery N), key and value, tab-separated; json: one object a line"
+    )
+    share.add_argument("--key-format", choices=FORMATS, default="utf8", help="how keys are shown (default utf8)")
+    share.add_argument("--value-format", choices=FORMATS, default="utf8", help="how values are shown (default utf8)")
+
     offsets = sub.add_parser("offsets", help="beginning and end offset of every partition of a topic")
     offsets.add_argument("topic", help="the topic")
     _add_common(offsets, admin=True)
@@ -128,6 +164,40 @@ def _parser() -> argparse.ArgumentParser:
     describe.add_argument("group", help="the consumer group's id")
     _add_common(describe, admin=True)
     _add_format(describe, "text: a summary line and tables; json: one object")
+
+    share_groups = sub.add_parser("share-groups", help="share groups (KIP-932)")
+    share_groups_sub = share_groups.add_subparsers(
+        dest="share_groups_command", required=True, metavar="COMMAND", help="what to do"
+    )
+    _add_verbose(share_groups)
+    share_describe = share_groups_sub.add_parser(
+        "describe", help="state, members and their partitions, and each partition's start offset and lag"
+    )
+    share_describe.add_argument("group", help="the share group's id")
+    _add_common(share_describe, admin=True)
+    _add_format(share_describe, "text: a summary line and tables; json: one object")
+    configure = share_groups_sub.add_parser(
+        "configure",
+        help="set or delete the share group's configs on the broker (share.auto.offset.reset, "
+        "share.record.lock.duration.ms...); the group need not exist yet",
+    )
+    configure.add_argument("group", help="the share group's id")
+    _add_common(configure, admin=True)
+    configure.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a group config, e.g. share.auto.offset.reset=earliest (where a new group starts), "
+        "share.record.lock.duration.ms=60000, share.delivery.count.limit=10; repeatable",
+    )
+    configure.add_argument(
+        "--delete",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="delete a group config, so the broker's default applies again; repeatable",
+    )
     return parser
 
 
@@ -154,6 +224,12 @@ def _run(args: argparse.Namespace) -> int:
         return asyncio.run(run_offsets(args))
     if args.command == "groups":
         return asyncio.run(run_groups_describe(args))
+    if args.command == "share-groups" and args.share_groups_command == "configure":
+        return asyncio.run(run_share_groups_configure(args))
+    if args.command == "share-groups":
+        return asyncio.run(run_share_groups_describe(args))
+    if args.command == "share-consume":
+        return asyncio.run(run_share_consume(args))
     if args.decode is not None:
         args.key_format = args.value_format = "hex" if args.decode == "hex" else "utf8"
     return asyncio.run(run_consume(args))

@@ -82,7 +82,16 @@ def test_consume_from_an_unreachable_server_says_it_waits_then_prints_one_error_
     assert result.stdout == ""
 
 
-@pytest.mark.parametrize("command", [["offsets", "t"], ["groups", "describe", "g"]], ids=["offsets", "groups"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["offsets", "t"],
+        ["groups", "describe", "g"],
+        ["share-groups", "describe", "g"],
+        ["share-consume", "--group", "g", "--topic", "t"],  # looks the topic up as the admin commands do
+    ],
+    ids=["offsets", "groups", "share-groups", "share-consume"],
+)
 def test_an_admin_command_from_an_unreachable_server_says_it_waits_then_prints_one_error_line(
     command: list[str],
 ) -> None:

@@ -2,7 +2,8 @@
 
 The tour's broker command starts the broker (on a free port instead of 9092); then every Python block and every
 ``.venv/bin/asyncconsumer`` command line runs against it, in document order, from a directory outside the
-repository. A block followed by an output block (a fence whose info string is ``text title="Output"``) must print
+repository. The documents of ``KAFKA_DOCUMENTS`` run against Apache Kafka instead (one node of its own), for what
+Tansu lacks. A block followed by an output block (a fence whose info string is ``text title="Output"``) must print
 that output: lines compare exactly, except that ``...`` inside a line stands for any text and a line of only
 ``...`` for any number of lines (doctest's ellipsis).
 
@@ -24,7 +25,9 @@ import attrs
 import pytest
 
 from asyncconsumer.tools.embedded_broker import free_port
+from tests.conftest import _run_broker
 from tests.support.cli import broker_command
+from tests.support.kafka_broker import KafkaCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -39,6 +42,9 @@ NOT_RUN = {
     "security.md": ["needs a broker with a TLS listener and its CA file"],
 }
 """The blocks allowed to opt out, per document, with their reasons."""
+
+KAFKA_DOCUMENTS = {"share-groups.md": "share groups (KIP-932): Tansu has none"}
+"""The documents whose examples run against Apache Kafka, and why."""
 
 
 @attrs.frozen
@@ -139,6 +145,22 @@ def tour_broker() -> Iterator[TourBroker]:
 
 
 @pytest.fixture(scope="module")
+def kafka_for_docs() -> Iterator[KafkaCluster]:
+    """Apache Kafka for ``KAFKA_DOCUMENTS``, started when the first of their examples runs."""
+    yield from _run_broker(KafkaCluster.start)
+
+
+@pytest.fixture
+def example_broker(block: Block, request: pytest.FixtureRequest) -> TourBroker:
+    """The broker ``block`` runs against: the tour's, or Kafka for ``KAFKA_DOCUMENTS``."""
+    if block.document not in KAFKA_DOCUMENTS:
+        tour: TourBroker = request.getfixturevalue("tour_broker")
+        return tour
+    kafka: KafkaCluster = request.getfixturevalue("kafka_for_docs")
+    return TourBroker(kafka.bootstrap_servers, kafka.port, "")
+
+
+@pytest.fixture(scope="module")
 def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A working directory outside the repository: the examples must not depend on running from its root."""
     return tmp_path_factory.mktemp("docs-examples")
@@ -191,8 +213,9 @@ def test_the_tour_broker_prints_what_the_documents_say(tour_broker: TourBroker) 
 
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
 def test_example_runs_as_written_and_prints_what_the_document_says(
-    block: Block, tour_broker: TourBroker, elsewhere: Path
+    block: Block, example_broker: TourBroker, elsewhere: Path
 ) -> None:
+    tour_broker = example_broker
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")}
     if block.lang == "python":
         code = block.code.replace(_ADDRESS, tour_broker.address)

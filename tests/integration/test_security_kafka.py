@@ -27,10 +27,12 @@ from cryptography.hazmat.primitives import serialization
 
 from asyncconsumer import (
     AsyncConsumer,
+    AsyncShareConsumer,
     AuthenticationError,
     Consumer,
     ConsumerConfig,
     ConsumerRecord,
+    ShareRecord,
     TopicPartition,
 )
 from asyncconsumer.errors import SaslAuthenticationFailedError, UnsupportedSaslMechanismError
@@ -438,3 +440,30 @@ def test_the_cli_takes_security_properties(kafka: KafkaCluster, pki: Pki) -> Non
     error_lines = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
     assert len(error_lines) == 1 and "SaslAuthenticationFailed" in error_lines[0], refused.stderr
     assert WRONG not in refused.stderr + refused.stdout
+
+
+async def test_a_share_consumer_reads_over_sasl_ssl(kafka: KafkaCluster, pki: Pki) -> None:
+    """A share group's member with SCRAM inside TLS: its coordinator's connection and its share sessions' are set
+    up like a consumer's."""
+    topic = new_topic(kafka, 2, "share-sasl")
+    produced = await ProduceHelper(kafka.bootstrap_servers).values_async(topic, 20, 2)
+    group = unique_topic_name("g-share-sasl")
+    kafka.set_group_config(group, {"share.auto.offset.reset": "earliest"})
+    settings = sasl_settings(pki, "SASL_SSL", "SCRAM-SHA-512", "alice", ALICE)
+    del settings["auto_offset_reset"]  # a group config for share groups
+    before = seen(kafka, "SASL_SSL")
+    async with AsyncShareConsumer(kafka.listener_address("SASL_SSL"), group_id=group, **settings) as consumer:
+        await consumer.subscribe([topic])
+        got: list[ShareRecord] = []
+
+        async def all_in() -> bool:
+            got.extend((await consumer.poll(200)).records())
+            return len(got) >= 20
+
+        await wait_for_async(all_in, 60, message=lambda: f"{len(got)} of 20 records")
+        results = await consumer.commit_sync()
+    want = sorted((p, r.offset, r.value) for p, records in produced.items() for r in records)
+    assert sorted((r.partition, r.offset, r.value) for r in got) == want
+    assert set(results.values()) == {None}
+    after = seen(kafka, "SASL_SSL")
+    assert after.accepted >= before.accepted + 2 and after.refused == before.refused

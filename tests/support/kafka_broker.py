@@ -42,6 +42,10 @@ KAFKA_VERSION = os.environ.get("ASYNCCONSUMER_KAFKA_VERSION", "4.4.0")
 """The Kafka release the tests run against (the newest 4.x that resolved from Maven Central with its dependencies)."""
 
 POM = Path(__file__).with_name("kafka") / "pom.xml"
+TOOLS_POM = Path(__file__).with_name("kafka_tools") / "pom.xml"
+KAFKA_TOOLS_VERSION = os.environ.get("ASYNCCONSUMER_KAFKA_TOOLS_VERSION", KAFKA_VERSION)
+"""kafka-tools' release (ShareConsumerPerformance, VerifiableShareConsumer): the broker's (4.4.0 resolved from Maven
+Central on 2026-11-27)."""
 HOST = "127.0.0.1"
 HEAP = ("-Xms128m", "-Xmx512m")
 _LOG_TAIL_LINES = 40
@@ -59,11 +63,33 @@ TEST_SETTINGS: Mapping[str, str] = {
     "num.partitions": "1",
     "log.retention.check.interval.ms": "3600000",
     "log.retention.ms": "-1",
+    # share groups (KIP-932): the broker-wide defaults stay Kafka's, the lower bounds drop to what Kafka allows, so
+    # a test can give its group a short lock or session with set_group_config (see SHARE_GROUP_MINIMUMS)
+    "share.coordinator.state.topic.num.partitions": "5",
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.min.session.timeout.ms": "2000",
+    "group.share.session.timeout.ms": "10000",
+    "group.share.min.heartbeat.interval.ms": "500",
+    "group.share.heartbeat.interval.ms": "1000",
 }
 """Settings for tests: no initial rebalance delay, both group protocols, KIP-848 sessions short enough to wait out,
 fewer partitions for the internal topics (each costs start-up time), and no time retention: tests write records
 stamped in the past (``1_700_000_000_000 + i``), which the first retention check (30 s after start) would delete,
-moving the log start to the end under a running test."""
+moving the log start to the end under a running test.
+
+Share groups: 4.4.0's storage format turns ``share.version`` on by itself (2, the latest production level; see
+``start_once``'s ``features``). Their sessions are as short as the KIP-848 ones here (10 s, heartbeat 1 s), and the
+lower bounds a group config is checked against are lowered: a lock of 1 s, a session of 2 s, a heartbeat of 0.5 s.
+The lock duration stays Kafka's 30 s unless a group sets ``share.record.lock.duration.ms``."""
+
+SHARE_GROUP_MINIMUMS: Mapping[str, int] = {
+    "share.record.lock.duration.ms": 1000,
+    "share.session.timeout.ms": 2000,
+    "share.heartbeat.interval.ms": 500,
+    "share.delivery.count.limit": 2,
+}
+"""The least each share-group config accepts on these brokers (``TEST_SETTINGS``'s lower bounds; the delivery count's
+is Kafka's own ``group.share.min.delivery.count.limit``). A group's heartbeat must also stay below its session."""
 
 
 class KafkaUnavailable(RuntimeError):
@@ -100,6 +126,15 @@ def _jars_dir(version: str) -> Path:
 def fetch_jars(version: str = KAFKA_VERSION) -> Path:
     """The directory of Kafka ``version``'s broker jars, fetched with Maven on first use (one process at a time)."""
     return maven_fetch(POM, _jars_dir(version), {"kafka.version": version}, f"Apache Kafka {version}'s jars")
+
+
+def fetch_tools_jars(version: str = KAFKA_TOOLS_VERSION) -> Path:
+    """The directory of kafka-tools ``version``'s jars with their dependencies (their own kafka-clients among them:
+    a class path apart from the broker's), fetched with Maven on first use. For the benchmarks; CI's ``fetch`` leaves
+    them out."""
+    digest = hashlib.sha256(TOOLS_POM.read_bytes()).hexdigest()[:12]
+    libs = cache_root() / f"kafka-tools-{version}" / f"libs-{digest}"
+    return maven_fetch(TOOLS_POM, libs, {"kafka.tools.version": version}, f"Apache Kafka's tools {version}")
 
 
 def maven_fetch(pom: Path, libs: Path, properties: Mapping[str, str], what: str) -> Path:
@@ -275,6 +310,7 @@ class KafkaCluster:
         log_levels: Mapping[str, str] | None = None,
         node_settings: Mapping[int, Mapping[str, str]] | None = None,
         controllers: Sequence[int] | None = None,
+        features: Mapping[str, int] | None = None,
         startup_timeout_s: float = 120.0,
     ) -> KafkaCluster:
         """Formats storage and starts ``nodes`` nodes, returning once Metadata lists them all.
@@ -285,7 +321,9 @@ class KafkaCluster:
         ``log_levels`` sets loggers' levels in the nodes' logs (``{"kafka.network.DataPlaneAcceptor": "DEBUG"}`` logs
         every accepted connection). ``node_settings`` adds settings to single nodes by node id (``broker.rack``).
         ``controllers`` names the nodes that are also controllers (default: every node); the others are brokers only,
-        so a test can stop brokers without losing the controller quorum.
+        so a test can stop brokers without losing the controller quorum. ``features`` are ``--feature name=level``
+        arguments for the storage format, beside the release's defaults (4.4.0 formats ``share.version=2``, so share
+        groups need nothing here; ``{"share.version": 1}`` pins the first level).
         """
         libs = fetch_jars(version)
         root = Path(tempfile.mkdtemp(prefix="asyncconsumer-kafka-"))
@@ -314,7 +352,7 @@ class KafkaCluster:
                 cluster._write_config(node, listeners, extra, log_levels or {})
             formats = [
                 subprocess.Popen(
-                    cluster._format_command(node, cid, scram_users),
+                    cluster._format_command(node, cid, scram_users, features or {}),
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                 )
@@ -381,7 +419,9 @@ class KafkaCluster:
         )
         (node.directory / "log4j2.properties").write_text(_LOG4J2.format(log=node.log_path) + loggers)
 
-    def _format_command(self, node: KafkaNode, cid: str, scram_users: Sequence[str]) -> list[str]:
+    def _format_command(
+        self, node: KafkaNode, cid: str, scram_users: Sequence[str], features: Mapping[str, int]
+    ) -> list[str]:
         command = _java(
             self.libs,
             "kafka.tools.StorageTool",
@@ -396,6 +436,8 @@ class KafkaCluster:
             command.append("--standalone")
         for user in scram_users:
             command += ["--add-scram", user]
+        for name, level in features.items():
+            command += ["--feature", f"{name}={level}"]
         return command
 
     def _launch(self, node: KafkaNode) -> None:
@@ -581,6 +623,29 @@ class KafkaCluster:
             error = failure.args[0] if isinstance(failure, KafkaException) and failure.args else failure
             if error is not None and getattr(error, "name", lambda: "")() != "ELECTION_NOT_NEEDED":
                 raise failure if isinstance(failure, KafkaException) else KafkaException(error)
+
+    def set_group_config(self, group: str, config: Mapping[str, str | int], timeout_s: float = 30.0) -> None:
+        """Sets group configs (``share.auto.offset.reset``, ``share.record.lock.duration.ms``...) of ``group``, which
+        need not exist yet, and waits for the broker's answer: an incremental SET of each, leaving the group's other
+        configs as they are. A value out of the broker's bounds (``SHARE_GROUP_MINIMUMS``) raises its
+        ``KafkaException`` (INVALID_CONFIG, naming the bound)."""
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType  # type: ignore[attr-defined]
+
+        entries = [
+            ConfigEntry(name, str(value), incremental_operation=AlterConfigOpType.SET) for name, value in config.items()
+        ]
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+        futures = self.admin().incremental_alter_configs([resource], request_timeout=timeout_s)
+        for future in futures.values():
+            future.result(timeout=timeout_s)
+
+    def group_config(self, group: str, timeout_s: float = 30.0) -> dict[str, str]:
+        """``group``'s configs as the broker describes them (the defaults for those it was not given)."""
+        from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
+
+        futures = self.admin().describe_configs([ConfigResource(ResourceType.GROUP, group)], request_timeout=timeout_s)
+        described = next(iter(futures.values())).result(timeout=timeout_s)
+        return {name: entry.value for name, entry in described.items()}
 
     def delete_topic(self, name: str, timeout_s: float = 60.0) -> None:
         self.admin().delete_topics([name], request_timeout=timeout_s)[name].result(timeout=timeout_s)

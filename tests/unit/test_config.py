@@ -10,7 +10,7 @@ import attrs
 import pytest
 
 from asyncconsumer import AsyncConsumer, ConfigError, Consumer, ConsumerSettings
-from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.config import SHARE_UNSUPPORTED, ConsumerConfig, ShareConsumerConfig, canonical_key
 from asyncconsumer.plugins import Plugin, installed_plugins
 from asyncconsumer.plugins.lag_monitor import LagMonitor
 from tests.support.no_broker import REFUSED
@@ -67,7 +67,7 @@ def test_a_typo_hint_answers_in_the_spelling_of_the_key_given() -> None:
     assert "did you mean bootstrap.servers?" in str(java.value)
     assert "bootstrap_servers" not in str(java.value)
     with pytest.raises(ConfigError) as python:
-        Consumer(bootstrap_server="x")
+        Consumer(bootstrap_server="x")  # type: ignore[call-arg]
     assert python.value.key == "bootstrap_server"
     assert "did you mean bootstrap_servers?" in str(python.value)
     with pytest.raises(ConfigError) as python_in_mapping:
@@ -355,3 +355,80 @@ def test_security_settings_that_cannot_work_are_config_errors(settings: dict[str
     with pytest.raises(ConfigError) as info:
         ConsumerConfig.from_kwargs("h:1", **settings)
     assert info.value.key == key
+
+
+# --- share consumers (ShareConsumerConfig) ------------------------------------------------------------------------
+
+
+def test_a_share_config_takes_the_consumers_settings_and_its_own_keys_in_either_spelling() -> None:
+    config = ShareConsumerConfig.from_settings(
+        {"bootstrap.servers": "h:1", "group.id": "g", "share.acknowledgement.mode": "EXPLICIT"},
+        fetch_max_wait_ms=50,
+        share_acquire_mode="record_limit",
+    )
+    assert config.group_id == "g"
+    assert config.consumer.bootstrap_servers == ("h:1",) and config.consumer.fetch_max_wait_ms == 50
+    assert (config.share_acknowledgement_mode, config.share_acquire_mode) == ("explicit", "record_limit")
+    defaults = ShareConsumerConfig.from_settings("h:1", group_id="g")
+    assert (defaults.share_acknowledgement_mode, defaults.share_acquire_mode) == ("implicit", "batch_optimized")
+
+
+def test_a_share_config_needs_a_group() -> None:
+    with pytest.raises(ConfigError) as info:
+        ShareConsumerConfig.from_settings("h:1")
+    assert info.value.key == "group_id"
+
+
+@pytest.mark.parametrize("key", sorted(SHARE_UNSUPPORTED))
+def test_every_consumer_only_setting_is_refused_naming_it_and_why(key: str) -> None:
+    java = key.replace("_", ".")
+    for settings, kwargs in [("h:1", {key: None}), ({"bootstrap.servers": "h:1", java: None}, {})]:
+        with pytest.raises(ConfigError) as info:
+            ShareConsumerConfig.from_settings(settings, group_id="g", **kwargs)
+        assert canonical_key(info.value.key) == key
+        assert SHARE_UNSUPPORTED[key] in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key", "text"),
+    [
+        ({"share_acknowledgement_mode": "sometimes"}, "share_acknowledgement_mode", "'implicit', 'explicit'"),
+        ({"share.acquire.mode": "greedy"}, "share_acquire_mode", "'batch_optimized', 'record_limit'"),
+        ({"share_ack_mode": "explicit"}, "share_ack_mode", "did you mean"),
+    ],
+)
+def test_bad_share_settings_name_their_key(kwargs: dict[str, object], key: str, text: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        ShareConsumerConfig.from_settings("h:1", group_id="g", **kwargs)
+    assert info.value.key == key
+    assert text in str(info.value)
+
+
+def test_a_share_key_given_in_the_mapping_and_as_a_keyword_is_refused() -> None:
+    with pytest.raises(ConfigError, match="given twice"):
+        ShareConsumerConfig.from_settings(
+            {"bootstrap.servers": "h:1", "group.id": "g", "share.acknowledgement.mode": "explicit"},
+            share_acknowledgement_mode="implicit",
+        )
+
+
+def test_a_consumer_config_is_taken_unless_it_sets_a_consumer_only_setting() -> None:
+    plain = ConsumerConfig.from_kwargs("h:1", group_id="g")
+    assert ShareConsumerConfig.from_settings(plain).consumer is plain
+    with pytest.raises(ConfigError) as info:
+        ShareConsumerConfig.from_settings(ConsumerConfig.from_kwargs("h:1", group_id="g", enable_auto_commit=False))
+    assert info.value.key == "enable_auto_commit"
+
+
+def test_a_share_config_with_keywords_is_a_new_one_checked_like_the_first() -> None:
+    base = ShareConsumerConfig.from_settings("h:1", group_id="g")
+    assert ShareConsumerConfig.from_settings(base) is base
+    changed = ShareConsumerConfig.from_settings(base, **{"share.acknowledgement.mode": "explicit"}, max_poll_records=7)
+    assert changed.share_acknowledgement_mode == "explicit" and changed.consumer.max_poll_records == 7
+    assert base.share_acknowledgement_mode == "implicit"  # frozen: the first is unchanged
+    with pytest.raises(ConfigError) as info:
+        ShareConsumerConfig.from_settings(base, enable_auto_commit=False)
+    assert info.value.key == "enable_auto_commit"
+    with pytest.raises(ConfigError) as unknown:
+        ShareConsumerConfig.from_settings(base, share_ack_mode="explicit")
+    assert unknown.value.key == "share_ack_mode"

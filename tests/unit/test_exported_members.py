@@ -9,7 +9,15 @@ import asyncconsumer.plugins
 
 def test_public_api_is_pinned() -> None:
     assert set(asyncconsumer.__all__) == {
+        "AcknowledgeType",
         "AsyncConsumer",
+        "AsyncShareConsumer",
+        "ShareConsumer",
+        "ShareConsumerConfig",
+        "ShareConsumerMetrics",
+        "ShareConsumerSettings",
+        "ShareRecord",
+        "ShareRecords",
         "AuthenticationError",
         "ClientClosedError",
         "CommitFailedError",

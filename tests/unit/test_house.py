@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"plugins"},
     {"_background"},
     {"_caller"},
-    {"consumer", "sync"},
+    {"consumer", "sync", "share"},
     {"tools", "spark", "__init__"},
 ]
 """Low to high: a module may import its own layer or a lower one, never a higher one."""
@@ -30,15 +30,16 @@ LAYERS: list[set[str]] = [
 LAYER_OF = {part: i for i, parts in enumerate(LAYERS) for part in parts}
 
 THREADS: dict[str, set[str]] = {
-    "caller": {"_caller", "consumer", "sync"},
+    "caller": {"_caller", "consumer", "sync", "share"},
     "background": {"_background", "managers", "network", "assignors", "plugins"},
     "both": {"_state", "events"},
 }
 """Which thread runs each package. ``_state`` and ``events`` are what crosses between the two; the foundation and
 ``protocol`` are plain data and functions either may use; ``tools`` and ``spark`` are applications of the faces."""
 
-CALLER_MAY_IMPORT_FROM_BACKGROUND = {"asyncconsumer._background.builder"}
-"""The one door: the caller's side builds a consumer's parts and holds the thread's handle, nothing more."""
+CALLER_MAY_IMPORT_FROM_BACKGROUND = {"asyncconsumer._background.builder", "asyncconsumer._background.share_builder"}
+"""The doors, one per kind of client: the caller's side builds its parts and holds the thread's handle, nothing
+more."""
 
 
 def _modules() -> dict[str, Path]:

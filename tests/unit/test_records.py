@@ -7,12 +7,15 @@ import attrs
 import pytest
 
 from asyncconsumer.records import (
+    AcknowledgeType,
     ConsumerRecord,
     ConsumerRecords,
     GroupMetadata,
     OffsetAndMetadata,
     OffsetAndTimestamp,
     PartitionInfo,
+    ShareRecord,
+    ShareRecords,
     TimestampType,
     TopicPartition,
 )
@@ -70,3 +73,33 @@ def test_the_answers_are_frozen_values_with_their_defaults() -> None:
         with pytest.raises(attrs.exceptions.FrozenInstanceError):
             value.offset = 1  # type: ignore[union-attr, misc]
     assert len({OffsetAndMetadata(5, "a"), OffsetAndMetadata(5, "a")}) == 1  # hashable, by value
+
+
+def share_record(tp: TopicPartition, offset: int, delivery_count: int = 1) -> ShareRecord:
+    return ShareRecord(
+        tp.topic, tp.partition, offset, 1_000, TimestampType.CREATE_TIME, None, b"v", (), 0, -1, 1, delivery_count
+    )
+
+
+def test_a_share_record_has_a_consumer_records_fields_and_its_delivery_count() -> None:
+    one = share_record(T1, 4, delivery_count=3)
+    assert one.topic_partition == T1
+    assert one.delivery_count == 3
+    assert ShareRecord._fields == (*ConsumerRecord._fields, "delivery_count")
+    assert ShareRecord(*record(T0, 2), 1) == share_record(T0, 2)
+
+
+def test_share_records_are_a_mapping_per_partition_that_iterates_every_record() -> None:
+    batch = ShareRecords({T1: [share_record(T1, 7), share_record(T1, 8, 2)], T0: [share_record(T0, 3)]})
+    assert batch.partitions() == {T0, T1}
+    assert [r.offset for r in batch.records()] == [7, 8, 3]
+    assert [r.delivery_count for r in batch[T1]] == [1, 2]
+    assert batch.count() == 3 and len(batch) == 2 and not batch.is_empty()
+    assert repr(batch) == "ShareRecords({'t-1': 2, 't-0': 1})"
+    nothing = ShareRecords({})
+    assert not nothing and nothing.is_empty() and nothing.count() == 0 and list(nothing.records()) == []
+
+
+def test_acknowledge_types_are_kafkas_wire_values() -> None:
+    assert [(t.name, int(t)) for t in AcknowledgeType] == [("ACCEPT", 1), ("RELEASE", 2), ("REJECT", 3), ("RENEW", 4)]
+    assert AcknowledgeType(2) is AcknowledgeType.RELEASE

@@ -26,5 +26,7 @@ One module per API, at the versions we speak; ``api_keys`` holds every API key.
 - ``share_group_describe`` (API key 77): v1 of Kafka's 1
 - ``share_fetch`` (API key 78): v1-2 of Kafka's 1-2
 - ``share_acknowledge`` (API key 79): v1-2 of Kafka's 1-2
+- ``describe_share_group_offsets`` (API key 90): v0-1 of Kafka's 0-1
+- ``incremental_alter_configs`` (API key 44): v0-1 of Kafka's 0-1
 - ``consumer_protocol``: v0-3 of Kafka's 0-3
 """

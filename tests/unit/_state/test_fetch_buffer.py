@@ -100,3 +100,19 @@ def test_added_fetches_reach_the_caller_only_when_delivered_and_wake_it_then() -
     assert signal.seq != seen
     assert buffer.take() is fetch
     assert not buffer.deliver()  # nothing staged: no wake-up
+
+
+def test_empty_or_wait_allows_a_share_fetch_only_when_nothing_is_held_and_the_release_wakes_the_background() -> None:
+    buffer = FetchBuffer(8 * MIB, CallerSignal())
+    woken: list[bool] = []
+    buffer.set_space_waiter(lambda: woken.append(True))
+    assert buffer.empty_or_wait()
+    buffer.add_all([CompletedFetch(TP, 0, 0, 1, memoryview(b"x" * 10), -1)])
+    assert not buffer.empty_or_wait()  # held, even before it is delivered
+    buffer.deliver()
+    fetch = buffer.take()
+    assert fetch is not None and not buffer.empty_or_wait()
+    buffer.release(fetch)
+    assert woken == [True] and buffer.empty_or_wait()
+    buffer.reserve(5)
+    assert not buffer.empty_or_wait()  # in flight counts too

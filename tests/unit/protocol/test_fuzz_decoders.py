@@ -51,7 +51,9 @@ from asyncconsumer.protocol.consumer_protocol import (
 )
 from asyncconsumer.protocol.messages import (
     consumer_group_describe,
+    describe_share_group_offsets,
     get_telemetry_subscriptions,
+    incremental_alter_configs,
     push_telemetry,
     share_acknowledge,
     share_fetch,
@@ -708,6 +710,29 @@ def share_acknowledge_seeds(v: int) -> list[base.Response]:
     ]
 
 
+def describe_share_group_offsets_seeds(v: int) -> list[base.Response]:
+    m = describe_share_group_offsets
+    partition = m.DescribeShareGroupOffsetsResponsePartition(
+        partition_index=0, start_offset=7, leader_epoch=1, lag=since(v, 1, 3, -1), error_code=0, error_message="ok"
+    )
+    topic = m.DescribeShareGroupOffsetsResponseTopic(topic_name="t", topic_id=TOPIC_ID, partitions=(partition,))
+    group = m.DescribeShareGroupOffsetsResponseGroup(group_id="g", topics=(topic,), error_code=0, error_message="m")
+    return [
+        m.DescribeShareGroupOffsetsResponse(throttle_time_ms=1, groups=(group,)),
+        m.DescribeShareGroupOffsetsResponse(groups=(m.DescribeShareGroupOffsetsResponseGroup(error_code=69),)),
+    ]
+
+
+def incremental_alter_configs_seeds(v: int) -> list[base.Response]:
+    m = incremental_alter_configs
+    ok = m.AlterConfigsResourceResponse(error_code=0, error_message=None, resource_type=32, resource_name="g")
+    bad = m.AlterConfigsResourceResponse(error_code=40, error_message="too small", resource_type=32, resource_name="h")
+    return [
+        m.IncrementalAlterConfigsResponse(throttle_time_ms=1, responses=(ok, bad)),
+        m.IncrementalAlterConfigsResponse(),
+    ]
+
+
 SEEDS: dict[type[base.Request], Callable[[int], list[base.Response]]] = {
     ApiVersionsRequest: api_versions_seeds,
     MetadataRequest: metadata_seeds,
@@ -732,6 +757,8 @@ SEEDS: dict[type[base.Request], Callable[[int], list[base.Response]]] = {
     share_group_describe.ShareGroupDescribeRequest: share_group_describe_seeds,
     share_fetch.ShareFetchRequest: share_fetch_seeds,
     share_acknowledge.ShareAcknowledgeRequest: share_acknowledge_seeds,
+    describe_share_group_offsets.DescribeShareGroupOffsetsRequest: describe_share_group_offsets_seeds,
+    incremental_alter_configs.IncrementalAlterConfigsRequest: incremental_alter_configs_seeds,
 }
 
 

@@ -1,11 +1,14 @@
 """What the CLI's commands share: the progress line on a terminal, and off one the single plain line of the first
-connection failure."""
+connection failure; Ctrl-C as a stop."""
 
 from __future__ import annotations
 
+import asyncio
 import io
+import os
+import signal
 
-from asyncconsumer.tools._common import Progress
+from asyncconsumer.tools._common import Interrupt, Progress
 
 
 class _Tty(io.StringIO):
@@ -89,3 +92,20 @@ def test_a_terminal_gets_no_plain_line() -> None:
     progress.waiting("connecting to h:9092", "refused", bounded=True)
     progress.close()
     assert "\n" not in stream.getvalue() and "giving up" not in stream.getvalue()
+
+
+def test_interrupt_turns_the_first_ctrl_c_into_a_stop_and_gives_the_second_back() -> None:
+    async def main() -> None:
+        interrupt = Interrupt()
+        os.kill(os.getpid(), signal.SIGINT)
+        await asyncio.wait_for(interrupt.stopped.wait(), 5)
+        # the handler is gone: a second Ctrl-C would be Python's KeyboardInterrupt again
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        interrupt.remove()  # a no-op after the first
+
+        untouched = Interrupt()
+        untouched.remove()
+        assert not untouched.stopped.is_set()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    asyncio.run(main())

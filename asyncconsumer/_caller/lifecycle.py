@@ -1,0 +1,145 @@
+"""The caller's side of a client's life, shared by the consumers' core and the share consumers' core: the lazy
+start, the close event, ``wakeup``, deadlines, one event per call, and a blocking wait on an event's future."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, Generic, Protocol, TypeVar
+
+from asyncconsumer._clock import Clock
+from asyncconsumer._state.queues import ApplicationEventQueue
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import ClientClosedError, KafkaTimeoutError, WakeupError
+from asyncconsumer.events.application import ApplicationEvent, CloseEvent
+
+T = TypeVar("T")
+
+
+class _Parts(Protocol):
+    """What the lifecycle needs of a client's parts: the thread's handle, the caller's signal, the event queue."""
+
+    @property
+    def thread(self) -> Any: ...
+
+    @property
+    def signal(self) -> CallerSignal: ...
+
+    @property
+    def app_events(self) -> ApplicationEventQueue: ...
+
+
+P = TypeVar("P", bound=_Parts)
+
+
+class ClientCore(Generic[P]):
+    """What every client's core does with its parts (``parts.thread``, ``parts.signal``, ``parts.app_events``).
+
+    ``NAME`` is the client in the caller's words ("the consumer is closed"); subclasses log their own start and close.
+    """
+
+    NAME = "consumer"
+    parts: P
+    settings: ConsumerConfig
+    clock: Clock
+
+    def _init_lifecycle(self) -> None:
+        self.started = False
+        self.closed = False
+        self._start_lock = threading.Lock()
+        self._wakeup_requested = False
+        """Set by ``wakeup()`` from any thread, cleared by the caller's thread when it raises ``WakeupError``."""
+
+    def _log_started(self) -> None:
+        """Subclasses: the start's log event."""
+
+    def _log_closed(self, timed_out: float | None) -> None:
+        """Subclasses: the close's log events (``timed_out``: the join's timeout in seconds, if it passed)."""
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Starts the background thread unless it runs already: called by every call that needs it, so an explicit
+        ``start()`` is never required (as with Java's and confluent-kafka's clients). Thread-safe."""
+        self._check_open()
+        if self.started:
+            return
+        with self._start_lock:
+            if self.started:
+                return
+            self.parts.thread.start()
+            self.started = True
+        self._log_started()
+
+    def close(self, timeout_ms: int | None) -> Future[None] | None:
+        """Asks the background to stop; ``None`` if it never started or already stopped. Later calls raise."""
+        with self._start_lock:  # no start() can slip in between: a closed client never starts
+            if self.closed:
+                return None
+            self.closed = True
+        if not self.started or not self.parts.thread.alive:
+            return None
+        event = CloseEvent(deadline_ms=self.deadline(timeout_ms if timeout_ms is not None else 30_000))
+        self.parts.app_events.put(event)
+        return event.future
+
+    def finish_close(self, timeout_s: float) -> None:
+        if not self.started:
+            return
+        joined = self.parts.thread.join(max(timeout_s, 0.0))
+        self._log_closed(None if joined else timeout_s)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClientClosedError(f"the {self.NAME} is closed")
+        if self.started and not self.parts.thread.alive:
+            raise ClientClosedError(f"the {self.NAME}'s background thread stopped: {self.parts.thread.failure!r}")
+
+    @property
+    def running(self) -> bool:
+        """Started, not closed, and its background thread alive: there is something to close or leave."""
+        return self.started and not self.closed and self.parts.thread.alive
+
+    # --- wakeup (any thread) -----------------------------------------------------------------------------------
+    def wakeup(self) -> None:
+        """Makes the blocking call in progress, or the next one, raise ``WakeupError``; callable from any thread."""
+        self._wakeup_requested = True
+        self.parts.signal.notify()
+
+    def check_wakeup(self) -> None:
+        """Raises ``WakeupError`` once per ``wakeup()`` (caller's thread)."""
+        if self._wakeup_requested:
+            self._wakeup_requested = False
+            raise WakeupError("wakeup() was called: the blocking call was interrupted; nothing consumed is lost")
+
+    def deadline(self, timeout_ms: int | None) -> int:
+        return self.clock.now_ms() + (self.settings.default_api_timeout_ms if timeout_ms is None else timeout_ms)
+
+    def submit(self, event: ApplicationEvent) -> Future[Any]:
+        self.start()
+        self.parts.app_events.put(event)
+        return event.future
+
+    def timeout_s(self, timeout_ms: int | None) -> float:
+        """How long a blocking caller waits for an event's future: its deadline plus a little grace."""
+        return (self.settings.default_api_timeout_ms if timeout_ms is None else timeout_ms) / 1000 + 1.0
+
+    def wait(self, future: Future[T], timeout_ms: int | None = None) -> T:
+        """A blocking face's wait: the future's result, or the error the background gave it; ``WakeupError`` if
+        ``wakeup()`` is called meanwhile. A timeout of our own comes only when the background does not answer by
+        the deadline plus a grace second (its own ``KafkaTimeoutError``, which names what timed out, comes first)."""
+        signal = self.parts.signal
+        future.add_done_callback(lambda _: signal.notify())
+        give_up = time.monotonic() + self.timeout_s(timeout_ms)
+        while True:
+            seen = signal.seq
+            if future.done():
+                return future.result()
+            self.check_wakeup()
+            left = give_up - time.monotonic()
+            if left <= 0:
+                raise KafkaTimeoutError(
+                    f"the {self.NAME}'s background thread did not answer within {self.timeout_s(timeout_ms):.0f} s"
+                )
+            signal.wait(seen, left)

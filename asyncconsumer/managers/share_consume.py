@@ -1,0 +1,458 @@
+"""ShareFetch and ShareAcknowledge (KIP-932): a share consumer's records and acknowledgements, one session per broker.
+
+Each broker that leads an assigned partition gets a ``ShareSession`` and at most one request in flight (both APIs
+share the session's epoch). A ShareFetch is sent only for a caller that polls (``ShareDemand``: one per ``poll``,
+more while it waits in one) and only when the fetch buffer is empty, so the consumer never holds acquisition locks
+on more than one poll's worth of records it has not reached, nor takes records while its caller is busy elsewhere;
+the acknowledgements the caller's ``poll`` made ride on it, as Kafka's share consumer sends them. A commit
+(``commit_sync``, ``commit_async``, the acknowledgements before ``close``) goes at once as a ShareAcknowledge, with
+whatever else waits for that broker.
+Every acknowledgement is answered once, per partition, as an ``AcknowledgedEvent``; a commit's callback gets the
+results of all its partitions together. A lost session or connection fails the acknowledgements it carried (their
+records come back after the lock times out, with a higher delivery count) and starts the session over.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from asyncconsumer._logs import get_logger
+from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer, ResponseShare
+from asyncconsumer._state.snapshot import ShareDemand
+from asyncconsumer.errors import ErrorCode, KafkaConnectionError, KafkaError, UnsupportedVersionError, for_code
+from asyncconsumer.events.background import AcknowledgedEvent, BackgroundEvent, ErrorEvent
+from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.managers.share_acks import Acknowledgements, PendingAcknowledgements
+from asyncconsumer.managers.share_membership import ShareMembershipManager
+from asyncconsumer.managers.share_session import ShareSession
+from asyncconsumer.protocol.messages import share_acknowledge as ack_api
+from asyncconsumer.protocol.messages import share_fetch as fetch_api
+from asyncconsumer.records import TopicPartition
+
+log = get_logger("asyncconsumer.share")
+
+_SESSION_ERRORS = frozenset({ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH})
+_LEADER_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+    }
+)
+_FATAL = frozenset(
+    {ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNSUPPORTED_VERSION}
+)
+_RENEW = 4
+
+CommitDone = Callable[[dict[TopicPartition, KafkaError | None]], None]
+"""Called (background thread) with every partition's result of one commit."""
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class ShareFetchSettings:
+    group_id: str
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    acquire_mode: int
+    """0: batch-optimized (the broker may return more than ``max_records`` to keep batches whole); 1: record-limit."""
+    request_timeout_ms: int
+
+
+@attrs.define(slots=True)
+class _Commit:
+    waiting: set[TopicPartition]
+    results: dict[TopicPartition, KafkaError | None]
+    done: CommitDone
+
+
+@attrs.define(slots=True)
+class _Node:
+    session: ShareSession = attrs.Factory(ShareSession)
+    in_flight: bool = False
+    served_poll: int = 0
+    """The caller's poll (``ShareDemand.polls``) this broker's last fetch was for."""
+    failures: int = 0
+    """Failed requests in a row (a lost connection, a request or partition error; not a lost session)."""
+    retry_at_ms: int = 0
+
+
+class ShareConsumeManager:
+    """Share sessions, fetches and acknowledgements of one share consumer (background thread)."""
+
+    def __init__(
+        self,
+        settings: ShareFetchSettings,
+        membership: ShareMembershipManager,
+        metadata: MetadataManager,
+        buffer: FetchBuffer,
+        emit: Callable[[BackgroundEvent], None],
+        backoff: ExponentialBackoff,
+        demand: ShareDemand,
+    ) -> None:
+        self._settings = settings
+        self._backoff = backoff
+        self._membership = membership
+        self._metadata = metadata
+        self._buffer = buffer
+        self._emit = emit
+        self._demand = demand
+        self._nodes: dict[int, _Node] = {}
+        self._pending = PendingAcknowledgements()
+        """Acknowledgements from the caller's polls: they ride on the next fetch (or go alone if none is due)."""
+        self._committing = PendingAcknowledgements()
+        """Acknowledgements of a commit: sent at once."""
+        self._commits: list[_Commit] = []
+        self.acquisition_lock_timeout_ms: int | None = None
+        """What the last ShareFetch answer said (None before one)."""
+        self.fetches = 0
+        self.records_acquired = 0
+        self.acknowledgements_sent = 0
+        self.acknowledgement_errors = 0
+
+    # --- what the caller asks ------------------------------------------------------------------------------------
+    def acknowledge(self, acks: Mapping[TopicPartition, Mapping[int, int]], commit: CommitDone | None = None) -> None:
+        """Queues acknowledgements; with ``commit``, sends them (and all that wait) at once and calls it with
+        every partition's result."""
+        if commit is None:
+            self._pending.add_all(acks)
+            return
+        for tp, waiting in self._pending.take(self._pending.partitions()).items():
+            self._committing.merge(tp, waiting)
+        self._committing.add_all(acks)
+        partitions = set(self._committing)
+        if not partitions:
+            commit({})
+            return
+        self._commits.append(_Commit(partitions, {}, commit))
+
+    # --- the manager contract ------------------------------------------------------------------------------------
+    def poll(self, now_ms: int) -> PollResult:
+        if not self._membership.joined:
+            return PollResult()
+        cluster = self._metadata.cluster
+        wanted: dict[int, list[TopicPartition]] = defaultdict(list)
+        missing_leader = False
+        for tp in self._membership.assignment:
+            leader = cluster.leader_for(tp)
+            if leader is None:
+                missing_leader = True
+            else:
+                wanted[leader].append(tp)
+        committing: dict[int, list[TopicPartition]] = defaultdict(list)
+        orphans: list[TopicPartition] = []
+        for tp in self._committing:
+            leader = cluster.leader_for(tp)
+            (committing[leader] if leader is not None else orphans).append(tp)
+        pending: dict[int, list[TopicPartition]] = defaultdict(list)
+        for tp in self._pending:
+            leader = cluster.leader_for(tp)
+            if leader is not None:
+                pending[leader].append(tp)
+        if missing_leader or orphans:
+            self._metadata.request_update()
+        requests: list[UnsentRequest] = []
+        wait = MAX_POLL_WAIT_MS
+        may_fetch: bool | None = None
+        for node_id in sorted({*wanted, *committing, *pending}):
+            node = self._nodes.setdefault(node_id, _Node())
+            if node.in_flight:
+                continue
+            if now_ms < node.retry_at_ms:
+                wait = min(wait, node.retry_at_ms - now_ms)
+                continue
+            session = node.session
+            if session.is_open and committing.get(node_id):
+                acks = {
+                    **self._pending.take(pending.get(node_id, ())),
+                    **self._committing.take(committing[node_id]),
+                }
+                requests.append(self._acknowledge(node_id, node, acks, now_ms))
+                continue
+            if not wanted.get(node_id):
+                if session.is_open and pending.get(node_id):
+                    requests.append(self._acknowledge(node_id, node, self._pending.take(pending[node_id]), now_ms))
+                elif not session.is_open:
+                    self._strand(node_id, pending.get(node_id, []), committing.get(node_id, []))
+                continue
+            polls = self._demand.polls
+            asked = (
+                not self._demand.leaving
+                and self._demand.held == 0
+                and (node.served_poll < polls or now_ms < self._demand.waiting_until_ms)
+            )
+            if may_fetch is None:
+                may_fetch = self._buffer.empty_or_wait()
+            fetch = may_fetch and asked
+            if fetch:
+                node.served_poll = polls
+                acks = self._pending.take(pending.get(node_id, ())) if session.is_open else {}
+                requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, max_wait=True))
+            elif session.is_open and pending.get(node_id):
+                # no fetch is due: the acknowledgements go alone, at once, so the records' locks are freed for the
+                # other members (a partition holds at most group.share.partition.max.record.locks)
+                requests.append(self._acknowledge(node_id, node, self._pending.take(pending[node_id]), now_ms))
+            elif not session.is_open and (committing.get(node_id) or pending.get(node_id)):
+                # an unopened session with acknowledgements waiting opens with a minimal fetch
+                requests.append(self._fetch(node_id, node, wanted[node_id], {}, now_ms, max_wait=False))
+        return PollResult(wait, tuple(requests))
+
+    def _strand(self, node_id: int, pending: list[TopicPartition], committing: list[TopicPartition]) -> None:
+        """Fails acknowledgements for a broker with no session and nothing to fetch from it (their partitions
+        were unassigned after its session was lost): no request can carry them (and a commit would wait for them
+        until its deadline). Their records come back after the acquisition lock times out."""
+        stranded = {**self._pending.take(pending), **self._committing.take(committing)}
+        if stranded:
+            error = for_code(
+                ErrorCode.SHARE_SESSION_NOT_FOUND,
+                f"no share session with node {node_id} to carry the acknowledgements, and nothing to fetch there",
+            )
+            self._answer(stranded, dict.fromkeys(stranded, error))
+
+    def poll_on_close(self, now_ms: int) -> PollResult:
+        return PollResult()
+
+    # --- requests ------------------------------------------------------------------------------------------------
+    def _fetch(
+        self,
+        node_id: int,
+        node: _Node,
+        partitions: list[TopicPartition],
+        acks: dict[TopicPartition, Acknowledgements],
+        now_ms: int,
+        *,
+        max_wait: bool,
+    ) -> UnsentRequest:
+        s = self._settings
+        plan = node.session.next_request(partitions, acks)
+        ids = self._topic_ids()
+        by_topic: dict[str, list[fetch_api.FetchPartition]] = defaultdict(list)
+        for tp in sorted(set(plan.fetch) | set(acks)):
+            batches = (
+                tuple(fetch_api.AcknowledgementBatch(run.first, run.last, run.types) for run in acks[tp].runs())
+                if tp in acks
+                else ()
+            )
+            by_topic[tp.topic].append(fetch_api.FetchPartition(tp.partition, batches))
+        forgotten: dict[str, list[int]] = defaultdict(list)
+        for tp in plan.forget:
+            forgotten[tp.topic].append(tp.partition)
+        request = fetch_api.ShareFetchRequest(
+            group_id=s.group_id,
+            member_id=self._membership.member_id,
+            share_session_epoch=plan.epoch,
+            max_wait_ms=s.max_wait_ms if max_wait else 0,
+            min_bytes=s.min_bytes,
+            max_bytes=s.max_bytes if max_wait else 1,
+            max_records=s.max_records if max_wait else 1,
+            batch_size=s.max_records,
+            share_acquire_mode=s.acquire_mode,
+            is_renew_ack=any(a.has_renew() for a in acks.values()),
+            topics=tuple(fetch_api.FetchTopic(ids[t], tuple(ps)) for t, ps in by_topic.items() if t in ids),
+            forgotten_topics_data=tuple(
+                fetch_api.ForgottenTopic(ids[t], tuple(ps)) for t, ps in forgotten.items() if t in ids
+            ),
+        )
+        node.in_flight = True
+        self.fetches += 1
+        self.acknowledgements_sent += sum(len(a) for a in acks.values())
+        names = {v: k for k, v in ids.items()}
+
+        def on_response(result: object, now: int) -> None:
+            node.in_flight = False
+            self._on_fetch(node_id, node, names, acks, result, now)
+
+        return UnsentRequest(request, node_id, on_response, s.request_timeout_ms + s.max_wait_ms)
+
+    def _acknowledge(
+        self, node_id: int, node: _Node, acks: dict[TopicPartition, Acknowledgements], now_ms: int
+    ) -> UnsentRequest:
+        ids = self._topic_ids()
+        by_topic: dict[str, list[ack_api.AcknowledgePartition]] = defaultdict(list)
+        for tp, waiting in sorted(acks.items()):
+            batches = tuple(ack_api.AcknowledgementBatch(r.first, r.last, r.types) for r in waiting.runs())
+            by_topic[tp.topic].append(ack_api.AcknowledgePartition(tp.partition, batches))
+        request = ack_api.ShareAcknowledgeRequest(
+            group_id=self._settings.group_id,
+            member_id=self._membership.member_id,
+            share_session_epoch=node.session.acknowledge_epoch(),
+            is_renew_ack=any(a.has_renew() for a in acks.values()),
+            topics=tuple(ack_api.AcknowledgeTopic(ids[t], tuple(ps)) for t, ps in by_topic.items() if t in ids),
+        )
+        node.in_flight = True
+        self.acknowledgements_sent += sum(len(a) for a in acks.values())
+        names = {v: k for k, v in ids.items()}
+
+        def on_response(result: object, now: int) -> None:
+            node.in_flight = False
+            self._on_acknowledge(node_id, node, names, acks, result, now)
+
+        return UnsentRequest(request, node_id, on_response)
+
+    def _topic_ids(self) -> dict[str, uuid.UUID]:
+        return {
+            name: info.topic_id for name, info in self._metadata.cluster.topics.items() if info.topic_id is not None
+        }
+
+    # --- answers -------------------------------------------------------------------------------------------------
+    def _on_fetch(
+        self,
+        node_id: int,
+        node: _Node,
+        names: Mapping[uuid.UUID, str],
+        acks: dict[TopicPartition, Acknowledgements],
+        result: object,
+        now_ms: int,
+    ) -> None:
+        error = self._request_error(node_id, node, result, "ShareFetch", now_ms)
+        if error is not None:
+            self._answer(acks, {tp: error for tp in acks})
+            return
+        assert isinstance(result, fetch_api.ShareFetchResponse)
+        node.session.succeeded()
+        if result.acquisition_lock_timeout_ms > 0:
+            self.acquisition_lock_timeout_ms = result.acquisition_lock_timeout_ms
+        fetched: list[CompletedFetch] = []
+        ack_errors: dict[TopicPartition, KafkaError | None] = {}
+        size = 0
+        node.failures = 0
+        for topic in result.responses:
+            name = names.get(topic.topic_id)
+            if name is None:
+                continue
+            for part in topic.partitions:
+                tp = TopicPartition(name, part.partition_index)
+                if tp in acks:
+                    ack_errors[tp] = (
+                        for_code(part.acknowledge_error_code, part.acknowledge_error_message or f"acknowledging {tp}")
+                        if part.acknowledge_error_code
+                        else None
+                    )
+                if part.error_code:
+                    self._partition_error(tp, part.error_code, part.error_message)
+                    self._back_off(node, now_ms)
+                    continue
+                if part.acquired_records and len(part.records):
+                    first = part.acquired_records[0].first_offset
+                    last = part.acquired_records[-1].last_offset
+                    fetched.append(
+                        CompletedFetch(tp, 0, first, last + 1, part.records, -1, acquired=part.acquired_records)
+                    )
+                    size += len(part.records)
+                    self.records_acquired += sum(a.last_offset - a.first_offset + 1 for a in part.acquired_records)
+        if fetched:
+            self._buffer.add_all(fetched, ResponseShare(size))
+        self._answer(acks, ack_errors)
+
+    def _on_acknowledge(
+        self,
+        node_id: int,
+        node: _Node,
+        names: Mapping[uuid.UUID, str],
+        acks: dict[TopicPartition, Acknowledgements],
+        result: object,
+        now_ms: int,
+    ) -> None:
+        error = self._request_error(node_id, node, result, "ShareAcknowledge", now_ms)
+        if error is not None:
+            self._answer(acks, {tp: error for tp in acks})
+            return
+        assert isinstance(result, ack_api.ShareAcknowledgeResponse)
+        node.session.succeeded()
+        node.failures = 0
+        errors: dict[TopicPartition, KafkaError | None] = {}
+        for topic in result.responses:
+            name = names.get(topic.topic_id)
+            if name is None:
+                continue
+            for part in topic.partitions:
+                tp = TopicPartition(name, part.partition_index)
+                if part.error_code:
+                    errors[tp] = for_code(part.error_code, part.error_message or f"acknowledging {tp}")
+                    if part.error_code in _LEADER_ERRORS:
+                        self._metadata.request_update()
+                else:
+                    errors[tp] = None
+        self._answer(acks, errors)
+
+    def _back_off(self, node: _Node, now_ms: int) -> None:
+        """The broker is asked again only after a backoff that grows while its requests keep failing."""
+        if node.retry_at_ms <= now_ms:
+            node.failures += 1
+        node.retry_at_ms = now_ms + self._backoff.backoff_ms(node.failures)
+
+    def _request_error(self, node_id: int, node: _Node, result: object, api: str, now_ms: int) -> KafkaError | None:
+        """The error that failed a whole request, after starting its session over (and, unless only the session
+        was lost, backing off); None if it went through."""
+        if isinstance(result, KafkaError):
+            node.session.reset()
+            self._back_off(node, now_ms)
+            if isinstance(result, UnsupportedVersionError):
+                self._emit(ErrorEvent(result))
+            elif isinstance(result, KafkaConnectionError):
+                self._metadata.request_update()
+            log.info("share.request_failed", api=api, node=node_id, error=str(result))
+            return result
+        code = getattr(result, "error_code", 0)
+        if not code:
+            return None
+        error = for_code(code, getattr(result, "error_message", None) or f"{api} to node {node_id}")
+        node.session.reset()
+        if code not in _SESSION_ERRORS:
+            self._back_off(node, now_ms)
+        if code in _FATAL:
+            self._emit(ErrorEvent(error))
+        elif code not in _SESSION_ERRORS:
+            log.info("share.request_error", api=api, node=node_id, error=str(error))
+        return error
+
+    def _partition_error(self, tp: TopicPartition, code: int, message: str | None) -> None:
+        error = for_code(code, message or f"ShareFetch of {tp}")
+        if code in _LEADER_ERRORS:
+            self._metadata.request_update()
+            log.info("share.partition_moved", partition=str(tp), error=str(error))
+        elif code in _FATAL:
+            self._emit(ErrorEvent(error))
+        else:
+            log.info("share.partition_error", partition=str(tp), error=str(error))
+
+    def _answer(
+        self, acks: Mapping[TopicPartition, Acknowledgements], errors: Mapping[TopicPartition, KafkaError | None]
+    ) -> None:
+        """Reports every partition's acknowledgements once, and completes the commits waiting for them. A partition
+        the answer left out (or the request could not name: its topic id unknown) failed: nothing says it took."""
+        for tp, sent in acks.items():
+            error = errors[tp] if tp in errors else KafkaError(f"the broker did not answer for {tp}'s acknowledgements")
+            if error is not None:
+                self.acknowledgement_errors += 1
+                log.info("share.acknowledge_failed", partition=str(tp), offsets=len(sent), error=str(error))
+            self._emit(AcknowledgedEvent(tp, sent.offsets(), error))
+            for commit in self._commits:
+                if tp in commit.waiting:
+                    commit.waiting.discard(tp)
+                    commit.results[tp] = error
+        done = [c for c in self._commits if not c.waiting]
+        if done:
+            self._commits = [c for c in self._commits if c.waiting]
+            for commit in done:
+                commit.done(commit.results)
+
+    def fail_all(self, error: KafkaError) -> None:
+        """The consumer is closing: what waits is answered with ``error``."""
+        waiting: dict[TopicPartition, Acknowledgements] = {
+            **self._pending.take(self._pending.partitions()),
+            **self._committing.take(self._committing.partitions()),
+        }
+        self._answer(waiting, dict.fromkeys(waiting, error))
+        for commit in self._commits:
+            commit.done({**commit.results, **dict.fromkeys(commit.waiting, error)})
+        self._commits = []

@@ -1,0 +1,44 @@
+"""One share consumer's parts, built and wired (``_background/share_builder.py``) with nothing running: the share
+settings handed to the managers, the managers in loop order, and the snapshot each iteration publishes."""
+
+from __future__ import annotations
+
+from asyncconsumer._background.share_builder import build_share
+from asyncconsumer._clock import ManualClock
+from asyncconsumer.config import ShareConsumerConfig
+from asyncconsumer.errors import KafkaError
+from asyncconsumer.events.background import ErrorEvent
+from asyncconsumer.records import TopicPartition
+
+
+def test_everything_is_built_and_nothing_runs() -> None:
+    config = ShareConsumerConfig.from_settings(
+        "h:1", group_id="g", client_rack="r1", max_poll_records=42, share_acquire_mode="record_limit"
+    )
+    parts = build_share(config, ManualClock())
+    assert not parts.thread.alive
+    assert not parts.app_events and not parts.background_events and len(parts.buffer) == 0
+    owned = parts.owned
+    assert owned.membership.group_id == "g" and owned.coordinator.group_id == "g"
+    assert owned.membership.state.value == "unsubscribed"
+    settings = owned.consume._settings
+    assert (settings.group_id, settings.max_records, settings.acquire_mode) == ("g", 42, 1)
+    assert parts.thread._managers == [owned.coordinator, owned.membership, owned.metadata, owned.consume]
+
+
+def test_each_iteration_publishes_the_members_state_then_delivers_what_it_staged() -> None:
+    parts = build_share(ShareConsumerConfig.from_settings("h:1", group_id="g"), ManualClock())
+    before = parts.published.current
+    assert before.member_id == "" and before.member_state == "unsubscribed"
+    owned = parts.owned
+    owned.membership.subscribe(["t"])
+    owned.membership.assignment = frozenset({TopicPartition("t", 0)})
+    staged = ErrorEvent(KafkaError("x"))
+    parts.background_events.stage(staged)
+    assert parts.background_events.drain() == []  # staged: the caller does not see it yet
+    parts.thread._publish(0)
+    assert parts.background_events.drain() == [staged]
+    snapshot = parts.published.current
+    assert snapshot.member_id == owned.membership.member_id and snapshot.member_state == "joining"
+    assert snapshot.assignment == {TopicPartition("t", 0)} and snapshot.coordinator_id is None
+    assert (snapshot.share_fetches, snapshot.acquisition_lock_timeout_ms) == (0, None)

@@ -1,0 +1,107 @@
+"""The lifecycle both cores share (``_caller/lifecycle.py``), on stand-in parts: one start however many calls,
+closing once, the errors of a closed client named for its kind, ``wakeup`` and the blocking wait."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+import attrs
+import pytest
+
+from asyncconsumer._caller.lifecycle import ClientCore
+from asyncconsumer._clock import ManualClock
+from asyncconsumer._state.queues import ApplicationEventQueue
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer.config import ConsumerConfig
+from asyncconsumer.errors import ClientClosedError, KafkaTimeoutError, WakeupError
+from asyncconsumer.events.application import CloseEvent
+
+
+class Thread:
+    def __init__(self) -> None:
+        self.starts = 0
+        self.alive = False
+        self.failure: BaseException | None = None
+
+    def start(self) -> None:
+        self.starts += 1
+        self.alive = True
+
+    def join(self, timeout_s: float) -> bool:
+        return not self.alive
+
+
+@attrs.define
+class Parts:
+    thread: Thread = attrs.Factory(Thread)
+    signal: CallerSignal = attrs.Factory(CallerSignal)
+    app_events: ApplicationEventQueue = attrs.Factory(ApplicationEventQueue)
+
+
+class Core(ClientCore[Parts]):
+    NAME = "thing"
+
+    def __init__(self, **settings: Any) -> None:
+        self.parts = Parts()
+        self.settings = ConsumerConfig.from_kwargs("h:1", **settings)
+        self.clock = ManualClock(1_000)
+        self.logged: list[str] = []
+        self._init_lifecycle()
+
+    def _log_started(self) -> None:
+        self.logged.append("started")
+
+    def _log_closed(self, timed_out: float | None) -> None:
+        self.logged.append(f"closed {timed_out}")
+
+
+def test_the_thread_starts_once_and_a_closed_client_is_named_by_its_kind() -> None:
+    core = Core()
+    threads = [threading.Thread(target=core.start) for _ in range(8)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert core.parts.thread.starts == 1 and core.logged == ["started"] and core.running
+    future = core.close(None)
+    assert future is not None
+    (event,) = core.parts.app_events.drain()
+    assert isinstance(event, CloseEvent) and event.deadline_ms == 1_000 + 30_000
+    assert core.close(None) is None
+    with pytest.raises(ClientClosedError, match="the thing is closed"):
+        core.start()
+    core.finish_close(0.1)
+    assert core.logged == ["started", "closed 0.1"]  # the stand-in thread never ends: the join timed out
+
+
+def test_a_dead_background_thread_is_named_with_its_failure() -> None:
+    core = Core()
+    core.start()
+    core.parts.thread.alive = False
+    core.parts.thread.failure = RuntimeError("boom")
+    with pytest.raises(ClientClosedError, match=r"the thing's background thread stopped: RuntimeError\('boom'\)"):
+        core.submit(CloseEvent(deadline_ms=0))
+    assert not core.running
+
+
+def test_a_client_never_started_closes_without_an_event() -> None:
+    core = Core()
+    assert core.close(5) is None
+    assert not core.parts.app_events
+    core.finish_close(1.0)
+    assert core.logged == []
+
+
+def test_the_blocking_wait_returns_the_result_raises_on_wakeup_and_times_out() -> None:
+    core = Core(default_api_timeout_ms=1_000)
+    done: Future[int] = Future()
+    threading.Timer(0.05, lambda: done.set_result(7)).start()
+    assert core.wait(done) == 7
+    pending: Future[int] = Future()
+    threading.Timer(0.05, core.wakeup).start()
+    with pytest.raises(WakeupError):
+        core.wait(pending)
+    core.check_wakeup()  # once per wakeup()
+    assert core.timeout_s(None) == 2.0 and core.timeout_s(500) == 1.5
+    with pytest.raises(KafkaTimeoutError, match="the thing's background thread did not answer within 1 s"):
+        core.wait(pending, 0)
