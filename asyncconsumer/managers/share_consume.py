@@ -27,7 +27,7 @@ from asyncconsumer.errors import ErrorCode, KafkaConnectionError, KafkaError, Un
 from asyncconsumer.events.background import AcknowledgedEvent, BackgroundEvent, ErrorEvent
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
-from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.managers.request_state import ExponentialBackoff, RequestState
 from asyncconsumer.managers.share_acks import Acknowledgements, PendingAcknowledgements
 from asyncconsumer.managers.share_membership import ShareMembershipManager
 from asyncconsumer.managers.share_session import ShareSession
@@ -77,13 +77,12 @@ class _Commit:
 
 @attrs.define(slots=True)
 class _Node:
-    session: ShareSession = attrs.Factory(ShareSession)
-    in_flight: bool = False
+    session: ShareSession
+    requests: RequestState
+    """One request in flight, and the backoff while its requests fail (a lost connection, a request or partition
+    error; a lost session is opened again at once)."""
     served_poll: int = 0
     """The caller's poll (``ShareDemand.polls``) this broker's last fetch was for."""
-    failures: int = 0
-    """Failed requests in a row (a lost connection, a request or partition error; not a lost session)."""
-    retry_at_ms: int = 0
 
 
 class ShareConsumeManager:
@@ -164,11 +163,12 @@ class ShareConsumeManager:
         wait = MAX_POLL_WAIT_MS
         may_fetch: bool | None = None
         for node_id in sorted({*wanted, *committing, *pending}):
-            node = self._nodes.setdefault(node_id, _Node())
-            if node.in_flight:
-                continue
-            if now_ms < node.retry_at_ms:
-                wait = min(wait, node.retry_at_ms - now_ms)
+            node = self._nodes.get(node_id)
+            if node is None:
+                node = self._nodes[node_id] = _Node(ShareSession(), RequestState(self._backoff))
+            if not node.requests.can_send_request(now_ms):
+                if not node.requests.in_flight:
+                    wait = min(wait, node.requests.remaining_backoff_ms(now_ms))
                 continue
             session = node.session
             if session.is_open and committing.get(node_id):
@@ -262,13 +262,12 @@ class ShareConsumeManager:
                 fetch_api.ForgottenTopic(ids[t], tuple(ps)) for t, ps in forgotten.items() if t in ids
             ),
         )
-        node.in_flight = True
+        node.requests.on_send_attempt(now_ms)
         self.fetches += 1
         self.acknowledgements_sent += sum(len(a) for a in acks.values())
         names = {v: k for k, v in ids.items()}
 
         def on_response(result: object, now: int) -> None:
-            node.in_flight = False
             self._on_fetch(node_id, node, names, acks, result, now)
 
         return UnsentRequest(request, node_id, on_response, s.request_timeout_ms + s.max_wait_ms)
@@ -288,12 +287,11 @@ class ShareConsumeManager:
             is_renew_ack=any(a.has_renew() for a in acks.values()),
             topics=tuple(ack_api.AcknowledgeTopic(ids[t], tuple(ps)) for t, ps in by_topic.items() if t in ids),
         )
-        node.in_flight = True
+        node.requests.on_send_attempt(now_ms)
         self.acknowledgements_sent += sum(len(a) for a in acks.values())
         names = {v: k for k, v in ids.items()}
 
         def on_response(result: object, now: int) -> None:
-            node.in_flight = False
             self._on_acknowledge(node_id, node, names, acks, result, now)
 
         return UnsentRequest(request, node_id, on_response)
@@ -324,7 +322,7 @@ class ShareConsumeManager:
         fetched: list[CompletedFetch] = []
         ack_errors: dict[TopicPartition, KafkaError | None] = {}
         size = 0
-        node.failures = 0
+        partition_failed = False
         for topic in result.responses:
             name = names.get(topic.topic_id)
             if name is None:
@@ -339,7 +337,7 @@ class ShareConsumeManager:
                     )
                 if part.error_code:
                     self._partition_error(tp, part.error_code, part.error_message)
-                    self._back_off(node, now_ms)
+                    partition_failed = True
                     continue
                 if part.acquired_records and len(part.records):
                     first = part.acquired_records[0].first_offset
@@ -351,6 +349,10 @@ class ShareConsumeManager:
                     self.records_acquired += sum(a.last_offset - a.first_offset + 1 for a in part.acquired_records)
         if fetched:
             self._buffer.add_all(fetched, ResponseShare(size))
+        if partition_failed:
+            node.requests.on_failed_attempt(now_ms)
+        else:
+            node.requests.on_successful_attempt(now_ms)
         self._answer(acks, ack_errors)
 
     def _on_acknowledge(
@@ -368,7 +370,7 @@ class ShareConsumeManager:
             return
         assert isinstance(result, ack_api.ShareAcknowledgeResponse)
         node.session.succeeded()
-        node.failures = 0
+        node.requests.on_successful_attempt(now_ms)
         errors: dict[TopicPartition, KafkaError | None] = {}
         for topic in result.responses:
             name = names.get(topic.topic_id)
@@ -384,18 +386,12 @@ class ShareConsumeManager:
                     errors[tp] = None
         self._answer(acks, errors)
 
-    def _back_off(self, node: _Node, now_ms: int) -> None:
-        """The broker is asked again only after a backoff that grows while its requests keep failing."""
-        if node.retry_at_ms <= now_ms:
-            node.failures += 1
-        node.retry_at_ms = now_ms + self._backoff.backoff_ms(node.failures)
-
     def _request_error(self, node_id: int, node: _Node, result: object, api: str, now_ms: int) -> KafkaError | None:
         """The error that failed a whole request, after starting its session over (and, unless only the session
         was lost, backing off); None if it went through."""
         if isinstance(result, KafkaError):
             node.session.reset()
-            self._back_off(node, now_ms)
+            node.requests.on_failed_attempt(now_ms)
             if isinstance(result, UnsupportedVersionError):
                 self._emit(ErrorEvent(result))
             elif isinstance(result, KafkaConnectionError):
@@ -407,8 +403,10 @@ class ShareConsumeManager:
             return None
         error = for_code(code, getattr(result, "error_message", None) or f"{api} to node {node_id}")
         node.session.reset()
-        if code not in _SESSION_ERRORS:
-            self._back_off(node, now_ms)
+        if code in _SESSION_ERRORS:
+            node.requests.on_successful_attempt(now_ms)  # a lost session is opened again at once
+        else:
+            node.requests.on_failed_attempt(now_ms)
         if code in _FATAL:
             self._emit(ErrorEvent(error))
         elif code not in _SESSION_ERRORS:
