@@ -44,7 +44,7 @@ from asyncconsumer.events.application import (
     UnsubscribeEvent,
     UpdatePositionsEvent,
 )
-from asyncconsumer.events.background import AcknowledgedEvent, CallbackEvent, ErrorEvent, RebalanceEvent
+from asyncconsumer.events.background import CallbackEvent, RebalanceEvent
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, RateMeter
 from asyncconsumer.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
@@ -204,18 +204,7 @@ class ConsumerCore(ClientCore[Components]):
     # --- polling ---------------------------------------------------------------------------------------------
     def take_background_events(self) -> list[RebalanceEvent | CallbackEvent]:
         """Callbacks to run, in order, up to the first error, which is raised (the rest wait)."""
-        events = self.parts.background_events.drain()
-        callbacks: list[RebalanceEvent | CallbackEvent] = []
-        for i, event in enumerate(events):
-            if isinstance(event, ErrorEvent):
-                # Callbacks before the error run first, and the error comes on the next call, then the rest.
-                self.parts.background_events.put_back(events[i:] if callbacks else events[i + 1 :])
-                if callbacks:
-                    return callbacks
-                raise event.error
-            if not isinstance(event, AcknowledgedEvent):  # a share consumer's; never staged for a consumer
-                callbacks.append(event)
-        return callbacks
+        return [e for e in self.events_until_error() if isinstance(e, (RebalanceEvent, CallbackEvent))]
 
     def callbacks_for(self, event: RebalanceEvent | CallbackEvent) -> list[Callable[[], Any]]:
         """What to call on the caller's side for ``event``, in order (the facade awaits each one that returns an

@@ -9,11 +9,12 @@ from concurrent.futures import Future
 from typing import Any, Generic, Protocol, TypeVar
 
 from asyncconsumer._clock import Clock
-from asyncconsumer._state.queues import ApplicationEventQueue
+from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import ClientClosedError, KafkaTimeoutError, WakeupError
 from asyncconsumer.events.application import ApplicationEvent, CloseEvent
+from asyncconsumer.events.background import BackgroundEvent, ErrorEvent
 
 T = TypeVar("T")
 
@@ -29,6 +30,9 @@ class _Parts(Protocol):
 
     @property
     def app_events(self) -> ApplicationEventQueue: ...
+
+    @property
+    def background_events(self) -> BackgroundEventQueue: ...
 
 
 P = TypeVar("P", bound=_Parts)
@@ -112,6 +116,19 @@ class ClientCore(Generic[P]):
         if self._wakeup_requested:
             self._wakeup_requested = False
             raise WakeupError("wakeup() was called: the blocking call was interrupted; nothing consumed is lost")
+
+    def events_until_error(self) -> list[BackgroundEvent]:
+        """What the background delivered, in order, up to its first error: the events before the error are returned
+        to be handled first, and the error is raised by the next call (at once if none came before it); the rest
+        wait behind it."""
+        events = self.parts.background_events.drain()
+        for i, event in enumerate(events):
+            if isinstance(event, ErrorEvent):
+                self.parts.background_events.put_back(events[i:] if i else events[1:])
+                if i:
+                    return events[:i]
+                raise event.error
+        return events
 
     def deadline(self, timeout_ms: int | None) -> int:
         return self.clock.now_ms() + (self.settings.default_api_timeout_ms if timeout_ms is None else timeout_ms)

@@ -20,7 +20,7 @@ from asyncconsumer._clock import Clock, SystemClock
 from asyncconsumer._logs import get_logger
 from asyncconsumer.config import ShareConsumerConfig
 from asyncconsumer.errors import IllegalStateError, KafkaError
-from asyncconsumer.events.background import AcknowledgedEvent, ErrorEvent
+from asyncconsumer.events.background import AcknowledgedEvent
 from asyncconsumer.events.share import ShareAcknowledgeEvent, ShareSubscribeEvent, ShareUnsubscribeEvent
 from asyncconsumer.metrics import RateMeter, ShareConsumerMetrics
 from asyncconsumer.records import AcknowledgeType, ShareRecord, ShareRecords, TopicPartition
@@ -163,18 +163,8 @@ class ShareCore(ClientCore[ShareComponents]):
 
     def take_background_events(self) -> list[AcknowledgedEvent]:
         """Acknowledgement results to report, up to the first error, which is raised (the rest wait)."""
-        events = self.parts.background_events.drain()
-        results: list[AcknowledgedEvent] = []
-        for i, event in enumerate(events):
-            if isinstance(event, ErrorEvent):
-                self.parts.background_events.put_back(events[i:] if results else events[i + 1 :])
-                if results:
-                    return results
-                raise event.error
-            if isinstance(event, AcknowledgedEvent):
-                if event.error is not None:
-                    self.acknowledgement_errors += 1
-                results.append(event)
+        results = [e for e in self.events_until_error() if isinstance(e, AcknowledgedEvent)]
+        self.acknowledgement_errors += sum(1 for e in results if e.error is not None)
         return results
 
     def callback_for(self, event: AcknowledgedEvent) -> Callable[[], Any] | None:

@@ -12,11 +12,12 @@ import pytest
 
 from asyncconsumer._caller.lifecycle import ClientCore
 from asyncconsumer._clock import ManualClock
-from asyncconsumer._state.queues import ApplicationEventQueue
+from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.errors import ClientClosedError, KafkaTimeoutError, WakeupError
+from asyncconsumer.errors import ClientClosedError, KafkaTimeoutError, UnknownBrokerError, WakeupError
 from asyncconsumer.events.application import CloseEvent
+from asyncconsumer.events.background import CallbackEvent, ErrorEvent
 
 
 class Thread:
@@ -38,6 +39,7 @@ class Parts:
     thread: Thread = attrs.Factory(Thread)
     signal: CallerSignal = attrs.Factory(CallerSignal)
     app_events: ApplicationEventQueue = attrs.Factory(ApplicationEventQueue)
+    background_events: BackgroundEventQueue = attrs.Factory(lambda: BackgroundEventQueue(CallerSignal()))
 
 
 class Core(ClientCore[Parts]):
@@ -105,3 +107,23 @@ def test_the_blocking_wait_returns_the_result_raises_on_wakeup_and_times_out() -
     assert core.timeout_s(None) == 2.0 and core.timeout_s(500) == 1.5
     with pytest.raises(KafkaTimeoutError, match="the thing's background thread did not answer within 1 s"):
         core.wait(pending, 0)
+
+
+def test_events_come_up_to_the_first_error_which_the_next_call_raises_then_the_rest() -> None:
+    core = Core()
+    first, second, third = (CallbackEvent(print) for _ in range(3))
+    boom, later = ErrorEvent(UnknownBrokerError("boom")), ErrorEvent(UnknownBrokerError("later"))
+    for event in (first, second, boom, third, later):
+        core.parts.background_events.put(event)
+    ids = {id(first): "first", id(second): "second", id(third): "third"}  # callback events compare equal
+
+    def names(events: list[Any]) -> list[str]:
+        return [ids[id(e)] for e in events]
+
+    assert names(core.events_until_error()) == ["first", "second"]
+    with pytest.raises(UnknownBrokerError, match="boom"):
+        core.events_until_error()
+    assert names(core.events_until_error()) == ["third"]
+    with pytest.raises(UnknownBrokerError, match="later"):
+        core.events_until_error()
+    assert core.events_until_error() == []
