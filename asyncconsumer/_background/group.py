@@ -170,9 +170,7 @@ class ConsumerGroup:
         return self.coordinator.address(node_id)
 
     def on_disconnect(self, node_id: int) -> None:
-        coordinator = self.coordinator.coordinator
-        if coordinator is not None and coordinator.node_id == node_id:
-            self.coordinator.mark_unknown("its connection closed")
+        self.coordinator.disconnected(node_id)
 
     # --- what every membership asks ----------------------------------------------------------------------------
     def _apply_assignment(self, partitions: frozenset[TopicPartition]) -> None:

@@ -111,13 +111,7 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
     )
     delegate.add_fatal_listener(lambda error: background_events.stage(ErrorEvent(error)))
     delegate.add_disconnect_listener(lambda node, error: metadata.request_update())
-
-    def coordinator_gone(node: int) -> None:
-        found = coordinator.coordinator
-        if found is not None and found.node_id == node:
-            coordinator.mark_unknown("its connection closed")
-
-    delegate.add_disconnect_listener(lambda node, error: coordinator_gone(node))
+    delegate.add_disconnect_listener(lambda node, error: coordinator.disconnected(node))
     thread: ConsumerNetworkThread | None = None
 
     def request_close(event: CloseEvent) -> None:

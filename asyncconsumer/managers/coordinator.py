@@ -66,6 +66,12 @@ class CoordinatorManager:
             log.info("coordinator.lost", group=self.group_id, node=self.coordinator.broker_node_id, reason=reason)
         self.coordinator = None
 
+    def disconnected(self, node_id: int) -> None:
+        """A connection closed: if it was the coordinator's, the coordinator is looked up again."""
+        coordinator = self.coordinator
+        if coordinator is not None and coordinator.node_id == node_id:
+            self.mark_unknown("its connection closed")
+
     # --- the manager contract --------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> PollResult:
         if self.coordinator is not None:

@@ -81,3 +81,14 @@ def test_a_lost_coordinator_is_looked_up_again() -> None:
     m.mark_unknown("NOT_COORDINATOR")
     assert m.coordinator is None
     assert len(m.poll(2).unsent_requests) == 1
+
+
+def test_only_the_coordinators_own_connection_closing_loses_it() -> None:
+    m, _ = manager()
+    (request,) = m.poll(0).unsent_requests
+    request.on_response(FindCoordinatorResponse(error_code=0, node_id=4, host="h", port=1, error_message=None), 1)
+    m.disconnected(4)  # the broker's own connection
+    assert m.coordinator is not None
+    m.disconnected(COORDINATOR_NODE_BASE - 4)
+    assert m.coordinator is None
+    assert len(m.poll(2).unsent_requests) == 1
