@@ -38,7 +38,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -1001,6 +1001,13 @@ def parent_main(args: argparse.Namespace) -> int:
             report["machine"]["java"] = bench.java()["version"]
         for w in workloads:
             print(f"producing {w.name}: {w.records:,} x {w.size} B ... {bench.produce(w):.1f} s", flush=True)
+        for w in workloads:
+            # untimed: the first run over a freshly produced topic pays the broker's cold start (its JIT, the share
+            # coordinator's first group, the log's first reads) -- up to 2x slower, whichever client it is
+            first = next((c for c in plan if c.workload == w.name), None)
+            if first is not None:
+                warm = bench.run(replace(first, consumers=1, ack="implicit"), w)
+                print(f"warm-up {w.name} ({first.client}): {warm.get('records_per_s') or 0:,.0f} records/s", flush=True)
         for rep in range(1, args.reps + 1):
             for case in plan:
                 w = next(x for x in workloads if x.name == case.workload)

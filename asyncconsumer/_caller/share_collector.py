@@ -98,6 +98,11 @@ class ShareCollector:
         ranges = sorted((a.first_offset, a.last_offset, a.delivery_count) for a in fetch.acquired)
         if not ranges:
             return
+        kd, vd = self._kd, self._vd
+        # the usual case -- raw values, every range delivered as often -- makes the ShareRecords in the decoder
+        count = ranges[0][2]
+        made = kd is None and vd is None and all(r[2] == count for r in ranges)
+        record_type, extra = (ShareRecord, count) if made else (ConsumerRecord, None)
         raw: list[ConsumerRecord] = []
         try:
             for batch in iter_batches(fetch.records):
@@ -106,7 +111,9 @@ class ShareCollector:
                 if batch.magic < 2:
                     raise BatchError(batch.base_offset, "message format v0/v1 is not supported by share consumers")
                 data = batch.plain(self._check_crcs, self._max_batch_bytes)
-                fill_records(data, -1, 0, ranges[0][0], _ALL, raw, ConsumerRecord, topic, partition, batch.leader_epoch)
+                fill_records(
+                    data, -1, 0, ranges[0][0], _ALL, raw, record_type, topic, partition, batch.leader_epoch, extra
+                )
         except (BatchError, DecodeError) as exc:
             # from the first offset not decoded: a legacy wrapper's error names its last inner offset, not its first
             resume = raw[-1].offset + 1 if raw else ranges[0][0]
@@ -120,9 +127,8 @@ class ShareCollector:
             ranges_end = offset
         else:
             ranges_end = ranges[-1][1] + 1
-        kd, vd = self._kd, self._vd
         if kd is None and vd is None:
-            self._take_raw(tp, raw, ranges, ranges_end)
+            self._take_raw(tp, raw, ranges, ranges_end, made)
             return
         records: list[ShareRecord] = []
         seen: set[int] = set()
@@ -160,10 +166,11 @@ class ShareCollector:
             self._ready.append((tp, records))
 
     def _take_raw(
-        self, tp: TopicPartition, raw: list[ConsumerRecord], ranges: list[tuple[int, int, int]], end: int
+        self, tp: TopicPartition, raw: list[ConsumerRecord], ranges: list[tuple[int, int, int]], end: int, made: bool
     ) -> None:
-        """The records of each acquired range as they were decoded (no deserializers): a slice of ``raw`` per range,
-        and a range's gaps looked for only when it holds fewer records than offsets."""
+        """The records of each acquired range as they were decoded (no deserializers): a slice of ``raw`` per range
+        (``made``: ShareRecords already, else given their range's delivery count), and a range's gaps looked for
+        only when it holds fewer records than offsets."""
         offsets = [r[2] for r in raw]
         records: list[ShareRecord] = []
         gaps: list[int] = []
@@ -174,8 +181,11 @@ class ShareCollector:
             if last < first:
                 continue
             lo, hi = bisect_left(offsets, first), bisect_right(offsets, last)
-            suffix = (count,)
-            records += [make(ShareRecord, r + suffix) for r in raw[lo:hi]]
+            if made:
+                records += raw[lo:hi]  # type: ignore[arg-type]
+            else:
+                suffix = (count,)
+                records += [make(ShareRecord, r + suffix) for r in raw[lo:hi]]
             if hi - lo != last - first + 1:
                 present = set(offsets[lo:hi])
                 if released:

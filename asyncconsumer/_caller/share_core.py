@@ -19,7 +19,7 @@ from asyncconsumer._caller.share_collector import ShareCollector
 from asyncconsumer._clock import Clock, SystemClock
 from asyncconsumer._logs import get_logger
 from asyncconsumer.config import ShareConsumerConfig
-from asyncconsumer.errors import IllegalStateError, KafkaError
+from asyncconsumer.errors import ClientClosedError, IllegalStateError, KafkaError
 from asyncconsumer.events.background import AcknowledgedEvent
 from asyncconsumer.events.share import ShareAcknowledgeEvent, ShareSubscribeEvent, ShareUnsubscribeEvent
 from asyncconsumer.metrics import RateMeter, ShareConsumerMetrics
@@ -28,6 +28,7 @@ from asyncconsumer.records import AcknowledgeType, ShareRecord, ShareRecords, To
 log = get_logger("asyncconsumer.share")
 
 _GAP = 0
+_RENEW = AcknowledgeType.RENEW
 
 AcknowledgementCommitCallback = Callable[[dict[TopicPartition, set[int]], KafkaError | None], Any]
 """Called with the offsets of one partition's acknowledgements and ``None``, or the error that failed them; on the
@@ -175,7 +176,10 @@ class ShareCore(ClientCore[ShareComponents]):
 
     # --- acknowledgements ------------------------------------------------------------------------------------------
     def acknowledge(self, record: ShareRecord, ack_type: AcknowledgeType) -> None:
-        self._check_open()
+        """Records one acknowledgement on the caller's side (the next ``poll`` or commit sends it): called once per
+        record, so it checks only that the consumer is not closed, not the background thread (``poll`` does)."""
+        if self.closed:
+            raise ClientClosedError(f"the {self.NAME} is closed")
         if not self.explicit:
             raise IllegalStateError(
                 "acknowledge() needs share.acknowledgement.mode=explicit; in implicit mode each poll() accepts "
@@ -193,14 +197,14 @@ class ShareCore(ClientCore[ShareComponents]):
                 f"record {TopicPartition(*key)} offset {offset} is not waiting for an acknowledgement: it was "
                 "acknowledged already, or the last poll() did not return it to this consumer"
             )
-        if ack_type is not AcknowledgeType.RENEW:  # a renewed record still waits for its acknowledgement
+        if ack_type is not _RENEW:  # a renewed record still waits for its acknowledgement
             waiting.discard(offset)
             if not waiting:
                 del self.in_flight[key]  # type: ignore[arg-type]
         acks = self.acks.get(key)  # type: ignore[call-overload]
         if acks is None:
             acks = self.acks[TopicPartition(*key)] = {}
-        acks[offset] = ack_type.value
+        acks[offset] = int(ack_type)
         self.acknowledged[ack_type] += 1
 
     def commit(self, timeout_ms: int | None) -> Future[dict[TopicPartition, KafkaError | None]]:

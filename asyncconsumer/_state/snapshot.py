@@ -93,9 +93,9 @@ class PublishedShare:
 class ShareDemand:
     """What a share consumer's caller wants: written by its ``poll`` only, read by the background's fetches.
 
-    A share consumer fetches for a caller that polls, never ahead of one that stopped: acquired records are locked
-    for this member, and records it fetched but nobody takes would only wait for their locks to expire. Each
-    ``poll`` allows one fetch per broker (``polls``), and more while the caller waits in it (``waiting_until_ms``).
+    A share consumer fetches for a caller that polls, never for one that stopped: acquired records are locked for
+    this member, and records it fetched but nobody takes would only wait for their locks to expire. Each ``poll``
+    allows one fetch per broker (``polls``), and more while the caller waits in it (``waiting_until_ms``).
     """
 
     __slots__ = ("held", "leaving", "polls", "waiting_until_ms")
@@ -104,9 +104,9 @@ class ShareDemand:
         self.polls = 0
         self.waiting_until_ms = 0
         self.held = 0
-        """Records fetched and decoded that no ``poll`` has returned yet: while there are some, nothing is fetched
-        (their locks count against the partition's limit, and a fetch long-polling for more would hold up the
-        acknowledgements that free them)."""
+        """Records fetched and decoded that no ``poll`` has returned yet: while there are some, a fetch goes only
+        ahead of them (batch_optimized) and without long-polling (a fetch waiting for records the broker cannot
+        lock would hold up the acknowledgements that free them); with record_limit none goes."""
         self.leaving = False
         """Set before ``close`` or ``unsubscribe`` settles what was delivered: nothing more is fetched, so records
         just released are not taken again by the member that is leaving."""

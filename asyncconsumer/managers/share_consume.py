@@ -2,9 +2,12 @@
 
 Each broker that leads an assigned partition gets a ``ShareSession`` and at most one request in flight (both APIs
 share the session's epoch). A ShareFetch is sent only for a caller that polls (``ShareDemand``: one per ``poll``,
-more while it waits in one) and only when the fetch buffer is empty, so the consumer never holds acquisition locks
-on more than one poll's worth of records it has not reached, nor takes records while its caller is busy elsewhere;
-the acknowledgements the caller's ``poll`` made ride on it, as Kafka's share consumer sends them. A commit
+more while it waits in one) and only when the fetch buffer is empty, so the consumer never takes records while its
+caller is busy elsewhere. With batch_optimized acquisition it fetches one ahead of the decoded records the caller
+holds (its round trip overlaps their processing); with record_limit only once the caller holds none. Only a fetch
+with nothing else to wait for long-polls: one ahead of held records, or carrying acknowledgements, asks the broker
+not to wait, so acknowledgements are never held up behind a wait for records. The acknowledgements the caller's
+``poll`` made ride on the fetch, as Kafka's share consumer sends them. A commit
 (``commit_sync``, ``commit_async``, the acknowledgements before ``close``) goes at once as a ShareAcknowledge, with
 whatever else waits for that broker.
 Every acknowledgement is answered once, per partition, as an ``AcknowledgedEvent``; a commit's callback gets the
@@ -51,6 +54,9 @@ _FATAL = frozenset(
     {ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNSUPPORTED_VERSION}
 )
 _RENEW = 4
+BATCH_OPTIMIZED = 0
+"""``share.acquire.mode`` batch_optimized: the member may hold one fetch ahead of its caller. record_limit asks
+for no more than ``max.poll.records`` locked at a time, so a fetch waits until the caller holds none."""
 
 CommitDone = Callable[[dict[TopicPartition, KafkaError | None]], None]
 """Called (background thread) with every partition's result of one commit."""
@@ -185,9 +191,10 @@ class ShareConsumeManager:
                     self._strand(node_id, pending.get(node_id, []), committing.get(node_id, []))
                 continue
             polls = self._demand.polls
+            held = self._demand.held
             asked = (
                 not self._demand.leaving
-                and self._demand.held == 0
+                and (held == 0 or self._settings.acquire_mode == BATCH_OPTIMIZED)
                 and (node.served_poll < polls or now_ms < self._demand.waiting_until_ms)
             )
             if may_fetch is None:
@@ -196,14 +203,18 @@ class ShareConsumeManager:
             if fetch:
                 node.served_poll = polls
                 acks = self._pending.take(pending.get(node_id, ())) if session.is_open else {}
-                requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, max_wait=True))
+                # only a fetch with nothing else to wait for long-polls: one ahead of records the caller holds
+                # must not keep the next acknowledgements (one request per broker) behind a wait for records the
+                # broker may not lock, and one carrying acknowledgements has them confirmed without waiting
+                wait = held == 0 and not acks
+                requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, wait=wait))
             elif session.is_open and pending.get(node_id):
                 # no fetch is due: the acknowledgements go alone, at once, so the records' locks are freed for the
                 # other members (a partition holds at most group.share.partition.max.record.locks)
                 requests.append(self._acknowledge(node_id, node, self._pending.take(pending[node_id]), now_ms))
             elif not session.is_open and (committing.get(node_id) or pending.get(node_id)):
                 # an unopened session with acknowledgements waiting opens with a minimal fetch
-                requests.append(self._fetch(node_id, node, wanted[node_id], {}, now_ms, max_wait=False))
+                requests.append(self._fetch(node_id, node, wanted[node_id], {}, now_ms, wait=False, minimal=True))
         return PollResult(wait, tuple(requests))
 
     def _strand(self, node_id: int, pending: list[TopicPartition], committing: list[TopicPartition]) -> None:
@@ -230,8 +241,11 @@ class ShareConsumeManager:
         acks: dict[TopicPartition, Acknowledgements],
         now_ms: int,
         *,
-        max_wait: bool,
+        wait: bool,
+        minimal: bool = False,
     ) -> UnsentRequest:
+        """A ShareFetch that long-polls (``fetch_max_wait_ms``) only with ``wait``; a ``minimal`` one acquires at
+        most one record (it opens a session for the acknowledgements waiting)."""
         s = self._settings
         plan = node.session.next_request(partitions, acks)
         ids = self._topic_ids()
@@ -250,10 +264,10 @@ class ShareConsumeManager:
             group_id=s.group_id,
             member_id=self._membership.member_id,
             share_session_epoch=plan.epoch,
-            max_wait_ms=s.max_wait_ms if max_wait else 0,
+            max_wait_ms=s.max_wait_ms if wait else 0,
             min_bytes=s.min_bytes,
-            max_bytes=s.max_bytes if max_wait else 1,
-            max_records=s.max_records if max_wait else 1,
+            max_bytes=1 if minimal else s.max_bytes,
+            max_records=1 if minimal else s.max_records,
             batch_size=s.max_records,
             share_acquire_mode=s.acquire_mode,
             is_renew_ack=any(a.has_renew() for a in acks.values()),

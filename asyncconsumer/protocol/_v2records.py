@@ -206,10 +206,11 @@ def raw_record(
     value: bytes | None,
     headers: tuple[tuple[str, bytes | None], ...],
     leader_epoch: int | None,
+    extra: tuple[object, ...] = (),
 ) -> Any:
-    """A ``ConsumerRecord``-shaped tuple of ``record_type`` with raw key and value and their sizes."""
+    """A ``ConsumerRecord``-shaped tuple of ``record_type`` with raw key and value and their sizes, then ``extra``."""
     size = (-1 if key is None else len(key), -1 if value is None else len(value))
-    fields = (topic, partition, offset, timestamp, timestamp_type, key, value, headers, leader_epoch, *size)
+    fields = (topic, partition, offset, timestamp, timestamp_type, key, value, headers, leader_epoch, *size, *extra)
     return tuple.__new__(record_type, fields)
 
 
@@ -224,9 +225,11 @@ def fill_records(
     topic: str,
     partition: int,
     leader_epoch: int | None,
+    extra: object = None,
 ) -> tuple[int, int, int]:
-    """Appends up to ``limit`` records (``record_type`` tuples: ``ConsumerRecord``'s fields, raw key and value) to
-    ``out``; returns ``(pos, left, position)``."""
+    """Appends up to ``limit`` records (``record_type`` tuples: ``ConsumerRecord``'s fields, raw key and value, then
+    ``extra`` unless it is None: a share record's delivery count) to ``out``; returns ``(pos, left, position)``."""
+    more = () if extra is None else (extra,)
     cursor = _Batch(batch, pos, left)
     timestamp_type = 1 if cursor.log_append else 0
     taken = 0
@@ -238,7 +241,7 @@ def fill_records(
         out.append(
             raw_record(
                 record_type, topic, partition, rec.offset, rec.timestamp, timestamp_type, rec.key, rec.value, headers,
-                leader_epoch,
+                leader_epoch, more,
             )
         )  # fmt: skip
         position = rec.offset + 1

@@ -610,10 +610,11 @@ done:
 
 /* ---- arguments ---------------------------------------------------------------------------------------------- */
 
-/* Vectorcall arguments by position or keyword into out[0:n]; every argument is required. */
+/* Vectorcall arguments by position or keyword into out[0:n]; the first required are required, the rest NULL when
+ * not given. */
 static int
-parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const char *const *names,
-           Py_ssize_t n, PyObject **out)
+parse_args_opt(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+               const char *const *names, Py_ssize_t n, Py_ssize_t required, PyObject **out)
 {
     if (nargs > n) {
         PyErr_Format(PyExc_TypeError, "%s() takes %zd positional arguments but %zd were given", fname, n, nargs);
@@ -641,13 +642,21 @@ parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject 
             out[j] = args[nargs + k];
         }
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < required; i++) {
         if (out[i] == NULL) {
             PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %zd)", fname, names[i], i + 1);
             return -1;
         }
     }
     return 0;
+}
+
+/* Vectorcall arguments by position or keyword into out[0:n]; every argument is required. */
+static int
+parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const char *const *names,
+           Py_ssize_t n, PyObject **out)
+{
+    return parse_args_opt(fname, args, nargs, kwnames, names, n, n, out);
 }
 
 /* ---- fill_records --------------------------------------------------------------------------------------------- */
@@ -738,23 +747,26 @@ headers_tuple(const unsigned char *buf, const Record *r)
 #define RECORD_FIELDS 11
 
 static const char *const fill_records_names[] = {
-    "batch", "pos", "left", "position", "limit", "out", "record_type", "topic", "partition", "leader_epoch",
+    "batch", "pos", "left", "position", "limit", "out", "record_type", "topic", "partition", "leader_epoch", "extra",
 };
 
 static PyObject *
 fill_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *a[10];
+    PyObject *a[11];
     Call k;
     Record r;
     Bad bad;
     int rc;
 
     (void)module;
-    if (parse_args("fill_records", args, nargs, kwnames, fill_records_names, 10, a) < 0) {
+    if (parse_args_opt("fill_records", args, nargs, kwnames, fill_records_names, 11, 10, a) < 0) {
         return NULL;
     }
     PyObject *out = a[5], *record_type = a[6], *topic = a[7], *partition = a[8], *leader_epoch = a[9];
+    PyObject *extra = a[10] == Py_None ? NULL : a[10]; /* a last field after the record's own (a share record's
+                                                          * delivery count), or NULL */
+    Py_ssize_t fields = extra == NULL ? RECORD_FIELDS : RECORD_FIELDS + 1;
     if (call_start(&k, a[0], a[1], a[2], a[3], a[4]) < 0) {
         return NULL;
     }
@@ -784,7 +796,7 @@ fill_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject
         PyObject *value_size = PyLong_FromLong(r.value_len);
         PyObject *rec = NULL;
         if (key && value && offset && timestamp && headers && key_size && value_size) {
-            rec = exact_tuple ? PyTuple_New(RECORD_FIELDS) : type->tp_alloc(type, RECORD_FIELDS);
+            rec = exact_tuple ? PyTuple_New(fields) : type->tp_alloc(type, fields);
         }
         if (rec == NULL) {
             Py_XDECREF(key);
@@ -807,6 +819,9 @@ fill_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject
         PyTuple_SET_ITEM(rec, 8, Py_NewRef(leader_epoch));
         PyTuple_SET_ITEM(rec, 9, key_size);
         PyTuple_SET_ITEM(rec, 10, value_size);
+        if (extra != NULL) {
+            PyTuple_SET_ITEM(rec, RECORD_FIELDS, Py_NewRef(extra));
+        }
         int appended;
         if (out_is_list) {
             appended = PyList_Append(out, rec);
@@ -1751,8 +1766,10 @@ static PyMethodDef module_methods[] = {
      PyDoc_STR("crc32c_software(data, value=0, /) -> int\n--\n\n"
                "crc32c by the portable tables whatever the CPU has (for the tests).")},
     {"fill_records", (PyCFunction)(void (*)(void))fill_records, METH_FASTCALL | METH_KEYWORDS,
-     PyDoc_STR("fill_records(batch, pos, left, position, limit, out, record_type, topic, partition, leader_epoch)"
-               "\n--\n\nAppends up to limit records (record_type tuples) to out; returns (pos, left, position).")},
+     PyDoc_STR("fill_records(batch, pos, left, position, limit, out, record_type, topic, partition, leader_epoch,"
+               " extra=None)"
+               "\n--\n\nAppends up to limit records (record_type tuples, with extra as a last field unless None) to out; "
+               "returns (pos, left, position).")},
     {NULL, NULL, 0, NULL},
 };
 

@@ -23,6 +23,7 @@ def fill_records(
     topic: str,
     partition: int,
     leader_epoch: int | None,
+    extra: object = None,
 ) -> tuple[int, int, int]: ...
 
 class ColumnSink:

@@ -351,3 +351,29 @@ async def test_record_limit_acquires_no_more_than_max_poll_records(
         assert consumer.metrics().records_acquired == 7
         rest = await poll_until(consumer, 43)
     assert sorted(r.offset for r in first + rest) == list(range(50))
+
+
+@KAFKA_ONLY
+async def test_acknowledgements_are_confirmed_without_waiting_for_a_long_poll(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    """The fetch that carries the last records' acknowledgements asks the broker not to wait for more: on a drained
+    topic they are confirmed within a round trip, not after ``fetch_max_wait_ms`` (8 s here)."""
+    kafka = kafka_of(broker)
+    name = topic(1)
+    produce.values(name, 10, 1)
+    group = new_share_group(kafka)
+    heard: list[int] = []
+    async with AsyncShareConsumer(kafka.bootstrap_servers, group_id=group, fetch_max_wait_ms=8_000) as consumer:
+        consumer.set_acknowledgement_commit_callback(
+            lambda offsets, error: heard.extend(o for got in offsets.values() for o in got if error is None)
+        )
+        await consumer.subscribe([name])
+        got = await poll_until(consumer, 10, timeout=60)
+
+        async def confirmed() -> bool:
+            await consumer.poll(100)  # the first sends the acknowledgements; the callback runs in a poll
+            return len(heard) == 10
+
+        await wait_for_async(confirmed, 4.0, message=lambda: f"{len(heard)} of 10 acknowledgements confirmed")
+    assert sorted(heard) == sorted(r.offset for r in got) == list(range(10))

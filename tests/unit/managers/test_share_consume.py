@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
@@ -50,7 +51,7 @@ SETTINGS = ShareFetchSettings(
 class Consumer:
     """A share consumer's manager over topic ``t``: partition 0 led by broker 1, partition 1 by broker ``leader1``."""
 
-    def __init__(self, leader1: int = 2) -> None:
+    def __init__(self, leader1: int = 2, settings: ShareFetchSettings = SETTINGS) -> None:
         self.metadata = MetadataManager(["h:1"], 60_000, no_jitter())
         only(self.metadata.poll(0).unsent_requests).on_response(metadata_response(leader=(1, leader1)), 0)
         topic_id = self.metadata.cluster.topics["t"].topic_id
@@ -64,7 +65,7 @@ class Consumer:
         self.demand = ShareDemand()
         self.demand.waiting_until_ms = 1 << 60  # a caller waiting in poll throughout, unless a test says otherwise
         self.manager = ShareConsumeManager(
-            SETTINGS, self.member.membership, self.metadata, self.buffer, self.events.append, no_jitter(), self.demand
+            settings, self.member.membership, self.metadata, self.buffer, self.events.append, no_jitter(), self.demand
         )
         self.commits: list[dict[TopicPartition, KafkaError | None]] = []
 
@@ -260,6 +261,7 @@ def test_acknowledgements_wait_for_the_session_to_open_then_ride_on_the_next_fet
     assert riding.share_session_epoch == 1
     assert batches(riding) == {0: ((0, 2, (ACCEPT,)), (5, 7, (RELEASE, REJECT, GAP)), (9, 9, (ACCEPT,)))}
     assert c.manager.acknowledgements_sent == 7
+    assert riding.max_wait_ms == 0  # confirmed at once, not after a long poll on a drained topic
 
 
 def test_each_partitions_acknowledgements_are_answered_once_with_the_fetchs_acknowledge_error() -> None:
@@ -555,9 +557,9 @@ def test_nothing_is_fetched_once_the_caller_is_leaving() -> None:
     assert c.poll(0) == {}
 
 
-def test_no_fetch_while_the_caller_holds_decoded_records_and_their_acknowledgements_go_alone_at_once() -> None:
-    """Records the caller has not reached hold locks; a fetch sent meanwhile could wait fetch_max_wait_ms for records
-    the broker cannot lock, holding up (one request per broker) the acknowledgements that would free them."""
+def test_record_limit_fetches_nothing_while_the_caller_holds_decoded_records_and_acknowledgements_go_alone() -> None:
+    """share.acquire.mode=record_limit asks for at most max.poll.records locked at a time: no fetch ahead of the
+    caller, and the acknowledgements that free the locks go at once."""
     c = Consumer(leader1=1)
     c.opened()
     c.demand.held = 300
@@ -569,3 +571,36 @@ def test_no_fetch_while_the_caller_holds_decoded_records_and_their_acknowledgeme
     c.demand.held = 0
     (fetch,) = c.poll(5).values()
     assert fetch_request(fetch).share_session_epoch == 2
+
+
+BATCH_OPTIMIZED = attrs.evolve(SETTINGS, acquire_mode=0)
+
+
+def test_batch_optimized_fetches_one_ahead_of_the_records_the_caller_holds_without_waiting() -> None:
+    """While the caller works through a fetch's records the next is fetched, so its round trip is not waited out;
+    it does not long-poll (a drained topic or locked partitions would hold the next acknowledgements behind it)."""
+    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
+    c.opened()
+    c.demand.held = 300
+    c.demand.waiting_until_ms = 0
+    c.demand.polls += 1
+    (ahead,) = c.poll(2).values()
+    request = fetch_request(ahead)
+    assert (request.share_session_epoch, request.max_wait_ms, request.max_records) == (1, 0, 100)
+    ahead.on_response(fetched(c.topic_id), 3)
+    assert c.poll(4) == {}  # one fetch per poll of the caller
+    c.demand.held = 0
+    c.demand.polls += 1
+    (again,) = c.poll(5).values()
+    assert fetch_request(again).max_wait_ms == 500  # nothing held, nothing carried: it may wait for records
+
+
+def test_batch_optimized_fetches_nothing_while_a_fetch_waits_in_the_buffer() -> None:
+    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
+    c.opened()
+    c.demand.polls += 1
+    (first,) = c.poll(2).values()
+    first.on_response(fetched(c.topic_id, part(0, build_batch(0, [b"a", b"b", b"c"]), ((0, 2, 1),))), 3)
+    c.demand.held = 3
+    c.demand.polls += 1
+    assert c.poll(4) == {}  # the fetch not yet taken by the caller holds the next one back

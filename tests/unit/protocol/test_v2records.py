@@ -24,7 +24,7 @@ from asyncconsumer.protocol import _v2records as reference
 from asyncconsumer.protocol import v2decode
 from asyncconsumer.protocol._v2records import RECORDS_AT, DecodeError
 from asyncconsumer.protocol.codecs import decompress
-from asyncconsumer.records import ConsumerRecord
+from asyncconsumer.records import ConsumerRecord, ShareRecord
 from tests.support.batches import build_batch, build_control_batch
 from tests.support.gil import exported, run_beside
 
@@ -530,6 +530,23 @@ def test_records(impl: ModuleType) -> None:
     ]
     assert out[0].topic is topic
     assert out[0].headers is reference._NO_HEADERS
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_extra_is_a_last_field_share_records_are_made_with(impl: ModuleType) -> None:
+    """``extra`` (a share record's delivery count) follows the record's own fields; None, or none given, adds none."""
+    batch = batch_of(
+        [sized(record_body(0, 0, b"k", b"v")), sized(record_body(1, 1, None, b"w"))], base_offset=5, base_timestamp=0
+    )
+    out: list[Any] = []
+    impl.fill_records(batch, -1, 0, 6, 10, out, ShareRecord, "t", 2, None, 3)
+    assert out == [ShareRecord("t", 2, 6, 1, 0, None, b"w", (), None, -1, 1, 3)]
+    assert type(out[0]) is ShareRecord and out[0].delivery_count == 3
+    plain: list[Any] = []
+    impl.fill_records(batch, -1, 0, 0, 10, plain, ConsumerRecord, "t", 2, None, extra=None)
+    assert [len(r) for r in plain] == [11, 11]
+    with pytest.raises(TypeError, match="extra"):
+        impl.fill_records(batch, -1, 0, 0, 10, [], ConsumerRecord, "t", 2, None, 1, extra=2)
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
