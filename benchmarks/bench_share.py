@@ -151,6 +151,10 @@ def workloads_of(args: argparse.Namespace) -> list[Workload]:
     return chosen
 
 
+WARM_UP_RUNS = 4
+"""Untimed runs per workload before the timed ones."""
+
+
 @dataclass(frozen=True)
 class Case:
     """One cell of the matrix: a workload, a group size, an acknowledgement mode, the knobs and a client."""
@@ -1002,12 +1006,18 @@ def parent_main(args: argparse.Namespace) -> int:
         for w in workloads:
             print(f"producing {w.name}: {w.records:,} x {w.size} B ... {bench.produce(w):.1f} s", flush=True)
         for w in workloads:
-            # untimed: the first run over a freshly produced topic pays the broker's cold start (its JIT, the share
-            # coordinator's first group, the log's first reads) -- up to 2x slower, whichever client it is
+            # untimed: the first runs over a freshly produced topic pay the broker's cold start (its JIT, the share
+            # coordinator's first group, the log's first reads): one run left the broker's CPU per record 3-5x
+            # above the later reps', whichever client came first
             first = next((c for c in plan if c.workload == w.name), None)
-            if first is not None:
+            for _ in range(WARM_UP_RUNS if first is not None else 0):
+                assert first is not None
                 warm = bench.run(replace(first, consumers=1, ack="implicit"), w)
-                print(f"warm-up {w.name} ({first.client}): {warm.get('records_per_s') or 0:,.0f} records/s", flush=True)
+                print(
+                    f"warm-up {w.name} ({first.client}): {warm.get('records_per_s') or 0:,.0f} records/s, "
+                    f"broker {warm.get('broker_cpu_s_per_m') or 0:.2f} CPU-s/M",
+                    flush=True,
+                )
         for rep in range(1, args.reps + 1):
             for case in plan:
                 w = next(x for x in workloads if x.name == case.workload)

@@ -48,7 +48,7 @@ class ShareMemberState(enum.Enum):
 _S = ShareMemberState
 
 TRANSITIONS: dict[ShareMemberState, frozenset[ShareMemberState]] = {
-    _S.UNSUBSCRIBED: frozenset({_S.JOINING}),
+    _S.UNSUBSCRIBED: frozenset({_S.JOINING, _S.LEAVING}),
     _S.JOINING: frozenset({_S.STABLE, _S.JOINING, _S.LEAVING, _S.UNSUBSCRIBED, _S.FATAL}),
     _S.STABLE: frozenset({_S.STABLE, _S.JOINING, _S.LEAVING, _S.UNSUBSCRIBED, _S.FATAL}),
     _S.LEAVING: frozenset({_S.UNSUBSCRIBED, _S.JOINING, _S.FATAL}),
@@ -228,6 +228,14 @@ class ShareMembershipManager:
                 self._fatal(error)
             return
         self._state.on_successful_attempt(now_ms)
+        if self.state is _S.UNSUBSCRIBED and epoch == 0 and result.member_epoch > 0:
+            # a join the caller gave up was answered: the coordinator made a member of it, which leaves at once
+            # rather than holding partitions in the assignment until its session times out
+            self.member_epoch = result.member_epoch
+            self._to(_S.LEAVING)
+            self._leave_sent = False
+            self._next_ms = 0
+            return
         if self.state is not _S.JOINING and self.state is not _S.STABLE:
             return
         self.member_epoch = result.member_epoch

@@ -259,6 +259,22 @@ def test_a_fenced_answer_after_unsubscribing_does_not_join_again() -> None:
     assert m.membership.poll(1_002).unsent_requests == ()
 
 
+def test_a_join_answered_after_unsubscribing_leaves_at_once() -> None:
+    """The coordinator made a member of the join the caller gave up: left alone, that member would hold partitions
+    in the group's assignment until its session timed out."""
+    m = Member()
+    m.membership.subscribe(["t"])
+    _, join = m.send(0)
+    m.membership.unsubscribe()
+    join.on_response(answer(1, {T_ID: (0, 1)}), 1)
+    assert state(m) is S.LEAVING and m.membership.assignment == frozenset() and m.errors == []
+    leave, unsent = m.send(2)
+    assert (leave.member_epoch, leave.member_id) == (-1, m.membership.member_id)
+    unsent.on_response(answer(-1), 3)
+    assert state(m) is S.UNSUBSCRIBED and m.membership.member_epoch == 0
+    assert m.membership.poll(10_000).unsent_requests == ()
+
+
 @pytest.mark.parametrize(
     "result",
     [
