@@ -982,8 +982,6 @@ def write_outputs(report: Result, path: Path) -> None:
 
 
 def parent_main(args: argparse.Namespace) -> int:
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(1, str(REPO_ROOT))
     workloads = workloads_of(args)
     args.workload = [w.name for w in workloads]
     plan = cases(args)
@@ -1042,6 +1040,9 @@ def parent_main(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if str(REPO_ROOT) not in sys.path:
+        # members too measure this tree's code, not an installed copy (an editable install of another checkout)
+        sys.path.insert(1, str(REPO_ROOT))
     if args.child:
         return child_main(args)
     if args.report:
