@@ -6,7 +6,8 @@ more while it waits in one), so the consumer never takes records while its calle
 record_limit acquisition it goes only once the buffer is empty and the caller holds no decoded record. With
 batch_optimized it goes one response ahead of the caller: as an answer arrives for a caller that holds nothing
 (before the caller decodes it, so the fetch does not wait for the GIL the decoding caller holds), or once the
-caller has decoded what was buffered. Only a fetch with nothing else to wait for long-polls: one ahead of records,
+caller has decoded what was buffered, and only while the records ahead of the caller leave the broker locks to
+hand out (``AHEAD_LOCKS_PER_PARTITION``). Only a fetch with nothing else to wait for long-polls: one ahead of records,
 or carrying acknowledgements, asks the broker not to wait, so acknowledgements are never held up behind a wait for
 records. The acknowledgements the caller's ``poll`` made ride on the fetch, as Kafka's share consumer sends them;
 they go alone when no fetch is asked for, or when the one asked for has not gone within ``ACK_RIDE_MS``. A commit
@@ -57,6 +58,10 @@ _FATAL = frozenset(
 )
 _RENEW = 4
 BATCH_OPTIMIZED = 0
+AHEAD_LOCKS_PER_PARTITION = 1000
+"""A fetch goes ahead of records the caller has not finished only while they are under this many per assigned
+partition: half of Kafka's default ``share.partition.max.record.locks`` (2,000), so the fetch ahead still finds locks
+to take (above it, a one-partition member's fetches came back with a few hundred records each)."""
 ACK_RIDE_MS = 100
 """How long acknowledgements wait for the fetch asked for to carry them (it goes once the caller has decoded what is
 buffered, within one response's processing); a caller slower than that has them sent alone, so its locks are not
@@ -128,6 +133,8 @@ class ShareConsumeManager:
         self.acquisition_lock_timeout_ms: int | None = None
         """What the last ShareFetch answer said (None before one)."""
         self.fetches = 0
+        self._unread_acquired = 0
+        """Records the last answer acquired, while it waits in the buffer undecoded (``AHEAD_LOCKS_PER_PARTITION``)."""
         self.records_acquired = 0
         self.acknowledgements_sent = 0
         self.acknowledgement_errors = 0
@@ -211,11 +218,12 @@ class ShareConsumeManager:
                 and (node.served_poll < polls or now_ms < self._demand.waiting_until_ms)
             )
             if may_fetch is None:
-                may_fetch = (
-                    self._buffer.one_response_ahead(held > 0)
-                    if self._settings.acquire_mode == BATCH_OPTIMIZED
-                    else self._buffer.empty_or_wait()
-                )
+                if self._settings.acquire_mode == BATCH_OPTIMIZED:
+                    ahead = held + (self._unread_acquired if self._buffer.buffered_bytes else 0)
+                    roomy = ahead < AHEAD_LOCKS_PER_PARTITION * max(1, len(self._membership.assignment))
+                    may_fetch = self._buffer.one_response_ahead(held > 0) and (roomy or not ahead)
+                else:
+                    may_fetch = self._buffer.empty_or_wait()
             fetch = may_fetch and asked
             if fetch:
                 node.served_poll = polls
@@ -388,6 +396,7 @@ class ShareConsumeManager:
                     share.size += len(part.records)
                     self.records_acquired += sum(a.last_offset - a.first_offset + 1 for a in part.acquired_records)
         if fetched:
+            self._unread_acquired = sum(a.last_offset - a.first_offset + 1 for f in fetched for a in f.acquired)
             self._buffer.add_all(fetched, share)
         if partition_failed:
             node.requests.on_failed_attempt(now_ms)

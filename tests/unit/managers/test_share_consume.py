@@ -27,7 +27,12 @@ from asyncconsumer.events.background import AcknowledgedEvent, BackgroundEvent, 
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.share_acks import GAP
-from asyncconsumer.managers.share_consume import ACK_RIDE_MS, ShareConsumeManager, ShareFetchSettings
+from asyncconsumer.managers.share_consume import (
+    ACK_RIDE_MS,
+    AHEAD_LOCKS_PER_PARTITION,
+    ShareConsumeManager,
+    ShareFetchSettings,
+)
 from asyncconsumer.protocol.messages import share_acknowledge as ack_api
 from asyncconsumer.protocol.messages import share_fetch as fetch_api
 from asyncconsumer.records import TopicPartition
@@ -662,3 +667,26 @@ def test_batch_optimized_acknowledgements_go_alone_when_the_fetch_does_not_come_
     assert c.poll(4 + ACK_RIDE_MS - 1) == {}
     (alone,) = c.poll(4 + ACK_RIDE_MS).values()
     assert [p.partition_index for t in ack_request(alone).topics for p in t.partitions] == [0]
+
+
+def test_batch_optimized_fetches_ahead_only_while_the_records_ahead_leave_the_partitions_locks_to_take() -> None:
+    """Kafka locks at most share.partition.max.record.locks (2,000 by default) records a partition: a fetch ahead of
+    more than AHEAD_LOCKS_PER_PARTITION unfinished records a partition would find few left to take."""
+    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
+    c.opened(0)  # one partition
+    c.demand.polls += 1
+    (first,) = c.poll(2).values()
+    many = AHEAD_LOCKS_PER_PARTITION + 200
+    first.on_response(fetched(c.topic_id, part(0, build_batch(0, [b"v"] * many), ((0, many - 1, 1),))), 3)
+    assert c.poll(4) == {}  # the answer's records alone are above the line: no fetch on arrival
+    c.buffer.deliver()
+    fetch = c.buffer.take()
+    assert fetch is not None
+    c.buffer.release(fetch)
+    c.demand.held = many  # decoded, none returned yet
+    c.demand.polls += 1
+    assert c.poll(5) == {}
+    c.demand.held = many - 500  # one poll returned 500
+    c.demand.polls += 1
+    (ahead,) = c.poll(6).values()
+    assert fetch_request(ahead).max_wait_ms == 0
