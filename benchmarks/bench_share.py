@@ -152,7 +152,17 @@ def workloads_of(args: argparse.Namespace) -> list[Workload]:
 
 
 WARM_UP_RUNS = 4
-"""Untimed runs per workload before the timed ones."""
+"""Untimed runs per workload before the timed ones, at least; more, up to ``WARM_UP_MAX``, until the broker's CPU per
+record has settled (``warmed``): after four the first timed rep still ran up to 2x slower than the last."""
+WARM_UP_MAX = 16
+WARM_UP_SETTLED = 0.15
+
+
+def warmed(broker_cpu_per_m: Sequence[float]) -> bool:
+    """The broker has warmed up: at least ``WARM_UP_RUNS`` runs, and its CPU per record in the last three within
+    ``WARM_UP_SETTLED`` of their least."""
+    last = [x for x in broker_cpu_per_m[-3:] if x > 0]
+    return len(broker_cpu_per_m) >= WARM_UP_RUNS and len(last) == 3 and max(last) <= min(last) * (1 + WARM_UP_SETTLED)
 
 
 @dataclass(frozen=True)
@@ -392,7 +402,9 @@ def markdown(report: Result) -> str:
         "",
         f"{m.get('cpus')} CPUs ({m.get('cpu_model')}), Python {m.get('python')}, confluent-kafka "
         f"{m.get('confluent_kafka')} (librdkafka {m.get('librdkafka')}), {m.get('java', 'java ?')}; "
-        f"{report['reps']} rep(s), medians; {PARTITIONS} partitions.",
+        f"{report['reps']} rep(s), medians; {PARTITIONS} partitions"
+        + "".join(f"; {n} warm-up runs ({w})" for w, n in report.get("warm_up_runs", {}).items())
+        + ".",
         "",
         "records/s: first record (any member) to the last acknowledgement the broker confirmed as accepted "
         "(java-perf: to its last record received). vs Java: java-perf (implicit), java (explicit).",
@@ -982,8 +994,6 @@ def write_outputs(report: Result, path: Path) -> None:
 
 
 def parent_main(args: argparse.Namespace) -> int:
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(1, str(REPO_ROOT))
     workloads = workloads_of(args)
     args.workload = [w.name for w in workloads]
     plan = cases(args)
@@ -1010,14 +1020,19 @@ def parent_main(args: argparse.Namespace) -> int:
             # coordinator's first group, the log's first reads): one run left the broker's CPU per record 3-5x
             # above the later reps', whichever client came first
             first = next((c for c in plan if c.workload == w.name), None)
-            for _ in range(WARM_UP_RUNS if first is not None else 0):
+            readings: list[float] = []
+            for _ in range(WARM_UP_MAX if first is not None else 0):
                 assert first is not None
                 warm = bench.run(replace(first, consumers=1, ack="implicit"), w)
+                readings.append(warm.get("broker_cpu_s_per_m") or 0.0)
                 print(
                     f"warm-up {w.name} ({first.client}): {warm.get('records_per_s') or 0:,.0f} records/s, "
-                    f"broker {warm.get('broker_cpu_s_per_m') or 0:.2f} CPU-s/M",
+                    f"broker {readings[-1]:.2f} CPU-s/M",
                     flush=True,
                 )
+                if warmed(readings):
+                    break
+            report.setdefault("warm_up_runs", {})[w.name] = len(readings)
         for rep in range(1, args.reps + 1):
             for case in plan:
                 w = next(x for x in workloads if x.name == case.workload)
@@ -1042,6 +1057,9 @@ def parent_main(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if str(REPO_ROOT) not in sys.path:
+        # members too measure this tree's code, not an installed copy (an editable install of another checkout)
+        sys.path.insert(1, str(REPO_ROOT))
     if args.child:
         return child_main(args)
     if args.report:

@@ -69,15 +69,19 @@ class ShareCollector:
         left = max_records
         while left > 0:
             if not self._ready:
+                # everything buffered is decoded at once: a response's partitions arrive together, and the buffer
+                # must be empty for the background to send the fetch ahead while the caller works through them
                 fetch = self._buffer.take()
                 if fetch is None:
                     break
-                try:
-                    self._decode(fetch)
-                finally:
-                    self._demand.held = self.held
-                    self._buffer.release(fetch)
-                    self.bytes_returned += fetch.size
+                while fetch is not None:
+                    try:
+                        self._decode(fetch)
+                    finally:
+                        self._demand.held = self.held
+                        self._buffer.release(fetch)
+                        self.bytes_returned += fetch.size
+                    fetch = self._buffer.take()
                 continue
             tp, records = self._ready[0]
             if len(records) <= left:

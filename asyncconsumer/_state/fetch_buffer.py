@@ -87,6 +87,8 @@ class FetchBuffer:
         """Added by the background, not yet delivered to the caller: background only."""
         self._bytes = 0
         """Held bytes: background adds, caller releases; read without the lock for metrics (an int, atomic)."""
+        self._responses = 0
+        """Responses added with a ``ResponseShare`` whose last part is not yet released."""
         self._reserved = 0
         """Bytes fetches in flight may bring: background only (reserve on send, settle on answer)."""
         self._bound = max_bytes
@@ -152,6 +154,17 @@ class FetchBuffer:
             self._background_waiting = True
             return False
 
+    def one_response_ahead(self, caller_holds: bool) -> bool:
+        """Background side, a share consumer fetching ahead: True when a fetch now would put the caller at most one
+        response behind (nothing in flight, and nothing buffered or, if the caller holds no decoded record, the one
+        response it has not started); otherwise the caller's next release wakes the background. Fetching on
+        arrival, before the caller decodes, keeps the next fetch from waiting for a GIL the caller holds."""
+        with self._lock:
+            if self._reserved == 0 and (self._bytes == 0 or (not caller_holds and self._responses == 1)):
+                return True
+            self._background_waiting = True
+            return False
+
     def reserve(self, size: int) -> None:
         """Background side: a fetch that may bring ``size`` bytes was sent."""
         with self._lock:
@@ -178,6 +191,7 @@ class FetchBuffer:
                 added = True
             if share is not None and added:
                 self._bytes += share.size
+                self._responses += 1
 
     def deliver(self) -> bool:
         """Background side, at the end of a loop iteration: hands what was added to the caller and wakes it."""
@@ -211,6 +225,7 @@ class FetchBuffer:
                 share.parts -= 1
                 if share.parts == 0:
                     self._bytes -= share.size
+                    self._responses -= 1
             if self._background_waiting and self._bytes + self._reserved < self._limit:
                 self._background_waiting = False
                 wake = True

@@ -2,12 +2,15 @@
 
 Each broker that leads an assigned partition gets a ``ShareSession`` and at most one request in flight (both APIs
 share the session's epoch). A ShareFetch is sent only for a caller that polls (``ShareDemand``: one per ``poll``,
-more while it waits in one) and only when the fetch buffer is empty, so the consumer never takes records while its
-caller is busy elsewhere. With batch_optimized acquisition it fetches one ahead of the decoded records the caller
-holds (its round trip overlaps their processing); with record_limit only once the caller holds none. Only a fetch
-with nothing else to wait for long-polls: one ahead of held records, or carrying acknowledgements, asks the broker
-not to wait, so acknowledgements are never held up behind a wait for records. The acknowledgements the caller's
-``poll`` made ride on the fetch, as Kafka's share consumer sends them. A commit
+more while it waits in one), so the consumer never takes records while its caller is busy elsewhere. With
+record_limit acquisition it goes only once the buffer is empty and the caller holds no decoded record. With
+batch_optimized it goes one response ahead of the caller: as an answer arrives for a caller that holds nothing
+(before the caller decodes it, so the fetch does not wait for the GIL the decoding caller holds), or once the
+caller has decoded what was buffered, and only while the records ahead of the caller leave the broker locks to
+hand out (``AHEAD_LOCKS_PER_PARTITION``). Only a fetch with nothing else to wait for long-polls: one ahead of records,
+or carrying acknowledgements, asks the broker not to wait, so acknowledgements are never held up behind a wait for
+records. The acknowledgements the caller's ``poll`` made ride on the fetch, as Kafka's share consumer sends them;
+they go alone when no fetch is asked for, or when the one asked for has not gone within ``ACK_RIDE_MS``. A commit
 (``commit_sync``, ``commit_async``, the acknowledgements before ``close``) goes at once as a ShareAcknowledge, with
 whatever else waits for that broker.
 Every acknowledgement is answered once, per partition, as an ``AcknowledgedEvent``; a commit's callback gets the
@@ -55,6 +58,14 @@ _FATAL = frozenset(
 )
 _RENEW = 4
 BATCH_OPTIMIZED = 0
+AHEAD_LOCKS_PER_PARTITION = 1000
+"""A fetch goes ahead of records the caller has not finished only while they are under this many per assigned
+partition: half of Kafka's default ``share.partition.max.record.locks`` (2,000), so the fetch ahead still finds locks
+to take (above it, a one-partition member's fetches came back with a few hundred records each)."""
+ACK_RIDE_MS = 100
+"""How long acknowledgements wait for the fetch asked for to carry them (it goes once the caller has decoded what is
+buffered, within one response's processing); a caller slower than that has them sent alone, so its locks are not
+held on records it has finished."""
 """``share.acquire.mode`` batch_optimized: the member may hold one fetch ahead of its caller. record_limit asks
 for no more than ``max.poll.records`` locked at a time, so a fetch waits until the caller holds none."""
 
@@ -114,12 +125,16 @@ class ShareConsumeManager:
         self._nodes: dict[int, _Node] = {}
         self._pending = PendingAcknowledgements()
         """Acknowledgements from the caller's polls: they ride on the next fetch (or go alone if none is due)."""
+        self._pending_since_ms: int | None = None
+        """When the acknowledgements now pending began to wait (``ACK_RIDE_MS``)."""
         self._committing = PendingAcknowledgements()
         """Acknowledgements of a commit: sent at once."""
         self._commits: list[_Commit] = []
         self.acquisition_lock_timeout_ms: int | None = None
         """What the last ShareFetch answer said (None before one)."""
         self.fetches = 0
+        self._unread_acquired = 0
+        """Records the last answer acquired, while it waits in the buffer undecoded (``AHEAD_LOCKS_PER_PARTITION``)."""
         self.records_acquired = 0
         self.acknowledgements_sent = 0
         self.acknowledgement_errors = 0
@@ -168,6 +183,11 @@ class ShareConsumeManager:
         requests: list[UnsentRequest] = []
         wait = MAX_POLL_WAIT_MS
         may_fetch: bool | None = None
+        if not self._pending:
+            self._pending_since_ms = None
+        elif self._pending_since_ms is None:
+            self._pending_since_ms = now_ms
+        ride_left = ACK_RIDE_MS - (now_ms - self._pending_since_ms) if self._pending_since_ms is not None else 0
         for node_id in sorted({*wanted, *committing, *pending}):
             node = self._nodes.get(node_id)
             if node is None:
@@ -198,16 +218,27 @@ class ShareConsumeManager:
                 and (node.served_poll < polls or now_ms < self._demand.waiting_until_ms)
             )
             if may_fetch is None:
-                may_fetch = self._buffer.empty_or_wait()
+                if self._settings.acquire_mode == BATCH_OPTIMIZED:
+                    ahead = held + (self._unread_acquired if self._buffer.buffered_bytes else 0)
+                    roomy = ahead < AHEAD_LOCKS_PER_PARTITION * max(1, len(self._membership.assignment))
+                    may_fetch = self._buffer.one_response_ahead(held > 0) and (roomy or not ahead)
+                else:
+                    may_fetch = self._buffer.empty_or_wait()
             fetch = may_fetch and asked
             if fetch:
                 node.served_poll = polls
                 acks = self._pending.take(pending.get(node_id, ())) if session.is_open else {}
-                # only a fetch with nothing else to wait for long-polls: one ahead of records the caller holds
-                # must not keep the next acknowledgements (one request per broker) behind a wait for records the
-                # broker may not lock, and one carrying acknowledgements has them confirmed without waiting
-                wait = held == 0 and not acks
-                requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, wait=wait))
+                # only a fetch with nothing else to wait for long-polls: one ahead of records the caller holds or
+                # has yet to decode must not keep the next acknowledgements (one request per broker) behind a wait
+                # for records the broker may not lock, and one carrying acknowledgements has them confirmed at once
+                long_poll = held == 0 and not acks and not self._buffer.buffered_bytes
+                requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, wait=long_poll))
+            elif asked and session.is_open and pending.get(node_id) and ride_left > 0:
+                # the fetch asked for goes once the caller has decoded what is buffered (its release wakes the
+                # background): the acknowledgements ride on it, and do not take the broker's one request in flight
+                # from it just before
+                wait = min(wait, ride_left)
+                continue
             elif session.is_open and pending.get(node_id):
                 # no fetch is due: the acknowledgements go alone, at once, so the records' locks are freed for the
                 # other members (a partition holds at most group.share.partition.max.record.locks)
@@ -335,7 +366,8 @@ class ShareConsumeManager:
             self.acquisition_lock_timeout_ms = result.acquisition_lock_timeout_ms
         fetched: list[CompletedFetch] = []
         ack_errors: dict[TopicPartition, KafkaError | None] = {}
-        size = 0
+        share = ResponseShare(0)
+        """The response's bytes, freed (and counted as one response) when the caller has taken its last part."""
         partition_failed = False
         for topic in result.responses:
             name = names.get(topic.topic_id)
@@ -357,12 +389,15 @@ class ShareConsumeManager:
                     first = part.acquired_records[0].first_offset
                     last = part.acquired_records[-1].last_offset
                     fetched.append(
-                        CompletedFetch(tp, 0, first, last + 1, part.records, -1, acquired=part.acquired_records)
+                        CompletedFetch(
+                            tp, 0, first, last + 1, part.records, -1, acquired=part.acquired_records, share=share
+                        )
                     )
-                    size += len(part.records)
+                    share.size += len(part.records)
                     self.records_acquired += sum(a.last_offset - a.first_offset + 1 for a in part.acquired_records)
         if fetched:
-            self._buffer.add_all(fetched, ResponseShare(size))
+            self._unread_acquired = sum(a.last_offset - a.first_offset + 1 for f in fetched for a in f.acquired)
+            self._buffer.add_all(fetched, share)
         if partition_failed:
             node.requests.on_failed_attempt(now_ms)
         else:

@@ -42,6 +42,7 @@ from tests.support.cluster_load import (
     GroupMember,
     Reader,
     Seen,
+    agreed_partition_states,
     coordinator_of,
     create_placed_topic,
     led_by,
@@ -201,10 +202,12 @@ class Scenario:
         await in_thread(wait_in_sync, cluster, [topic, OFFSETS_TOPIC], SYNC_S)
         self.note(f"node {second} restarted and back in every in-sync set")
 
-        before = {p: s.leader for p, s in (await in_thread(partition_states, cluster, topic)).items()}
+        # every node's metadata, agreed: an admin client's answer may come from a node just restarted, whose
+        # image can lag (it once showed the election done before it ran)
+        before = {p: s.leader for p, s in (await in_thread(agreed_partition_states, cluster, topic, MOVE_S)).items()}
         await in_thread(cluster.elect_leaders, [(topic, p) for p in range(PARTITIONS)])
         await in_thread(wait_preferred_leaders, cluster, topic, MOVE_S)
-        after = {p: s.leader for p, s in (await in_thread(partition_states, cluster, topic)).items()}
+        after = {p: s.leader for p, s in (await in_thread(agreed_partition_states, cluster, topic, MOVE_S)).items()}
         changed = sorted(p for p in after if after[p] != before[p])
         assert changed, f"the preferred-leader election moved nothing: {after}"
         self.note(f"preferred-leader election moved partitions {changed}")

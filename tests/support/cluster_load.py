@@ -18,8 +18,10 @@ from typing import Any, Self
 import attrs
 
 from asyncconsumer import AsyncConsumer, Consumer, ConsumerRebalanceListener, ConsumerRecord, KafkaError, TopicPartition
+from asyncconsumer.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from asyncconsumer.tools.admin import AdminClient
-from tests.support.kafka_broker import KafkaCluster
+from tests.support.kafka_broker import HOST, KafkaCluster
+from tests.support.raw_client import RawClient
 from tests.support.waiting import wait_for
 
 
@@ -382,14 +384,44 @@ def wait_in_sync(cluster: KafkaCluster, topics: Iterable[str], timeout: float) -
     wait_for(in_sync, timeout, interval=0.2, message=lambda: f"{[partition_states(cluster, t) for t in names]}")
 
 
+def node_partition_states(cluster: KafkaCluster, node_id: int, topic: str) -> dict[int, PartitionState]:
+    """``topic``'s partitions as one node's metadata says (an admin client asks whichever node it likes, and a node
+    just restarted may still answer from the image it had)."""
+    client = RawClient(f"{HOST}:{cluster.node(node_id).internal_port}", "cluster-load")
+    try:
+        response = client.call(MetadataRequest(topics=(MetadataRequestTopic(name=topic),)), 12)
+    finally:
+        client.close()
+    assert isinstance(response, MetadataResponse)
+    return {
+        p.partition_index: PartitionState(p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes))
+        for t in response.topics
+        if t.name == topic and not t.error_code
+        for p in t.partitions
+    }
+
+
+def agreed_partition_states(cluster: KafkaCluster, topic: str, timeout: float) -> dict[int, PartitionState]:
+    """``topic``'s partitions once every live node's metadata says the same."""
+    seen: list[dict[int, PartitionState]] = []
+
+    def agreed() -> bool:
+        seen[:] = [node_partition_states(cluster, n.node_id, topic) for n in cluster.nodes if n.alive]
+        return bool(seen) and bool(seen[0]) and all(v == seen[0] for v in seen)
+
+    wait_for(agreed, timeout, interval=0.1, message=lambda: f"the nodes' views of {topic} differ: {seen}")
+    return seen[0]
+
+
 def wait_preferred_leaders(cluster: KafkaCluster, topic: str, timeout: float) -> None:
-    """Until every partition is led by its preferred (first) replica."""
+    """Until every live node's metadata has every partition led by its preferred (first) replica."""
+    views: list[dict[int, PartitionState]] = []
 
     def preferred() -> bool:
-        states = partition_states(cluster, topic)
-        return bool(states) and all(s.leader == s.replicas[0] for s in states.values())
+        views[:] = [node_partition_states(cluster, n.node_id, topic) for n in cluster.nodes if n.alive]
+        return all(v and all(s.leader == s.replicas[0] for s in v.values()) for v in views)
 
-    wait_for(preferred, timeout, interval=0.1, message=lambda: f"{partition_states(cluster, topic)}")
+    wait_for(preferred, timeout, interval=0.1, message=lambda: f"the nodes' views of {topic}: {views}")
 
 
 async def coordinator_of(cluster: KafkaCluster, group_id: str) -> int:

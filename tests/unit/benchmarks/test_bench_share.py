@@ -185,3 +185,11 @@ def test_case_keys_name_every_knob(bench: ModuleType) -> None:
     assert case.key() == "large/3/explicit/2000/4000/java"
     assert bench.peer_key(case.__dict__, "confluent") == "large/3/explicit/2000/4000/confluent"
     assert isinstance(bench.parse_args(["--child", "confluent"]), argparse.Namespace)
+
+
+def test_warm_up_goes_on_until_the_brokers_cpu_per_record_settles(bench: ModuleType) -> None:
+    assert not bench.warmed([1.4, 1.4, 1.4])  # fewer than WARM_UP_RUNS
+    assert not bench.warmed([3.98, 2.6, 1.9, 1.42])  # still falling
+    assert bench.warmed([3.98, 2.6, 1.45, 1.42, 1.40])
+    assert not bench.warmed([3.0, 1.5, 1.4, 0.0])  # a run without the broker's figure says nothing
+    assert bench.WARM_UP_MAX > bench.WARM_UP_RUNS

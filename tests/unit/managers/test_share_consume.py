@@ -27,7 +27,12 @@ from asyncconsumer.events.background import AcknowledgedEvent, BackgroundEvent, 
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.share_acks import GAP
-from asyncconsumer.managers.share_consume import ShareConsumeManager, ShareFetchSettings
+from asyncconsumer.managers.share_consume import (
+    ACK_RIDE_MS,
+    AHEAD_LOCKS_PER_PARTITION,
+    ShareConsumeManager,
+    ShareFetchSettings,
+)
 from asyncconsumer.protocol.messages import share_acknowledge as ack_api
 from asyncconsumer.protocol.messages import share_fetch as fetch_api
 from asyncconsumer.records import TopicPartition
@@ -604,3 +609,84 @@ def test_batch_optimized_fetches_nothing_while_a_fetch_waits_in_the_buffer() -> 
     c.demand.held = 3
     c.demand.polls += 1
     assert c.poll(4) == {}  # the fetch not yet taken by the caller holds the next one back
+
+
+def test_batch_optimized_fetches_again_as_an_answer_arrives_for_a_caller_that_holds_nothing() -> None:
+    """The next fetch goes before the caller decodes the answer (it would wait for the GIL the decoding caller
+    holds), without long-polling, and with the acknowledgements of the caller's last poll."""
+    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
+    c.opened()
+    c.demand.polls += 1
+    (first,) = c.poll(2).values()
+    first.on_response(fetched(c.topic_id, part(0, build_batch(0, [b"a", b"b", b"c"]), ((0, 2, 1),))), 3)
+    c.manager.acknowledge({T0: {9: ACCEPT}})  # the caller's last poll's records, sent as it began this one
+    (ahead,) = c.poll(4).values()
+    request = fetch_request(ahead)
+    assert (request.share_session_epoch, request.max_wait_ms) == (2, 0)
+    assert batches(request) == {0: ((9, 9, (ACCEPT,)),)}
+    ahead.on_response(fetched(c.topic_id, part(0, build_batch(3, [b"d"]), ((3, 3, 1),))), 5)
+    c.demand.polls += 1
+    assert c.poll(6) == {}  # two answers wait for the caller: nothing more is fetched
+
+
+def test_batch_optimized_acknowledgements_wait_for_the_fetch_the_callers_decoding_frees() -> None:
+    """While the caller holds records and an answer waits in the buffer, the fetch its poll asked for goes as soon
+    as it decodes that answer: the acknowledgements wait to ride on it, not taking the broker's one request in
+    flight, for at most ACK_RIDE_MS."""
+    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
+    c.opened()
+    c.demand.polls += 1
+    (first,) = c.poll(2).values()
+    first.on_response(fetched(c.topic_id, part(0, build_batch(0, [b"a", b"b", b"c"]), ((0, 2, 1),))), 3)
+    c.demand.held = 300
+    c.demand.waiting_until_ms = 0
+    c.demand.polls += 1
+    c.manager.acknowledge({T0: {7: ACCEPT}})
+    result = c.manager.poll(4)
+    assert result.unsent_requests == () and result.time_until_next_poll_ms == ACK_RIDE_MS
+    c.buffer.deliver()
+    fetch = c.buffer.take()
+    assert fetch is not None
+    c.buffer.release(fetch)
+    assert c.woken == 1  # the caller decoded the answer: the background is woken
+    (carrying,) = c.poll(5).values()
+    assert batches(fetch_request(carrying)) == {0: ((7, 7, (ACCEPT,)),)}
+    assert fetch_request(carrying).max_wait_ms == 0
+
+
+def test_batch_optimized_acknowledgements_go_alone_when_the_fetch_does_not_come_within_the_ride_time() -> None:
+    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
+    c.opened()
+    c.demand.polls += 1
+    (first,) = c.poll(2).values()
+    first.on_response(fetched(c.topic_id, part(0, build_batch(0, [b"a"]), ((0, 0, 1),))), 3)
+    c.demand.held = 300  # a slow caller: the answer stays undecoded
+    c.demand.polls += 1
+    c.manager.acknowledge({T0: {7: ACCEPT}})
+    assert c.poll(4) == {}
+    assert c.poll(4 + ACK_RIDE_MS - 1) == {}
+    (alone,) = c.poll(4 + ACK_RIDE_MS).values()
+    assert [p.partition_index for t in ack_request(alone).topics for p in t.partitions] == [0]
+
+
+def test_batch_optimized_fetches_ahead_only_while_the_records_ahead_leave_the_partitions_locks_to_take() -> None:
+    """Kafka locks at most share.partition.max.record.locks (2,000 by default) records a partition: a fetch ahead of
+    more than AHEAD_LOCKS_PER_PARTITION unfinished records a partition would find few left to take."""
+    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
+    c.opened(0)  # one partition
+    c.demand.polls += 1
+    (first,) = c.poll(2).values()
+    many = AHEAD_LOCKS_PER_PARTITION + 200
+    first.on_response(fetched(c.topic_id, part(0, build_batch(0, [b"v"] * many), ((0, many - 1, 1),))), 3)
+    assert c.poll(4) == {}  # the answer's records alone are above the line: no fetch on arrival
+    c.buffer.deliver()
+    fetch = c.buffer.take()
+    assert fetch is not None
+    c.buffer.release(fetch)
+    c.demand.held = many  # decoded, none returned yet
+    c.demand.polls += 1
+    assert c.poll(5) == {}
+    c.demand.held = many - 500  # one poll returned 500
+    c.demand.polls += 1
+    (ahead,) = c.poll(6).values()
+    assert fetch_request(ahead).max_wait_ms == 0
