@@ -58,6 +58,8 @@ _FATAL = frozenset(
 )
 _RENEW = 4
 BATCH_OPTIMIZED = 0
+"""``share.acquire.mode`` batch_optimized: the member may hold one fetch ahead of its caller. record_limit asks
+for no more than ``max.poll.records`` locked at a time, so a fetch waits until the caller holds none."""
 AHEAD_LOCKS_PER_PARTITION = 1000
 """A fetch goes ahead of records the caller has not finished only while they are under this many per assigned
 partition: half of Kafka's default ``share.partition.max.record.locks`` (2,000), so the fetch ahead still finds locks
@@ -66,8 +68,6 @@ ACK_RIDE_MS = 100
 """How long acknowledgements wait for the fetch asked for to carry them (it goes once the caller has decoded what is
 buffered, within one response's processing); a caller slower than that has them sent alone, so its locks are not
 held on records it has finished."""
-"""``share.acquire.mode`` batch_optimized: the member may hold one fetch ahead of its caller. record_limit asks
-for no more than ``max.poll.records`` locked at a time, so a fetch waits until the caller holds none."""
 
 CommitDone = Callable[[dict[TopicPartition, KafkaError | None]], None]
 """Called (background thread) with every partition's result of one commit."""
@@ -369,6 +369,7 @@ class ShareConsumeManager:
         share = ResponseShare(0)
         """The response's bytes, freed (and counted as one response) when the caller has taken its last part."""
         partition_failed = False
+        acquired = 0
         for topic in result.responses:
             name = names.get(topic.topic_id)
             if name is None:
@@ -394,9 +395,10 @@ class ShareConsumeManager:
                         )
                     )
                     share.size += len(part.records)
-                    self.records_acquired += sum(a.last_offset - a.first_offset + 1 for a in part.acquired_records)
+                    acquired += sum(a.last_offset - a.first_offset + 1 for a in part.acquired_records)
+        self.records_acquired += acquired
         if fetched:
-            self._unread_acquired = sum(a.last_offset - a.first_offset + 1 for f in fetched for a in f.acquired)
+            self._unread_acquired = acquired
             self._buffer.add_all(fetched, share)
         if partition_failed:
             node.requests.on_failed_attempt(now_ms)
