@@ -42,8 +42,8 @@ class ShareEventProcessor(EventProcessor):
                 self._membership.unsubscribe()
                 self._metadata.set_topics(())
                 event.complete(None)
-            case ShareAcknowledgeEvent(acks=acks, commit=False):
-                self._consume.acknowledge(acks)
+            case ShareAcknowledgeEvent(acks=acks, commit=False, poll=poll):
+                self._consume.acknowledge(acks, poll=poll)
                 event.complete(None)
             case ShareAcknowledgeEvent(acks=acks, commit=True):
                 self._track(event)

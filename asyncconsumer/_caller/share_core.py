@@ -129,12 +129,14 @@ class ShareCore(ClientCore[ShareComponents]):
             self._settle_in_flight(AcknowledgeType.ACCEPT)
         self.start()
         deadline = self.clock.now_ms() + int(timeout_ms)
-        # The acknowledgements first: the fetch this poll allows must carry them. A fetch sent without them, for a
-        # partition whose locks they would free, waits fetch_max_wait_ms for records the broker cannot hand out.
-        sent = self._send_acks()
+        # The acknowledgements first, marked with this poll: the fetch it allows must carry them. A fetch sent
+        # without them, for a partition whose locks they would free, finds records the broker cannot hand out; and
+        # if the background saw them before the poll counted itself, they would go alone (one more round trip).
         demand = self.parts.demand
+        poll = demand.polls + 1
+        sent = self._send_acks(poll)
         demand.waiting_until_ms = deadline
-        demand.polls += 1
+        demand.polls = poll
         if not sent:
             self.parts.thread.wakeup()
         return deadline
@@ -250,13 +252,16 @@ class ShareCore(ClientCore[ShareComponents]):
                 self._add(tp, offsets, AcknowledgeType.RELEASE)
             collector.released = {}
 
-    def _send_acks(self) -> bool:
-        """Sends the acknowledgements made (they ride on the next fetch); True if there were some."""
+    def _send_acks(self, poll: int = 0) -> bool:
+        """Sends the acknowledgements made (they ride on the next fetch: ``poll``'s, from ``begin_poll``); True if
+        there were some."""
         self._take_collector_acks()
         if not self.acks or not self.running:
             return False
         acks, self.acks = self.acks, {}
-        self.submit(ShareAcknowledgeEvent(acks=acks, commit=False, deadline_ms=self.deadline(None)))
+        if poll:
+            self.parts.demand.acks_poll = poll  # before the event: the background must not fetch for poll without it
+        self.submit(ShareAcknowledgeEvent(acks=acks, commit=False, poll=poll, deadline_ms=self.deadline(None)))
         return True
 
     # --- observability -----------------------------------------------------------------------------------------------

@@ -98,10 +98,13 @@ class ShareDemand:
     allows one fetch per broker (``polls``), and more while the caller waits in it (``waiting_until_ms``).
     """
 
-    __slots__ = ("held", "leaving", "polls", "waiting_until_ms")
+    __slots__ = ("acks_poll", "held", "leaving", "polls", "waiting_until_ms")
 
     def __init__(self) -> None:
         self.polls = 0
+        self.acks_poll = 0
+        """The last ``poll`` that sent acknowledgements before counting itself (``ShareAcknowledgeEvent.poll``):
+        until the background has them, that poll's fetch waits, so it never goes without them."""
         self.waiting_until_ms = 0
         self.held = 0
         """Records fetched and decoded that no ``poll`` has returned yet: while there are some, a fetch goes only

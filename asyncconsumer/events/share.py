@@ -35,6 +35,9 @@ class ShareAcknowledgeEvent(ApplicationEvent):
 
     acks: Mapping[TopicPartition, Mapping[int, int]]
     commit: bool
+    poll: int = 0
+    """The caller's ``poll`` (``ShareDemand.polls``) these were made before, 0 if none: that poll's fetch waits for
+    them and carries them, whichever of the two the background sees first."""
 
     def describe(self) -> str:
         return "the commit of acknowledgements" if self.commit else "acknowledge()"

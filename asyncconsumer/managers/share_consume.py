@@ -68,6 +68,11 @@ ACK_RIDE_MS = 100
 """How long acknowledgements wait for the fetch asked for to carry them (it goes once the caller has decoded what is
 buffered, within one response's processing); a caller slower than that has them sent alone, so its locks are not
 held on records it has finished."""
+ACK_FETCH_WAIT_MS = 25
+"""MaxWaitMs of a fetch that carries acknowledgements for a caller holding nothing (at most ``fetch.max.wait.ms``):
+Kafka answers it as soon as their locks are freed, which takes a few milliseconds after they arrive (they are
+persisted first); one that asks the broker not to wait comes back empty. It also bounds how long the acknowledgements'
+confirmation waits when no record comes."""
 
 CommitDone = Callable[[dict[TopicPartition, KafkaError | None]], None]
 """Called (background thread) with every partition's result of one commit."""
@@ -127,6 +132,9 @@ class ShareConsumeManager:
         """Acknowledgements from the caller's polls: they ride on the next fetch (or go alone if none is due)."""
         self._pending_since_ms: int | None = None
         """When the acknowledgements now pending began to wait (``ACK_RIDE_MS``)."""
+        self._acked_poll = 0
+        """The last caller's ``poll`` whose acknowledgements arrived: it counts as asked for even if the background
+        sees them before the poll counts itself (``ShareDemand.acks_poll``)."""
         self._committing = PendingAcknowledgements()
         """Acknowledgements of a commit: sent at once."""
         self._commits: list[_Commit] = []
@@ -140,11 +148,14 @@ class ShareConsumeManager:
         self.acknowledgement_errors = 0
 
     # --- what the caller asks ------------------------------------------------------------------------------------
-    def acknowledge(self, acks: Mapping[TopicPartition, Mapping[int, int]], commit: CommitDone | None = None) -> None:
-        """Queues acknowledgements; with ``commit``, sends them (and all that wait) at once and calls it with
-        every partition's result."""
+    def acknowledge(
+        self, acks: Mapping[TopicPartition, Mapping[int, int]], commit: CommitDone | None = None, *, poll: int = 0
+    ) -> None:
+        """Queues acknowledgements (made before the caller's ``poll``, if not 0: that poll's fetch carries them); with
+        ``commit``, sends them (and all that wait) at once and calls it with every partition's result."""
         if commit is None:
             self._pending.add_all(acks)
+            self._acked_poll = max(self._acked_poll, poll)
             return
         for tp, waiting in self._pending.take(self._pending.partitions()).items():
             self._committing.merge(tp, waiting)
@@ -210,12 +221,15 @@ class ShareConsumeManager:
                 elif not session.is_open:
                     self._strand(node_id, pending.get(node_id, []), committing.get(node_id, []))
                 continue
-            polls = self._demand.polls
-            held = self._demand.held
+            demand = self._demand
+            # a poll sends its acknowledgements, then counts itself: seen in either order, its fetch carries them
+            polls = max(demand.polls, self._acked_poll)
+            held = demand.held
             asked = (
-                not self._demand.leaving
+                not demand.leaving
+                and demand.acks_poll <= self._acked_poll
                 and (held == 0 or self._settings.acquire_mode == BATCH_OPTIMIZED)
-                and (node.served_poll < polls or now_ms < self._demand.waiting_until_ms)
+                and (node.served_poll < polls or now_ms < demand.waiting_until_ms)
             )
             if may_fetch is None:
                 if self._settings.acquire_mode == BATCH_OPTIMIZED:
@@ -230,9 +244,14 @@ class ShareConsumeManager:
                 acks = self._pending.take(pending.get(node_id, ())) if session.is_open else {}
                 # only a fetch with nothing else to wait for long-polls: one ahead of records the caller holds or
                 # has yet to decode must not keep the next acknowledgements (one request per broker) behind a wait
-                # for records the broker may not lock, and one carrying acknowledgements has them confirmed at once
-                long_poll = held == 0 and not acks and not self._buffer.buffered_bytes
-                requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, wait=long_poll))
+                # for records the broker may not lock. One carrying acknowledgements waits ACK_FETCH_WAIT_MS at
+                # most: the broker answers it as their locks are freed (after it has persisted them), where one that
+                # did not wait would come back empty and cost a round trip more; and they are confirmed soon even
+                # when no record comes
+                wait_ms = 0
+                if held == 0 and not self._buffer.buffered_bytes:
+                    wait_ms = min(self._settings.max_wait_ms, ACK_FETCH_WAIT_MS) if acks else self._settings.max_wait_ms
+                requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, wait_ms=wait_ms))
             elif asked and session.is_open and pending.get(node_id) and ride_left > 0:
                 # the fetch asked for goes once the caller has decoded what is buffered (its release wakes the
                 # background): the acknowledgements ride on it, and do not take the broker's one request in flight
@@ -245,7 +264,7 @@ class ShareConsumeManager:
                 requests.append(self._acknowledge(node_id, node, self._pending.take(pending[node_id]), now_ms))
             elif not session.is_open and (committing.get(node_id) or pending.get(node_id)):
                 # an unopened session with acknowledgements waiting opens with a minimal fetch
-                requests.append(self._fetch(node_id, node, wanted[node_id], {}, now_ms, wait=False, minimal=True))
+                requests.append(self._fetch(node_id, node, wanted[node_id], {}, now_ms, wait_ms=0, minimal=True))
         return PollResult(wait, tuple(requests))
 
     def _strand(self, node_id: int, pending: list[TopicPartition], committing: list[TopicPartition]) -> None:
@@ -272,11 +291,11 @@ class ShareConsumeManager:
         acks: dict[TopicPartition, Acknowledgements],
         now_ms: int,
         *,
-        wait: bool,
+        wait_ms: int,
         minimal: bool = False,
     ) -> UnsentRequest:
-        """A ShareFetch that long-polls (``fetch_max_wait_ms``) only with ``wait``; a ``minimal`` one acquires at
-        most one record (it opens a session for the acknowledgements waiting)."""
+        """A ShareFetch that long-polls for ``wait_ms`` (MaxWaitMs); a ``minimal`` one acquires at most one record
+        (it opens a session for the acknowledgements waiting)."""
         s = self._settings
         plan = node.session.next_request(partitions, acks)
         ids = self._topic_ids()
@@ -295,7 +314,7 @@ class ShareConsumeManager:
             group_id=s.group_id,
             member_id=self._membership.member_id,
             share_session_epoch=plan.epoch,
-            max_wait_ms=s.max_wait_ms if wait else 0,
+            max_wait_ms=wait_ms,
             min_bytes=s.min_bytes,
             max_bytes=1 if minimal else s.max_bytes,
             max_records=1 if minimal else s.max_records,

@@ -252,7 +252,8 @@ def test_subscribe_checks_topic_names() -> None:
 
 
 def test_a_poll_hands_over_its_acknowledgements_before_it_asks_for_a_fetch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fetch a poll allows must carry the acknowledgements it made: they are queued before the demand moves."""
+    """The fetch a poll allows must carry the acknowledgements it made: they are queued before the demand moves,
+    marked with the poll, and the demand says they are on their way (the background may see either first)."""
     monkeypatch.setattr(ShareCore, "running", property(lambda self: True))
     c = core("implicit")
     received(c, T0, 1, 2)
@@ -261,10 +262,11 @@ def test_a_poll_hands_over_its_acknowledgements_before_it_asks_for_a_fetch(monke
 
     def recording(event: Any) -> None:
         polls_when_queued.append(c.parts.demand.polls)
+        assert c.parts.demand.acks_poll == 1
         put(event)
 
     c.parts.app_events.put = recording  # type: ignore[method-assign]
     c.begin_poll(0)
     assert polls_when_queued == [0] and c.parts.demand.polls == 1
     (event,) = submitted(c)
-    assert event.acks == {T0: {1: 1, 2: 1}} and not event.commit
+    assert event.acks == {T0: {1: 1, 2: 1}} and not event.commit and event.poll == 1

@@ -28,6 +28,7 @@ from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.share_acks import GAP
 from asyncconsumer.managers.share_consume import (
+    ACK_FETCH_WAIT_MS,
     ACK_RIDE_MS,
     AHEAD_LOCKS_PER_PARTITION,
     ShareConsumeManager,
@@ -266,7 +267,41 @@ def test_acknowledgements_wait_for_the_session_to_open_then_ride_on_the_next_fet
     assert riding.share_session_epoch == 1
     assert batches(riding) == {0: ((0, 2, (ACCEPT,)), (5, 7, (RELEASE, REJECT, GAP)), (9, 9, (ACCEPT,)))}
     assert c.manager.acknowledgements_sent == 7
-    assert riding.max_wait_ms == 0  # confirmed at once, not after a long poll on a drained topic
+    # for a caller that holds nothing: the broker answers as their locks free, and a drained topic holds their
+    # confirmation ACK_FETCH_WAIT_MS at most, not fetch_max_wait_ms
+    assert riding.max_wait_ms == ACK_FETCH_WAIT_MS
+
+
+def test_a_fetch_carrying_acknowledgements_waits_no_longer_than_fetch_max_wait_ms() -> None:
+    c = Consumer(settings=attrs.evolve(SETTINGS, max_wait_ms=ACK_FETCH_WAIT_MS - 5))
+    c.opened()
+    c.manager.acknowledge({T0: {3: ACCEPT}})
+    assert fetch_request(c.poll(2)[1]).max_wait_ms == ACK_FETCH_WAIT_MS - 5
+
+
+def test_a_polls_acknowledgements_ride_on_its_fetch_when_the_background_sees_them_before_the_poll() -> None:
+    """The caller sends a poll's acknowledgements, then counts the poll: the background may see them first. They
+    do not go alone (a round trip more, and the fetch after them finds their locks still held)."""
+    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
+    c.opened()
+    c.demand.held = 1  # the caller holds records: nothing goes unless a poll asks for it
+    c.demand.waiting_until_ms = 0
+    c.demand.acks_poll = c.demand.polls + 1
+    c.manager.acknowledge({T0: {7: ACCEPT}}, poll=c.demand.polls + 1)  # seen before the poll counts itself
+    (carrying,) = c.poll(3).values()
+    assert batches(fetch_request(carrying)) == {0: ((7, 7, (ACCEPT,)),)}
+    assert c.manager.acknowledgements_sent == 1
+
+
+def test_a_poll_seen_before_its_acknowledgements_fetches_only_once_they_arrive() -> None:
+    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
+    c.opened()
+    c.demand.acks_poll = c.demand.polls + 1  # the caller sent them, then counted the poll
+    c.demand.polls += 1
+    assert c.poll(3) == {}  # a fetch now would go without them
+    c.manager.acknowledge({T0: {7: ACCEPT}}, poll=c.demand.polls)
+    (carrying,) = c.poll(4).values()
+    assert batches(fetch_request(carrying)) == {0: ((7, 7, (ACCEPT,)),)}
 
 
 def test_each_partitions_acknowledgements_are_answered_once_with_the_fetchs_acknowledge_error() -> None:
