@@ -180,6 +180,19 @@ def test_summary_medians_ratios_and_targets(bench: ModuleType) -> None:
     assert bench.median([None, 3, 1]) == 2 and bench.median([None]) is None
 
 
+def test_the_steady_rate_to_the_last_record_received_is_compared_with_confluents_too(bench: ModuleType) -> None:
+    """confluent's members confirm their last acknowledgements long after their last record: its steady rate is
+    the one to the last record received, and the report says how ours compares on it as well."""
+    ours, theirs = _run("asyncconsumer", "implicit", 150), _run("confluent", "implicit", 100)
+    ours["records_per_s_received"], theirs["records_per_s_received"] = 150, 300
+    summary = bench.summarise([ours, theirs])
+    assert bench.target_lines(summary) == [
+        "- asyncconsumer small x1 implicit: 1.50x confluent (met, target 1.5x); 0.50x confluent to the last record "
+        "received"
+    ]
+    assert "| 150 | -x | 1.50x | 150 | 0.50x |" in bench.table(summary, "small")
+
+
 def test_case_keys_name_every_knob(bench: ModuleType) -> None:
     case = bench.Case("large", 3, "explicit", 2000, 4000, "java")
     assert case.key() == "large/3/explicit/2000/4000/java"
