@@ -191,8 +191,9 @@ class ConsumerGroup:
                 done.set_result(None)
 
         if kind == "revoked":
-            # Nothing more from these partitions reaches the caller; their positions stay for commits.
-            self._subs.set_paused([tp for tp in partitions if self._subs.is_assigned(tp)], True)
+            # Nothing more from these partitions reaches the caller, whatever it resumes; their positions stay for
+            # commits.
+            self._subs.mark_pending_revocation(partitions)
             # Commit what was consumed before the partitions go (Java's commit-before-revoke), unless auto-commit is
             # off now: then nothing is committed for the caller, whose callbacks may commit what they choose.
             if self.commit.auto_commit_enabled and self.commit.commit_positions(self._clock.now_ms(), on_done=ask):

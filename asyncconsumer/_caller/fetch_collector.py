@@ -299,9 +299,9 @@ class FetchCollector:
         while remaining > 0:
             drain = self._current
             if drain is not None and (
-                self._subs.epoch(drain.fetch.tp) != drain.fetch.epoch or self._subs.is_paused(drain.fetch.tp)
+                self._subs.epoch(drain.fetch.tp) != drain.fetch.epoch or self._subs.is_withheld(drain.fetch.tp)
             ):
-                self._finish(drain)  # sought, reset, paused or unassigned since it was taken: stale
+                self._finish(drain)  # sought, reset, paused, revoked or unassigned since it was taken: stale
                 drain = None
             if drain is None:
                 if max_bytes is not None and taken_any and begun >= max_bytes:
@@ -336,7 +336,7 @@ class FetchCollector:
             if fetch is None:
                 return None
             tp = fetch.tp
-            if self._subs.epoch(tp) != fetch.epoch or self._subs.is_paused(tp):
+            if self._subs.epoch(tp) != fetch.epoch or self._subs.is_withheld(tp):
                 self._buffer.release(fetch)
                 continue
             if fetch.error is not None:

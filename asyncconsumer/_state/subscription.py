@@ -33,7 +33,11 @@ class PartitionState:
     reset_strategy: str | None = None
     """Set by the caller (seek_to_*) or an assignment, cleared by the background when the reset answer lands."""
     paused: bool = False
-    """Background, processing the caller's pause/resume events and the group's revocations."""
+    """Background, processing the caller's pause/resume events."""
+    pending_revocation: bool = False
+    """Background, as the group revokes the partition (before the rebalance listener runs): nothing more of it is
+    fetched or returned until it leaves the assignment. A ``resume`` does not undo it (Java's
+    ``markPendingRevocation``); only an assignment that keeps the partition does."""
     high_watermark: int | None = None
     """Background (each fetch answer); read by the caller for lag and ``highwater``."""
     last_stable_offset: int | None = None
@@ -88,6 +92,8 @@ class SubscriptionState:
             if self._subscribed is not None:
                 raise IllegalStateError("assign() cannot be mixed with subscribe(): call unsubscribe() first")
             kept = {tp: st for tp, st in self._partitions.items() if tp in wanted}
+            for st in kept.values():
+                st.pending_revocation = False  # the group gave it back
             for tp in wanted - kept.keys():
                 kept[tp] = PartitionState(epoch=self._next_epoch(), reset_strategy=self._default_reset)
             self._partitions = kept
@@ -116,6 +122,8 @@ class SubscriptionState:
         wanted = set(partitions)
         with self._lock:
             kept = {tp: st for tp, st in self._partitions.items() if tp in wanted}
+            for st in kept.values():
+                st.pending_revocation = False  # the group gave it back
             for tp in wanted - kept.keys():
                 kept[tp] = PartitionState(epoch=self._next_epoch(), reset_strategy=COMMITTED)
             self._partitions = kept
@@ -241,7 +249,10 @@ class SubscriptionState:
             return [
                 (tp, st.fetch_position, st.epoch, st.fetch_size_override)
                 for tp, st in self._partitions.items()
-                if st.fetch_position is not None and not st.paused and st.validating is None
+                if st.fetch_position is not None
+                and not st.paused
+                and not st.pending_revocation
+                and st.validating is None
             ]
 
     def fetched(
@@ -376,6 +387,19 @@ class SubscriptionState:
     def is_paused(self, tp: TopicPartition) -> bool:
         state = self._partitions.get(tp)
         return state is not None and state.paused
+
+    def mark_pending_revocation(self, partitions: Iterable[TopicPartition]) -> None:
+        """The group is revoking these (those still assigned): they are no longer fetched or returned."""
+        with self._lock:
+            for tp in partitions:
+                state = self._partitions.get(tp)
+                if state is not None:
+                    state.pending_revocation = True
+
+    def is_withheld(self, tp: TopicPartition) -> bool:
+        """Paused by the caller, or being revoked: its buffered records are not returned."""
+        state = self._partitions.get(tp)
+        return state is not None and (state.paused or state.pending_revocation)
 
     def paused(self) -> set[TopicPartition]:
         with self._lock:

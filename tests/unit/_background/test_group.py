@@ -1,6 +1,6 @@
 """The group managers wired together (``_background/group.py``): their loop order, a pattern matched by the member
 on every metadata refresh (classic) or handed to the coordinator (KIP-848), the coordinator forgotten when its
-connection closes, the rebalance listener's round trip (revoked partitions paused, committed first), and the warning
+connection closes, the rebalance listener's round trip (revoked partitions withheld, committed first), and the warning
 of a topic subscribed by name that does not exist."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_an_assignment_reaches_the_subscription_state_and_without_a_listener_the
     assert wired.group.membership.state is MemberState.STABLE
 
 
-def test_the_listener_is_asked_on_the_callers_side_and_revoked_partitions_are_paused_meanwhile() -> None:
+def test_the_listener_is_asked_on_the_callers_side_and_revoked_partitions_are_withheld_meanwhile() -> None:
     wired = WiredGroup(enable_auto_commit=False)
     wired.join_as_leader(listener=True)
     (assigned,) = wired.asked
@@ -86,11 +86,19 @@ def test_the_listener_is_asked_on_the_callers_side_and_revoked_partitions_are_pa
     membership = wired.group.membership
     membership.poll(3)
     assert membership.state is MemberState.STABLE
+    for tp in (T0, T1):
+        wired.subscriptions.seek(tp, 7)
+    assert len(wired.subscriptions.fetchable()) == 2
     membership.request_rejoin("a test")  # eager: everything is revoked first
     revoked = wired.asked[-1]
     assert (revoked.kind, revoked.partitions) == ("revoked", frozenset([T0, T1]))
-    assert wired.subscriptions.paused() == {T0, T1}  # nothing more of them reaches the caller
-    assert wired.subscriptions.assigned() == {T0, T1}  # positions kept while the callback may commit
+    subs = wired.subscriptions
+    assert subs.is_withheld(T0) and subs.is_withheld(T1)  # nothing more of them reaches the caller
+    assert subs.fetchable() == []
+    assert subs.paused() == set()  # the caller's pauses are its own
+    subs.set_paused([T0, T1], False)  # a resume (a processing engine's backpressure) does not undo the revocation
+    assert subs.is_withheld(T0) and subs.fetchable() == []
+    assert subs.assigned() == {T0, T1}  # positions kept while the callback may commit
     assert not revoked.done.done()
 
 

@@ -245,3 +245,18 @@ def test_a_seek_racing_the_callers_advance_always_wins_or_comes_after() -> None:
         subs.advance(T0, read, round_ + 1)
         seeker.join(10)
         assert subs.position(T0) == 1_000_000 + round_
+
+
+def test_a_partition_being_revoked_is_withheld_until_an_assignment_keeps_it() -> None:
+    subs = SubscriptionState("earliest")
+    subs.subscribe(["t"])
+    subs.assign_from_group([T0, T1])
+    subs.seek(T0, 3)
+    subs.seek(T1, 4)
+    subs.mark_pending_revocation([T0, TopicPartition("t", 9)])  # one not assigned is ignored
+    assert subs.is_withheld(T0) and not subs.is_withheld(T1) and not subs.is_paused(T0)
+    subs.set_paused([T0], False)
+    assert [f[0] for f in subs.fetchable()] == [T1]
+    subs.assign_from_group([T0])
+    assert not subs.is_withheld(T0) and [f[0] for f in subs.fetchable()] == [T0]
+    assert subs.position(T0) == 3
