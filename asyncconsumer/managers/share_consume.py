@@ -7,10 +7,11 @@ record_limit acquisition it goes only once the buffer is empty and the caller ho
 batch_optimized it goes one response ahead of the caller: as an answer arrives for a caller that holds nothing
 (before the caller decodes it, so the fetch does not wait for the GIL the decoding caller holds), or once the
 caller has decoded what was buffered, and only while the records ahead of the caller leave the broker locks to
-hand out (``AHEAD_LOCKS_PER_PARTITION``). Only a fetch with nothing else to wait for long-polls: one ahead of records,
-or carrying acknowledgements, asks the broker not to wait, so acknowledgements are never held up behind a wait for
-records. The acknowledgements the caller's ``poll`` made ride on the fetch, as Kafka's share consumer sends them;
-they go alone when no fetch is asked for, or when the one asked for has not gone within ``ACK_RIDE_MS``. A commit
+hand out (``AHEAD_LOCKS_PER_PARTITION``). Only a fetch with nothing else to wait for long-polls: one ahead of records
+asks the broker not to wait, so the next acknowledgements are never held up behind a wait for records, and one
+carrying acknowledgements waits ``ACK_FETCH_WAIT_MS`` at most. The acknowledgements the caller's ``poll`` made ride
+on that poll's fetch, as Kafka's share consumer sends them; they go alone when no fetch is asked for, or when the
+one asked for has not gone within ``ACK_RIDE_MS``. A commit
 (``commit_sync``, ``commit_async``, the acknowledgements before ``close``) goes at once as a ShareAcknowledge, with
 whatever else waits for that broker.
 Every acknowledgement is answered once, per partition, as an ``AcknowledgedEvent``; a commit's callback gets the
