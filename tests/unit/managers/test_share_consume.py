@@ -635,12 +635,20 @@ def test_batch_optimized_fetches_one_ahead_of_the_records_the_caller_holds_witho
     assert fetch_request(again).max_wait_ms == 500  # nothing held, nothing carried: it may wait for records
 
 
-def test_batch_optimized_fetches_nothing_while_a_fetch_waits_in_the_buffer() -> None:
+def answered_once(values: list[bytes]) -> Consumer:
+    """A batch_optimized consumer whose first fetch (partition 0, broker 1) was answered with ``values``, all
+    acquired, at 3; its answer waits in the buffer."""
     c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
     c.opened()
     c.demand.polls += 1
     (first,) = c.poll(2).values()
-    first.on_response(fetched(c.topic_id, part(0, build_batch(0, [b"a", b"b", b"c"]), ((0, 2, 1),))), 3)
+    last = len(values) - 1
+    first.on_response(fetched(c.topic_id, part(0, build_batch(0, values), ((0, last, 1),))), 3)
+    return c
+
+
+def test_batch_optimized_fetches_nothing_while_a_fetch_waits_in_the_buffer() -> None:
+    c = answered_once([b"a", b"b", b"c"])
     c.demand.held = 3
     c.demand.polls += 1
     assert c.poll(4) == {}  # the fetch not yet taken by the caller holds the next one back
@@ -649,11 +657,7 @@ def test_batch_optimized_fetches_nothing_while_a_fetch_waits_in_the_buffer() -> 
 def test_batch_optimized_fetches_again_as_an_answer_arrives_for_a_caller_that_holds_nothing() -> None:
     """The next fetch goes before the caller decodes the answer (it would wait for the GIL the decoding caller
     holds), without long-polling, and with the acknowledgements of the caller's last poll."""
-    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
-    c.opened()
-    c.demand.polls += 1
-    (first,) = c.poll(2).values()
-    first.on_response(fetched(c.topic_id, part(0, build_batch(0, [b"a", b"b", b"c"]), ((0, 2, 1),))), 3)
+    c = answered_once([b"a", b"b", b"c"])
     c.manager.acknowledge({T0: {9: ACCEPT}})  # the caller's last poll's records, sent as it began this one
     (ahead,) = c.poll(4).values()
     request = fetch_request(ahead)
@@ -668,11 +672,7 @@ def test_batch_optimized_acknowledgements_wait_for_the_fetch_the_callers_decodin
     """While the caller holds records and an answer waits in the buffer, the fetch its poll asked for goes as soon
     as it decodes that answer: the acknowledgements wait to ride on it, not taking the broker's one request in
     flight, for at most ACK_RIDE_MS."""
-    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
-    c.opened()
-    c.demand.polls += 1
-    (first,) = c.poll(2).values()
-    first.on_response(fetched(c.topic_id, part(0, build_batch(0, [b"a", b"b", b"c"]), ((0, 2, 1),))), 3)
+    c = answered_once([b"a", b"b", b"c"])
     c.demand.held = 300
     c.demand.waiting_until_ms = 0
     c.demand.polls += 1
@@ -690,11 +690,7 @@ def test_batch_optimized_acknowledgements_wait_for_the_fetch_the_callers_decodin
 
 
 def test_batch_optimized_acknowledgements_go_alone_when_the_fetch_does_not_come_within_the_ride_time() -> None:
-    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
-    c.opened()
-    c.demand.polls += 1
-    (first,) = c.poll(2).values()
-    first.on_response(fetched(c.topic_id, part(0, build_batch(0, [b"a"]), ((0, 0, 1),))), 3)
+    c = answered_once([b"a"])
     c.demand.held = 300  # a slow caller: the answer stays undecoded
     c.demand.polls += 1
     c.manager.acknowledge({T0: {7: ACCEPT}})
