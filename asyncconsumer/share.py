@@ -39,6 +39,8 @@ class AsyncShareConsumer:
 
     def __init__(self, config: Any = None, /, **settings: Unpack[ShareConsumerSettings]) -> None:
         self._core = ShareCore(ShareConsumerConfig.from_settings(config, **settings))
+        # called once per record in explicit mode: the core's method itself, without a frame of ours around it
+        self.acknowledge = self._core.acknowledge  # type: ignore[method-assign]
         self._pending: list[ShareRecord] = []
 
     @property
@@ -159,6 +161,8 @@ class ShareConsumer:
 
     def __init__(self, config: Any = None, /, **settings: Unpack[ShareConsumerSettings]) -> None:
         self._core = ShareCore(ShareConsumerConfig.from_settings(config, **settings))
+        # called once per record in explicit mode: the core's method itself, without a frame of ours around it
+        self.acknowledge = self._core.acknowledge  # type: ignore[method-assign]
         self._pending: list[ShareRecord] = []
 
     @property

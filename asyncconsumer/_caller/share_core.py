@@ -29,6 +29,8 @@ log = get_logger("asyncconsumer.share")
 
 _GAP = 0
 _RENEW = AcknowledgeType.RENEW
+_NOTHING_WAITS: set[int] = set()
+"""What waits of a partition no record of which does (never added to: ``remove`` from it raises first)."""
 
 AcknowledgementCommitCallback = Callable[[dict[TopicPartition, set[int]], KafkaError | None], Any]
 """Called with the offsets of one partition's acknowledgements and ``None``, or the error that failed them; on the
@@ -54,7 +56,8 @@ class ShareCore(ClientCore[ShareComponents]):
         self.acks: dict[TopicPartition, dict[int, int]] = {}
         """Acknowledgements made and not sent yet: partition -> offset -> type (caller's thread only)."""
         self.callback: AcknowledgementCommitCallback | None = None
-        self.acknowledged = dict.fromkeys(AcknowledgeType, 0)
+        self.acknowledged = [0] * (max(AcknowledgeType) + 1)
+        """Acknowledgements the caller made, by wire value (a list: indexed once per record in explicit mode)."""
         self.acknowledgement_errors = 0
         self._init_lifecycle()
 
@@ -177,9 +180,11 @@ class ShareCore(ClientCore[ShareComponents]):
         return lambda: callback({event.tp: set(event.offsets)}, event.error)
 
     # --- acknowledgements ------------------------------------------------------------------------------------------
-    def acknowledge(self, record: ShareRecord, ack_type: AcknowledgeType) -> None:
+    def acknowledge(self, record: ShareRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         """Records one acknowledgement on the caller's side (the next ``poll`` or commit sends it): called once per
-        record, so it checks only that the consumer is not closed, not the background thread (``poll`` does)."""
+        record, so it checks only that the consumer is not closed, not the background thread (``poll`` does), and
+        takes the common path (the record is waiting) without a lookup more than it needs. The faces bind it as
+        their ``acknowledge``, so it keeps their signature (``type``, the wire's name)."""
         if self.closed:
             raise ClientClosedError(f"the {self.NAME} is closed")
         if not self.explicit:
@@ -188,26 +193,30 @@ class ShareCore(ClientCore[ShareComponents]):
                 "the records the last one returned"
             )
         if not isinstance(record, ShareRecord):
-            raise TypeError(f"acknowledge() takes a ShareRecord from poll(), got {type(record).__name__}")
-        if not isinstance(ack_type, AcknowledgeType):
-            raise TypeError(f"type must be an AcknowledgeType, got {ack_type!r}")
+            raise TypeError(f"acknowledge() takes a ShareRecord from poll(), got {record.__class__.__name__}")
+        if not isinstance(type, AcknowledgeType):
+            raise TypeError(f"type must be an AcknowledgeType, got {type!r}")
         key = (record[0], record[1])  # looks up as the TopicPartition it equals, without making one per record
         offset = record[2]
-        waiting = self.in_flight.get(key)  # type: ignore[call-overload]
-        if waiting is None or offset not in waiting:
+        waiting = self.in_flight.get(key, _NOTHING_WAITS)  # type: ignore[call-overload]
+        try:
+            if type is _RENEW:  # a renewed record still waits for its acknowledgement
+                if offset not in waiting:
+                    raise KeyError(offset)
+            else:
+                waiting.remove(offset)
+        except KeyError:
             raise IllegalStateError(
                 f"record {TopicPartition(*key)} offset {offset} is not waiting for an acknowledgement: it was "
                 "acknowledged already, or the last poll() did not return it to this consumer"
-            )
-        if ack_type is not _RENEW:  # a renewed record still waits for its acknowledgement
-            waiting.discard(offset)
-            if not waiting:
-                del self.in_flight[key]  # type: ignore[arg-type]
+            ) from None
+        if not waiting:
+            del self.in_flight[key]  # type: ignore[arg-type]
         acks = self.acks.get(key)  # type: ignore[call-overload]
         if acks is None:
             acks = self.acks[TopicPartition(*key)] = {}
-        acks[offset] = int(ack_type)
-        self.acknowledged[ack_type] += 1
+        acks[offset] = value = type._value_
+        self.acknowledged[value] += 1
 
     def commit(self, timeout_ms: int | None) -> Future[dict[TopicPartition, KafkaError | None]]:
         """Sends every acknowledgement made (in implicit mode, of everything in flight) and completes with each
@@ -278,7 +287,7 @@ class ShareCore(ClientCore[ShareComponents]):
             bytes_consumed_total=collector.bytes_returned,
             records_consumed_rate=records_rate,
             bytes_consumed_rate=bytes_rate,
-            acknowledgements={t.name.lower(): n for t, n in self.acknowledged.items()},
+            acknowledgements={t.name.lower(): self.acknowledged[t] for t in AcknowledgeType},
             acknowledgement_errors=self.acknowledgement_errors,
             records_in_flight=sum(len(o) for o in self.in_flight.values()),
             records_held=collector.held,

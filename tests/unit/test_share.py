@@ -4,6 +4,7 @@ need no answer, and closing one never used."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -56,6 +57,18 @@ def test_acknowledge_needs_explicit_mode_and_a_record_the_last_poll_returned() -
     with pytest.raises(TypeError, match="AcknowledgeType"):
         explicit._core.in_flight = {record().topic_partition: {0}}
         explicit.acknowledge(record(), 1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("face", [ShareConsumer, AsyncShareConsumer])
+def test_acknowledge_takes_the_type_by_keyword_and_defaults_to_accept(face: type[Any]) -> None:
+    consumer = face(NOWHERE, group_id="g", share_acknowledgement_mode="explicit")
+    consumer._core.in_flight = {record().topic_partition: {0, 1}}
+    consumer.acknowledge(record(0), type=AcknowledgeType.RELEASE)
+    consumer.acknowledge(record(1))
+    assert consumer._core.acks == {record().topic_partition: {0: 2, 1: 1}}
+    assert consumer._core.in_flight == {}
+    with pytest.raises(TypeError, match="got tuple"):
+        consumer.acknowledge(("t", 0, 1))
 
 
 def test_commit_with_nothing_owed_answers_at_once_without_starting() -> None:
