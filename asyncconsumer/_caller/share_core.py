@@ -137,10 +137,15 @@ class ShareCore(ClientCore[ShareComponents]):
         # if the background saw them before the poll counted itself, they would go alone (one more round trip).
         demand = self.parts.demand
         poll = demand.polls + 1
-        sent = self._send_acks(poll)
+        # While the caller still holds records it decoded, its polls hand out what is held and no fetch is due for
+        # them (one is, once it has returned them all): their acknowledgements wait for the background's next turn
+        # rather than waking it (a wake-up, and a turn for the GIL, per max_poll_records returned). The share
+        # consume manager turns at least every ACK_RIDE_MS while records are held.
+        wake = demand.held == 0
+        sent = self._send_acks(poll, wake=wake)
         demand.waiting_until_ms = deadline
         demand.polls = poll
-        if not sent:
+        if wake and not sent:
             self.parts.thread.wakeup()
         return deadline
 
@@ -261,16 +266,17 @@ class ShareCore(ClientCore[ShareComponents]):
                 self._add(tp, offsets, AcknowledgeType.RELEASE)
             collector.released = {}
 
-    def _send_acks(self, poll: int = 0) -> bool:
-        """Sends the acknowledgements made (they ride on the next fetch: ``poll``'s, from ``begin_poll``); True if
-        there were some."""
+    def _send_acks(self, poll: int = 0, *, wake: bool = True) -> bool:
+        """Sends the acknowledgements made (they ride on the next fetch: ``poll``'s, from ``begin_poll``), waking
+        the background only with ``wake``; True if there were some."""
         self._take_collector_acks()
         if not self.acks or not self.running:
             return False
         acks, self.acks = self.acks, {}
         if poll:
             self.parts.demand.acks_poll = poll  # before the event: the background must not fetch for poll without it
-        self.submit(ShareAcknowledgeEvent(acks=acks, commit=False, poll=poll, deadline_ms=self.deadline(None)))
+        event = ShareAcknowledgeEvent(acks=acks, commit=False, poll=poll, deadline_ms=self.deadline(None))
+        self.parts.app_events.put(event, wake=wake)
         return True
 
     # --- observability -----------------------------------------------------------------------------------------------

@@ -21,9 +21,12 @@ class ApplicationEventQueue:
     def set_wakeup(self, wake: Callable[[], None]) -> None:
         self._wake = wake
 
-    def put(self, event: ApplicationEvent) -> None:
+    def put(self, event: ApplicationEvent, *, wake: bool = True) -> None:
+        """Queues ``event``; without ``wake``, the background takes it at its next turn (the sender knows one comes
+        soon enough)."""
         self._events.append(event)
-        self._wake()
+        if wake:
+            self._wake()
 
     def __bool__(self) -> bool:
         return bool(self._events)

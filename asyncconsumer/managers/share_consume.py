@@ -11,7 +11,8 @@ hand out (``AHEAD_LOCKS_PER_PARTITION``). Only a fetch with nothing else to wait
 asks the broker not to wait, so the next acknowledgements are never held up behind a wait for records, and one
 carrying acknowledgements waits ``ACK_FETCH_WAIT_MS`` at most. The acknowledgements the caller's ``poll`` made ride
 on that poll's fetch, as Kafka's share consumer sends them; they go alone when no fetch is asked for, or when the
-one asked for has not gone within ``ACK_RIDE_MS``. A commit
+one asked for has not gone within ``ACK_RIDE_MS``. A caller's polls while it holds records do not wake the
+background, which turns within ``ACK_RIDE_MS`` meanwhile. A commit
 (``commit_sync``, ``commit_async``, the acknowledgements before ``close``) goes at once as a ShareAcknowledge, with
 whatever else waits for that broker.
 Every acknowledgement is answered once, per partition, as an ``AcknowledgedEvent``; a commit's callback gets the
@@ -193,7 +194,9 @@ class ShareConsumeManager:
         if missing_leader or orphans:
             self._metadata.request_update()
         requests: list[UnsentRequest] = []
-        wait = MAX_POLL_WAIT_MS
+        # a caller holding records sends its polls' acknowledgements without waking the background: take them
+        # within ACK_RIDE_MS
+        wait = ACK_RIDE_MS if self._demand.held else MAX_POLL_WAIT_MS
         may_fetch: bool | None = None
         if not self._pending:
             self._pending_since_ms = None

@@ -260,13 +260,35 @@ def test_a_poll_hands_over_its_acknowledgements_before_it_asks_for_a_fetch(monke
     polls_when_queued: list[int] = []
     put = c.parts.app_events.put
 
-    def recording(event: Any) -> None:
+    def recording(event: Any, wake: bool = True) -> None:
         polls_when_queued.append(c.parts.demand.polls)
         assert c.parts.demand.acks_poll == 1
-        put(event)
+        put(event, wake=wake)
 
     c.parts.app_events.put = recording  # type: ignore[method-assign]
     c.begin_poll(0)
     assert polls_when_queued == [0] and c.parts.demand.polls == 1
     (event,) = submitted(c)
     assert event.acks == {T0: {1: 1, 2: 1}} and not event.commit and event.poll == 1
+
+
+def test_a_poll_while_the_caller_holds_records_does_not_wake_the_background(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mid-batch polls hand out what is held and no fetch is due for them: their acknowledgements wait for the
+    background's next turn (ShareConsumeManager turns within ACK_RIDE_MS while records are held). The poll that
+    finds nothing held wakes it, for its fetch."""
+    monkeypatch.setattr(ShareCore, "running", property(lambda self: True))
+    c = core("implicit")
+    woken: list[int] = []
+    c.parts.app_events.set_wakeup(lambda: woken.append(1))
+    c.parts.thread.wakeup = lambda: woken.append(2)  # type: ignore[method-assign]
+    received(c, T0, 1, 2)
+    c.parts.demand.held = 500
+    c.begin_poll(0)
+    (quiet,) = submitted(c)
+    assert quiet.acks == {T0: {1: 1, 2: 1}} and woken == []
+    received(c, T0, 3)
+    c.parts.demand.held = 0
+    c.begin_poll(0)
+    assert [e.acks for e in submitted(c)] == [{T0: {3: 1}}] and woken == [1]
+    c.begin_poll(0)  # nothing to acknowledge: the poll itself wakes the background
+    assert woken == [1, 2]

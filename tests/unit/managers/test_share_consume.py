@@ -721,3 +721,13 @@ def test_batch_optimized_fetches_ahead_only_while_the_records_ahead_leave_the_pa
     c.demand.polls += 1
     (ahead,) = c.poll(6).values()
     assert fetch_request(ahead).max_wait_ms == 0
+
+
+def test_while_the_caller_holds_records_the_manager_turns_within_the_ride_time() -> None:
+    """The caller's mid-batch polls queue their acknowledgements without waking the background."""
+    c = Consumer(leader1=1, settings=BATCH_OPTIMIZED)
+    c.opened()
+    c.demand.waiting_until_ms = 0
+    assert c.manager.poll(3).time_until_next_poll_ms > ACK_RIDE_MS
+    c.demand.held = 10
+    assert c.manager.poll(4).time_until_next_poll_ms <= ACK_RIDE_MS
