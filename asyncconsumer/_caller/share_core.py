@@ -51,15 +51,36 @@ class ShareCore(ClientCore[ShareComponents]):
         self.meter = RateMeter()
         self.explicit = config.share_acknowledgement_mode == "explicit"
         self.subscribed: frozenset[str] = frozenset()
-        self.in_flight: dict[TopicPartition, set[int]] = {}
-        """Offsets the last ``poll`` returned that are not acknowledged yet (caller's thread only)."""
-        self.acks: dict[TopicPartition, dict[int, int]] = {}
-        """Acknowledgements made and not sent yet: partition -> offset -> type (caller's thread only)."""
+        self._in_flight: dict[TopicPartition, set[int]] = {}
+        self._acks: dict[TopicPartition, dict[int, int]] = {}
+        self._last_acknowledged: tuple[str, int, set[int], dict[int, int]] | None = None
+        """``acknowledge``'s last partition, its offsets in flight and its acknowledgements: records come in runs of
+        one partition, so the next call usually skips both lookups. Reset whenever either mapping changes hands."""
         self.callback: AcknowledgementCommitCallback | None = None
         self.acknowledged = [0] * (max(AcknowledgeType) + 1)
         """Acknowledgements the caller made, by wire value (a list: indexed once per record in explicit mode)."""
         self.acknowledgement_errors = 0
         self._init_lifecycle()
+
+    @property
+    def in_flight(self) -> dict[TopicPartition, set[int]]:
+        """Offsets the last ``poll`` returned that are not acknowledged yet (caller's thread only)."""
+        return self._in_flight
+
+    @in_flight.setter
+    def in_flight(self, value: dict[TopicPartition, set[int]]) -> None:
+        self._in_flight = value
+        self._last_acknowledged = None
+
+    @property
+    def acks(self) -> dict[TopicPartition, dict[int, int]]:
+        """Acknowledgements made and not sent yet: partition -> offset -> type (caller's thread only)."""
+        return self._acks
+
+    @acks.setter
+    def acks(self, value: dict[TopicPartition, dict[int, int]]) -> None:
+        self._acks = value
+        self._last_acknowledged = None
 
     def _log_started(self) -> None:
         log.info("share.started", group=self.config.group_id, client_id=self.settings.client_id)
@@ -201,9 +222,14 @@ class ShareCore(ClientCore[ShareComponents]):
             raise TypeError(f"acknowledge() takes a ShareRecord from poll(), got {record.__class__.__name__}")
         if not isinstance(type, AcknowledgeType):
             raise TypeError(f"type must be an AcknowledgeType, got {type!r}")
-        key = (record[0], record[1])  # looks up as the TopicPartition it equals, without making one per record
         offset = record[2]
-        waiting = self.in_flight.get(key, _NOTHING_WAITS)  # type: ignore[call-overload]
+        last = self._last_acknowledged
+        acks: dict[int, int] | None
+        if last is not None and last[1] == record[1] and last[0] == record[0]:
+            waiting, acks = last[2], last[3]
+        else:
+            # a tuple looks up as the TopicPartition it equals, without making one per record
+            waiting, acks = self._in_flight.get((record[0], record[1]), _NOTHING_WAITS), None  # type: ignore[call-overload]
         try:
             if type is _RENEW:  # a renewed record still waits for its acknowledgement
                 if offset not in waiting:
@@ -212,14 +238,18 @@ class ShareCore(ClientCore[ShareComponents]):
                 waiting.remove(offset)
         except KeyError:
             raise IllegalStateError(
-                f"record {TopicPartition(*key)} offset {offset} is not waiting for an acknowledgement: it was "
-                "acknowledged already, or the last poll() did not return it to this consumer"
+                f"record {TopicPartition(record[0], record[1])} offset {offset} is not waiting for an "
+                "acknowledgement: it was acknowledged already, or the last poll() did not return it to this consumer"
             ) from None
-        if not waiting:
-            del self.in_flight[key]  # type: ignore[arg-type]
-        acks = self.acks.get(key)  # type: ignore[call-overload]
         if acks is None:
-            acks = self.acks[TopicPartition(*key)] = {}
+            key = (record[0], record[1])
+            acks = self._acks.get(key)  # type: ignore[call-overload]
+            if acks is None:
+                acks = self._acks[TopicPartition(*key)] = {}
+            self._last_acknowledged = (record[0], record[1], waiting, acks)
+        if not waiting:
+            del self._in_flight[(record[0], record[1])]  # type: ignore[arg-type]
+            self._last_acknowledged = None
         acks[offset] = value = type._value_
         self.acknowledged[value] += 1
 

@@ -292,3 +292,26 @@ def test_a_poll_while_the_caller_holds_records_does_not_wake_the_background(monk
     assert [e.acks for e in submitted(c)] == [{T0: {3: 1}}] and woken == [1]
     c.begin_poll(0)  # nothing to acknowledge: the poll itself wakes the background
     assert woken == [1, 2]
+
+
+def test_acknowledgements_land_in_the_batch_not_yet_sent_across_commits_and_polls() -> None:
+    """``acknowledge`` remembers its last partition's mappings; a commit that takes the acknowledgements, a
+    partition whose records are all acknowledged, and the next poll's records must not leave it writing to old ones."""
+    c = core()
+    received(c, T0, 1, 2, 3)
+    c.acknowledge(record(T0, 1), A.ACCEPT)
+    c.commit(None)
+    (sent,) = submitted(c)
+    assert sent.acks == {T0: {1: 1}}
+    c.acknowledge(record(T0, 2), A.REJECT)
+    assert c.acks == {T0: {2: 3}}
+    c.acknowledge(record(T0, 3), A.ACCEPT)
+    assert c.in_flight == {}
+    received(c, T0, 4)  # the next poll's records
+    c.acknowledge(record(T0, 4), A.RELEASE)
+    received(c, T1, 7)
+    c.acknowledge(record(T1, 7), A.ACCEPT)
+    assert c.acks == {T0: {2: 3, 3: 1, 4: 2}, T1: {7: 1}} and c.in_flight == {}
+    with pytest.raises(IllegalStateError, match="not waiting"):
+        c.acknowledge(record(T1, 7), A.ACCEPT)
+    assert list(c.acknowledged) == [0, 3, 1, 1, 0]
