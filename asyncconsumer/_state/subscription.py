@@ -92,8 +92,6 @@ class SubscriptionState:
             if self._subscribed is not None:
                 raise IllegalStateError("assign() cannot be mixed with subscribe(): call unsubscribe() first")
             kept = {tp: st for tp, st in self._partitions.items() if tp in wanted}
-            for st in kept.values():
-                st.pending_revocation = False  # the group gave it back
             for tp in wanted - kept.keys():
                 kept[tp] = PartitionState(epoch=self._next_epoch(), reset_strategy=self._default_reset)
             self._partitions = kept
