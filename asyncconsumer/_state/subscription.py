@@ -382,10 +382,6 @@ class SubscriptionState:
             for state in states:
                 state.paused = paused
 
-    def is_paused(self, tp: TopicPartition) -> bool:
-        state = self._partitions.get(tp)
-        return state is not None and state.paused
-
     def mark_pending_revocation(self, partitions: Iterable[TopicPartition]) -> None:
         """The group is revoking these (those still assigned): they are no longer fetched or returned."""
         with self._lock:
