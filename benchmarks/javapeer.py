@@ -2,7 +2,9 @@
 once with ``javac`` against the Kafka jars the tests cache, and the command line that runs it.
 
 Two clients, one per ``group.protocol``: ``java`` (``classic``: ``ClassicKafkaConsumer``) and ``java-async``
-(``consumer``: ``AsyncKafkaConsumer``, the design asyncconsumer follows). Offered on ``--broker kafka`` only. The
+(``consumer``: ``AsyncKafkaConsumer``, the design asyncconsumer follows), each also warm (``java-warm``,
+``java-async-warm``: the topic read ``WARM_PASSES`` times in one JVM, the last pass reported). Offered on
+``--broker kafka`` only. The
 classes land in ``<cache>/bench-java/<digest>`` (the cache of ``tests/support/kafka_broker.py``), keyed by the
 sources' and the jars' digest, and are never committed.
 """
@@ -17,8 +19,23 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-JAVA_CLIENTS: Mapping[str, str] = {"java": "classic", "java-async": "consumer"}
+JAVA_CLIENTS: Mapping[str, str] = {
+    "java": "classic",
+    "java-async": "consumer",
+    "java-warm": "classic",
+    "java-async-warm": "consumer",
+}
 """bench_consume.py's Java clients and the ``group.protocol`` each runs (which picks KafkaConsumer's delegate)."""
+
+WARM_PASSES = 5
+"""Passes over the topic a ``-warm`` client makes in one JVM, reporting the last: by then the JIT has compiled the
+consumer's hot path (a pass of 1M x 100 B is ~3 M method calls per record stage), as in a long-running service."""
+
+
+def passes(client: str) -> int:
+    """How many times ``client`` reads the topic in one JVM (it reports the last pass): ``WARM_PASSES`` for the
+    ``-warm`` clients, else 1 (a fresh JVM, cold JIT, as every Python child starts afresh)."""
+    return WARM_PASSES if client.endswith("-warm") else 1
 
 JAVA_BROKERS = ("kafka",)
 """The ``--broker`` kinds the Java clients are offered on."""
@@ -197,6 +214,8 @@ def command(
         str(round(stall_s)),
         "--max-poll-records",
         str(MAX_POLL_RECORDS),
+        "--passes",
+        str(passes(client)),
     ]
     return argv
 
@@ -207,6 +226,9 @@ def describe(java_version_text: str) -> dict[str, object]:
     return {
         "java": first,
         "jvm_flags": list(JVM_FLAGS),
-        "java_clients": {c: f"group.protocol={p}" for c, p in JAVA_CLIENTS.items()},
+        "java_clients": {
+            c: f"group.protocol={p}" + (f", last of {passes(c)} passes in one JVM" if passes(c) > 1 else "")
+            for c, p in JAVA_CLIENTS.items()
+        },
         "max_poll_records": MAX_POLL_RECORDS,
     }

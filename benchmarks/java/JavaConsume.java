@@ -19,8 +19,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * <p>Run by benchmarks/javapeer.py (compiled once into a cache, never committed):
  * {@code java -Xmx512m -cp CLASSES:JARS JavaConsume --client java --group-protocol classic --bootstrap H:P
  * --topic T --partitions N --expect RECORDS --clk-tck 100 --max-poll-records 10000 --stall-s 30}.
- * {@code --passes K} (default 1) reads the topic K times in one JVM and reports the last pass: a warm JIT, for
- * comparison by hand (bench_consume.py always runs one pass in a fresh JVM).
+ * {@code --passes K} (default 1) reads the topic K times in one JVM and reports the last pass: a warm JIT
+ * (bench_consume.py's {@code java-warm} and {@code java-async-warm} clients).
  *
  * <p>It assigns every partition, seeks to the beginning, and polls (1 s timeout) until it has the expected count,
  * summing every value's length and checking that each partition's offsets continue without gap or repeat. Wall

@@ -58,7 +58,7 @@ def test_java_clients_are_left_out_on_tansu_with_a_note_naming_them(javapeer: Mo
 
 
 def test_default_clients_offer_java_on_kafka_only_when_a_jdk_is_there(bench_consume: ModuleType) -> None:
-    java = {"java", "java-async"}
+    java = {"java", "java-async", "java-warm", "java-async-warm"}
     assert java <= set(bench_consume.default_clients("kafka", java_ok=True))
     assert not java & set(bench_consume.default_clients("kafka", java_ok=False))
     assert not java & set(bench_consume.default_clients("tansu", java_ok=True))
@@ -92,9 +92,12 @@ def test_harness_digest_changes_with_the_sources_and_the_jars(javapeer: ModuleTy
     assert digest != javapeer.harness_digest(sources, [Path("/libs/kafka-clients-4.5.0.jar")])
 
 
-@pytest.mark.parametrize(("client", "protocol"), [("java", "classic"), ("java-async", "consumer")])
+@pytest.mark.parametrize(
+    ("client", "protocol", "passes"),
+    [("java", "classic", 1), ("java-async", "consumer", 1), ("java-warm", "classic", 5), ("java-async-warm", "consumer", 5)],
+)
 def test_command_runs_the_client_s_group_protocol_with_the_bench_settings(
-    javapeer: ModuleType, client: str, protocol: str
+    javapeer: ModuleType, client: str, protocol: str, passes: int
 ) -> None:
     jars = [Path("/libs/kafka-clients-4.4.0.jar"), Path("/libs/slf4j-api-1.7.36.jar")]
     argv = javapeer.command(
@@ -124,7 +127,9 @@ def test_command_runs_the_client_s_group_protocol_with_the_bench_settings(
         "--clk-tck": "100",
         "--stall-s": "30",
         "--max-poll-records": str(javapeer.MAX_POLL_RECORDS),
+        "--passes": str(passes),
     }
+    assert javapeer.WARM_PASSES == 5
 
 
 def test_max_poll_records_is_what_the_python_children_ask_for(javapeer: ModuleType, bench_consume: ModuleType) -> None:

@@ -549,6 +549,46 @@ def test_extra_is_a_last_field_share_records_are_made_with(impl: ModuleType) -> 
         impl.fill_records(batch, -1, 0, 0, 10, [], ConsumerRecord, "t", 2, None, 1, extra=2)
 
 
+@needs_compiled
+def test_compiled_records_are_left_out_of_the_cyclic_gc_when_no_cycle_can_form() -> None:
+    """A record of bytes, ints, a str and tuples can be in no cycle: the C decoder untracks it, so the GC never walks
+    a poll's records again. A record type with a ``__dict__``, or a shared field that is a container, keeps it."""
+    import gc
+
+    assert compiled is not None
+    batch = batch_of([sized(record_body(0, 0, b"k", b"v", [(b"h", b"x")])), sized(record_body(1, 1, None, b"w"))])
+    out: list[Any] = []
+    compiled.fill_records(batch, -1, 0, 0, 10, out, ConsumerRecord, "t", 0, None)
+    assert [gc.is_tracked(r) for r in out] == [False, False]
+    shared: list[Any] = []
+    compiled.fill_records(batch, -1, 0, 0, 10, shared, ShareRecord, "t", 0, None, [1])
+    assert [gc.is_tracked(r) for r in shared] == [True, True]
+
+    class WithDict(tuple):  # type: ignore[type-arg]
+        pass
+
+    loose: list[Any] = []
+    compiled.fill_records(batch, -1, 0, 0, 10, loose, WithDict, "t", 0, None)
+    assert [gc.is_tracked(r) for r in loose] == [True, True]
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_timestamps_and_sizes_that_repeat_or_not_are_each_record_s_own(impl: ModuleType) -> None:
+    """The C decoder reuses the last record's int when a timestamp or size repeats: values must never leak over."""
+    bodies = [(0, 0, b"a" * 300), (1, 0, b"b" * 300), (2, 7, b"c" * 299), (3, 0, b"d" * 300), (4, 7, None)]
+    batch = batch_of([sized(record_body(d, t, b"k" * d, v)) for d, t, v in bodies], base_timestamp=1 << 40)
+    out: list[Any] = []
+    impl.fill_records(batch, -1, 0, 0, 10, out, ConsumerRecord, "t", 0, None)
+    assert [(r.timestamp - (1 << 40), r.serialized_key_size, r.serialized_value_size) for r in out] == [
+        (0, 0, 300),
+        (0, 1, 300),
+        (7, 2, 299),
+        (0, 3, 300),
+        (7, 4, -1),
+    ]
+    assert [r.value for r in out] == [b"a" * 300, b"b" * 300, b"c" * 299, b"d" * 300, None]
+
+
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 def test_log_append_time(impl: ModuleType) -> None:
     batch = batch_of([sized(record_body(0, 3)), sized(record_body(1, 9))], max_timestamp=777, log_append=True)
