@@ -1182,7 +1182,13 @@ TARGETS = (
     # A warm JVM: the last of several passes in one JVM (javapeer.WARM_PASSES), both group protocols' delegates.
     Target("small", "asyncconsumer", "java-warm", "records_per_s", 1.0, "poll vs a warm Java (classic)", *SMALL_SHAPE),
     Target(
-        "small", "asyncconsumer", "java-async-warm", "records_per_s", 1.0, "poll vs a warm Java (consumer)", *SMALL_SHAPE
+        "small",
+        "asyncconsumer",
+        "java-async-warm",
+        "records_per_s",
+        1.0,
+        "poll vs a warm Java (consumer)",
+        *SMALL_SHAPE,
     ),
     Target(
         "small",
@@ -1215,8 +1221,12 @@ TARGETS = (
         "poll vs tuned librdkafka",
         *LARGE_SHAPE,
     ),
-    Target("small", "asyncconsumer-arrow", "raw", "records_per_s", 0.9, "poll_arrow vs the raw fetch loop", *SMALL_SHAPE),
-    Target("large", "asyncconsumer-arrow", "raw", "records_per_s", 0.9, "poll_arrow vs the raw fetch loop", *LARGE_SHAPE),
+    Target(
+        "small", "asyncconsumer-arrow", "raw", "records_per_s", 0.9, "poll_arrow vs the raw fetch loop", *SMALL_SHAPE
+    ),
+    Target(
+        "large", "asyncconsumer-arrow", "raw", "records_per_s", 0.9, "poll_arrow vs the raw fetch loop", *LARGE_SHAPE
+    ),
 )
 RSS_TARGET_MB = 60.0
 """Issue 32: ``poll``'s peak RSS stays at or under this (imports included)."""

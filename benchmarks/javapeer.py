@@ -37,6 +37,7 @@ def passes(client: str) -> int:
     ``-warm`` clients, else 1 (a fresh JVM, cold JIT, as every Python child starts afresh)."""
     return WARM_PASSES if client.endswith("-warm") else 1
 
+
 JAVA_BROKERS = ("kafka",)
 """The ``--broker`` kinds the Java clients are offered on."""
 

@@ -94,7 +94,12 @@ def test_harness_digest_changes_with_the_sources_and_the_jars(javapeer: ModuleTy
 
 @pytest.mark.parametrize(
     ("client", "protocol", "passes"),
-    [("java", "classic", 1), ("java-async", "consumer", 1), ("java-warm", "classic", 5), ("java-async-warm", "consumer", 5)],
+    [
+        ("java", "classic", 1),
+        ("java-async", "consumer", 1),
+        ("java-warm", "classic", 5),
+        ("java-async-warm", "consumer", 5),
+    ],
 )
 def test_command_runs_the_client_s_group_protocol_with_the_bench_settings(
     javapeer: ModuleType, client: str, protocol: str, passes: int
