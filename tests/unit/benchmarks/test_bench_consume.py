@@ -154,9 +154,10 @@ def test_targets_on_small_say_met_or_not_with_the_ratio_and_margin(bench: Module
     arrow = _target_line(text, "asyncconsumer-arrow / raw")
     assert "= 0.95x" in arrow
     assert ">= 0.90x: **met** (+6%)" in arrow
-    classic = _target_line(text, "poll vs a warm Java (classic): asyncconsumer / java-warm records/s")
-    assert "= 0.80x (2.000 M / 2.500 M), wanted >= 1.00x: **not met** (-20%)" in classic
-    consumer = _target_line(text, "poll vs a warm Java (consumer): asyncconsumer / java-async-warm records/s")
+    classic = _target_line(text, "poll vs a warm Java (classic): asyncconsumer / java-warm records/s after 1st")
+    # the rates once records flow: 5M in 2.49 s against 5M in 1.99 s
+    assert "= 0.80x (2.008 M / 2.513 M), wanted >= 1.00x: **not met** (-20%)" in classic
+    consumer = _target_line(text, "poll vs a warm Java (consumer): asyncconsumer / java-async-warm records/s after")
     assert "= 1.00x" in consumer and "**met**" in consumer
     cpu = _target_line(text, "asyncconsumer / java-warm CPU-s per M records")
     assert "= 1.50x (0.600 / 0.400), wanted <= 1.00x: **not met** (+50%)" in cpu
