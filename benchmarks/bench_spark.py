@@ -4,6 +4,7 @@ consumer, in one run.
     python benchmarks/bench_spark.py --broker kafka              # both sources, 1M x 100 B and 200k x 1 KB, 5 reps
     python benchmarks/bench_spark.py --broker kafka --shapes 1000000x100 --variants spark-arrow,kafka-count
     python benchmarks/bench_spark.py                             # Tansu: our source against our consumer
+    python benchmarks/bench_spark.py --broker kafka --master local[2],standalone   # also on a standalone cluster
     python benchmarks/bench_spark.py --report benchmarks/results/spark-XXXXXXX-kafka.json   # print a saved run again
 
 Starts a broker (``--broker tansu``, the default: an embedded Tansu; ``--broker kafka``: a one-node Apache Kafka
@@ -28,11 +29,22 @@ unmeasured pass of every Spark variant, then the reps, interleaved (rep 1: every
 - ``consumer``: the non-Spark reference, a fresh subprocess with ``asyncconsumer.Consumer``, manual assignment of
   every partition, ``poll(max_records=10000)`` until the end, summing ``len(value)``.
 
+``--master`` takes one master or several, comma-separated (``local[2]`` by default). ``standalone`` is a Spark
+standalone cluster the script starts on loopback with ``tests/support/spark_cluster.py``'s class: a master and
+``--workers`` (2) workers of one core each, so one executor JVM per worker, each with its own Python workers, which
+run this interpreter (``spark.pyspark.python``) and import asyncconsumer from the tree this script imported
+(``spark.executorEnv.PYTHONPATH``); it is stopped after its leg. The topics are produced once; each master then runs
+every shape (warm-up and reps) in its own session, one master after the other (a process holds one SparkContext at a
+time), and the report adds a table of each pair on every master, against the first. On a cluster, Spark's CPU is the
+driver's JVM tree plus the cluster's daemons' trees (executors, their Python workers), and the largest executor JVM's
+peak RSS is kept beside the driver's.
+
 Every run must see exactly the produced rows (and the aggregations exactly the produced value bytes), or the run
 fails (exit 1). Per run it measures the CPU of Spark's process tree (the JVM, its Python workers) and of the
 driver's Python, and the peak RSS of the JVM and of the driver's Python. Prints rows/s medians, each variant's
 ratio to ``consumer`` and ours to Spark's Kafka source as markdown tables, and writes every run to
-``benchmarks/results/spark-<code>.json`` (Kafka: ``spark-<code>-kafka.json``). See benchmarks/README.md.
+``benchmarks/results/spark-<code>.json`` (Kafka: ``spark-<code>-kafka.json``; with a ``standalone`` leg
+``...-standalone.json``). See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -97,6 +109,8 @@ DEFAULT_VARIANTS = {
 DEFAULT_SHAPES = {"kafka": ((1_000_000, 100), (200_000, 1_000))}
 """Issue 23's two workloads (bench_consume.py's ``small`` and ``large``); on Tansu: ``--records`` x ``--size``."""
 BASELINE = "consumer"
+STANDALONE = "standalone"
+"""``--master standalone``: a standalone cluster started by the script (``tests/support/spark_cluster.py``)."""
 TARGET_ROWS_PER_S = 300_000
 """The first Spark issue's target for every Spark variant on local[2]."""
 ARROW_TARGET_ROWS_PER_S = 2 * 903_000
@@ -207,20 +221,25 @@ def parse_stat(text: str) -> tuple[int, int, int]:
     return pid, int(fields[1]), sum(int(x) for x in fields[11:15])
 
 
-def tree_ticks(stats: Mapping[int, tuple[int, int]], root: int) -> int:
-    """CPU ticks of ``root`` and every descendant in ``stats`` (pid -> (ppid, ticks))."""
+def descendants(stats: Mapping[int, tuple[int, int]], *roots: int) -> set[int]:
+    """The ``roots`` still in ``stats`` (pid -> (ppid, ticks)) and every descendant of theirs, each once."""
     children: dict[int, list[int]] = {}
     for pid, (ppid, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
-    total, todo, seen = 0, [root], set()
+    todo, seen = list(roots), set()
     while todo:
         pid = todo.pop()
         if pid in seen or pid not in stats:
             continue
         seen.add(pid)
-        total += stats[pid][1]
         todo.extend(children.get(pid, ()))
-    return total
+    return seen
+
+
+def tree_ticks(stats: Mapping[int, tuple[int, int]], *roots: int) -> int:
+    """CPU ticks of the ``roots`` and every descendant in ``stats`` (pid -> (ppid, ticks)), a process under two
+    roots counted once."""
+    return sum(stats[pid][1] for pid in descendants(stats, *roots))
 
 
 def _all_stats() -> dict[int, tuple[int, int]]:
@@ -236,11 +255,29 @@ def _all_stats() -> dict[int, tuple[int, int]]:
     return stats
 
 
-def tree_cpu_s(root: int | None) -> float | None:
-    """CPU seconds of ``root``'s process tree so far (None off Linux or without a root)."""
+def tree_cpu_s(root: int | None, *more: int) -> float | None:
+    """CPU seconds of ``root``'s process tree so far, and of the trees of ``more`` roots (a standalone cluster's
+    master and workers: its executors and their Python workers are the workers' descendants, not the driver's);
+    None off Linux or without a root."""
     if root is None or not Path("/proc/self/stat").exists():
         return None
-    return tree_ticks(_all_stats(), root) / _CLOCK_TICKS
+    return tree_ticks(_all_stats(), root, *more) / _CLOCK_TICKS
+
+
+def executor_pids(worker_pids: Sequence[int]) -> list[int]:
+    """The executor JVMs (``CoarseGrainedExecutorBackend``) under a standalone cluster's workers, found in
+    ``/proc``; empty off Linux."""
+    if not Path("/proc/self/stat").exists():
+        return []
+    found = []
+    for pid in sorted(descendants(_all_stats(), *worker_pids) - set(worker_pids)):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"CoarseGrainedExecutorBackend" in command:
+            found.append(pid)
+    return found
 
 
 def rss_bytes(pid: int | str) -> int | None:
@@ -309,10 +346,74 @@ def spark_kafka_version() -> str:
     return str(SPARK_KAFKA_VERSION)
 
 
+def parse_masters(text: str) -> list[str]:
+    """``--master``: one or more Spark masters, comma-separated, each run in turn on the same topics; ``standalone``
+    stands for a standalone cluster this script starts (``tests/support/spark_cluster.py``)."""
+    masters = [m.strip() for m in text.split(",") if m.strip()]
+    if not masters:
+        raise ValueError("--master: name at least one master, e.g. local[2] or local[2],standalone")
+    repeated = sorted({m for m in masters if masters.count(m) > 1})
+    if repeated:
+        raise ValueError(f"--master: {', '.join(repeated)} given twice")
+    return masters
+
+
+def tree_root() -> str:
+    """The directory holding the ``asyncconsumer`` this process imported (the tree under test, which the venv's
+    editable install may not point at)."""
+    import asyncconsumer
+
+    return str(Path(asyncconsumer.__file__).resolve().parent.parent)
+
+
+def cluster_conf(workers: int, cores: int, executor_memory: str, pythonpath: Sequence[str]) -> dict[str, str]:
+    """The session's settings on a standalone cluster of ``workers`` workers of ``cores`` cores: one executor per
+    worker, every core taken, and executors whose Python workers run this interpreter and import asyncconsumer from
+    ``pythonpath`` (the tree under test first). The cluster is on this machine, so the driver's interpreter path is
+    valid on every executor; on a real cluster it would be an interpreter installed at that path on every node."""
+    conf = {
+        "spark.cores.max": str(workers * cores),
+        "spark.executor.cores": str(cores),
+        "spark.executor.memory": executor_memory,
+        "spark.pyspark.python": sys.executable,
+    }
+    if pythonpath:
+        conf["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(pythonpath)
+    return conf
+
+
+def executor_pythonpath() -> list[str]:
+    """The tree under test, then this process's own PYTHONPATH entries."""
+    root = tree_root()
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
+    return [root, *extra]
+
+
+def start_cluster(workers: int, cores: int, memory: str) -> Any:
+    """A standalone master and ``workers`` workers on loopback, returned once all are alive (the tests' class)."""
+    kafka_broker_module()  # puts the repository root on sys.path
+    from tests.support.spark_cluster import SparkCluster
+
+    return SparkCluster.start(workers=workers, cores=cores, memory=memory)
+
+
+def wait_for_executors(spark: Any, count: int, timeout_s: float) -> float:
+    """Waits until ``count`` executors have registered with the driver (its memory status lists the driver too);
+    returns the seconds it took. Without this the first query's tasks would all land on the first executor up."""
+    t0 = time.perf_counter()
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus
+    while status().size() <= count:
+        if time.perf_counter() - t0 > timeout_s:
+            raise ChildFailed(f"only {status().size() - 1} of {count} executors registered in {timeout_s:.0f} s")
+        time.sleep(0.2)
+    return time.perf_counter() - t0
+
+
 def start_spark(
     master: str, shuffle_partitions: int, jars: Sequence[str], extra_conf: Mapping[str, str]
 ) -> tuple[Any, float, dict[str, str]]:
-    """A local session on loopback; returns it, the seconds it took (imports included) and its settings."""
+    """A session on loopback (local, or the ``spark://`` URL of a cluster with ``extra_conf`` from
+    ``cluster_conf``); returns it, the seconds it took (imports included) and its settings."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable  # the Python workers import asyncconsumer from this environment
     conf = {
@@ -468,17 +569,27 @@ def spark_stream(spark: Any, fmt: str, options: Mapping[str, str], timeout_s: fl
     return {"rows": sum(n for _, n in batches), "wall_s": wall, "batches": len(batches), "foreach_batch_s": spans}
 
 
-def measure(run: Callable[[], Result], broker_pid: int | None, jvm_pid: int | None) -> Result:
+def measure(
+    run: Callable[[], Result],
+    broker_pid: int | None,
+    jvm_pid: int | None,
+    cluster_pids: Sequence[int] = (),
+    executors: Sequence[int] = (),
+) -> Result:
     """``run()`` plus what the machine did meanwhile: busy CPU-s of every core, the broker's share, Spark's
-    process tree's (JVM and Python workers), the driver's Python, and the peak RSS of the JVM and the driver."""
-    busy0, broker0, tree0 = _busy_cpu_s(), _process_cpu_s(broker_pid), tree_cpu_s(jvm_pid)
+    process tree's (JVM and Python workers; on a standalone cluster also the trees of ``cluster_pids``, its master
+    and workers, which hold the executors), the driver's Python, and the peak RSS of the (driver's) JVM, the
+    driver's Python and, on a cluster, of the largest of the ``executors`` JVMs."""
+    busy0, broker0, tree0 = _busy_cpu_s(), _process_cpu_s(broker_pid), tree_cpu_s(jvm_pid, *cluster_pids)
     ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
-    with peak_rss({"jvm": jvm_pid, "driver_py": "self"}) as peaks:
+    sampled: dict[str, int | str | None] = {"jvm": jvm_pid, "driver_py": "self"}
+    sampled.update({f"executor-{pid}": pid for pid in executors})
+    with peak_rss(sampled) as peaks:
         result = run()
     interval = time.perf_counter() - t0
     ru1 = resource.getrusage(resource.RUSAGE_SELF)
-    busy1, broker1, tree1 = _busy_cpu_s(), _process_cpu_s(broker_pid), tree_cpu_s(jvm_pid)
+    busy1, broker1, tree1 = _busy_cpu_s(), _process_cpu_s(broker_pid), tree_cpu_s(jvm_pid, *cluster_pids)
     broker = None if broker0 is None or broker1 is None else broker1 - broker0
     busy = None if busy0 is None or busy1 is None else busy1 - busy0
     result["broker_cpu_s"] = broker
@@ -491,6 +602,9 @@ def measure(run: Callable[[], Result], broker_pid: int | None, jvm_pid: int | No
         result["driver_py_cpu_s"] = driver
         result["jvm_peak_rss"] = peaks["jvm"]
         result["driver_py_peak_rss"] = peaks["driver_py"]
+        executor_peaks = [v for k, v in peaks.items() if k.startswith("executor-") and v is not None]
+        if executor_peaks:
+            result["executor_peak_rss"] = max(executor_peaks)
         if result["machine_cpu_s"] is not None:
             result["others_cpu_s"] = max(0.0, result["machine_cpu_s"] - result["spark_tree_cpu_s"] - driver)
     # The consumer child's own getrusage over its timed interval; for Spark, everything but the broker.
@@ -681,19 +795,107 @@ def shapes_of(report: Result) -> list[Result]:
     return [{"workload": report["workload"], "runs": report["runs"]}]
 
 
+def legs_of(report: Result) -> list[Result]:
+    """A report's legs, one per Spark master, each ``{"master", "spark", "shapes"}``; a report from before
+    ``--master`` took several is its own single leg."""
+    if "legs" in report:
+        legs: list[Result] = report["legs"]
+        return legs
+    return [{"master": report["spark"]["master"], "spark": report["spark"], "shapes": shapes_of(report)}]
+
+
+def master_table(legs: Sequence[Result]) -> str:
+    """Each pair's rows/s on every master, the same topics: ours, Spark's Kafka source, their ratio, and each
+    source's rows/s over its own on the first master (the reference, e.g. ``local[2]``). Empty with one leg."""
+    if len(legs) < 2:
+        return ""
+    reference = legs[0]["master"]
+    lines = [
+        f"| workload | query | master | ours rows/s | Spark's rows/s | ours / Spark's | ours / ours on {reference} "
+        f"| Spark's / Spark's on {reference} |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    by_topic = [
+        {s["workload"]["topic"]: s.get("summary") or summarise(s["runs"]) for s in leg["shapes"]} for leg in legs
+    ]
+    for shape in legs[0]["shapes"]:
+        workload = shape["workload"]
+        label = f"{workload['records']:,} x {workload['value_size']} B"
+        base = by_topic[0][workload["topic"]]
+        for ours, theirs in PAIRS.items():
+            for leg, summaries in zip(legs, by_topic, strict=True):
+                summary = summaries.get(workload["topic"], {})
+                a, b = summary.get(ours), summary.get(theirs)
+                if a is None and b is None:
+                    continue
+                cells = []
+                for entry, variant in ((a, ours), (b, theirs)):
+                    ref = base.get(variant)
+                    cells.append(
+                        "-" if entry is None or ref is None else f"{entry['rows_per_s'] / ref['rows_per_s']:.2f}x"
+                    )
+                ratio = "-" if a is None or b is None else f"{a['rows_per_s'] / b['rows_per_s']:.2f}x"
+                lines.append(
+                    f"| {label} | {PAIR_QUERIES[ours]} | {leg['master']} "
+                    f"| {_rate(a)} | {_rate(b)} | {ratio} | {cells[0]} | {cells[1]} |"
+                )
+    return "\n".join(lines)
+
+
+def _rate(entry: Result | None) -> str:
+    return "-" if entry is None else f"{entry['rows_per_s'] / 1e3:,.0f} k"
+
+
 def print_report(report: Result) -> None:
-    info, spark = report["machine"], report["spark"]
+    info = report["machine"]
     target = report.get("target_rows_per_s", TARGET_ROWS_PER_S)
-    for shape in shapes_of(report):
+    legs = legs_of(report)
+    for leg in legs:
+        print_leg(leg, info, target, report["args"]["reps"])
+    across = master_table(legs)
+    if across:
+        masters = ", ".join(leg["master"] for leg in legs)
+        print(f"\n### Ours and Spark's Kafka source on each master ({masters}; same topics, same run), medians\n")
+        print(across)
+    for leg in legs:
+        spark = leg["spark"]
+        cold = ", ".join(f"{v} {s:.1f} s" for v, s in spark["cold_s"].items())
+        print(
+            f"\nSpark {leg['master']}: session start-up (excluded from every timing) {_fmt(spark['startup_s'], '.1f')} "
+            f"s; first, unmeasured pass of each Spark variant: {cold or 'none'}"
+        )
+        cluster = spark.get("cluster")
+        if cluster:
+            print(
+                f"standalone cluster ({spark['master_url']}): master and {cluster['workers']} workers of "
+                f"{cluster['cores_per_worker']} core, executors of {cluster['executor_memory']}, all on this machine; "
+                f"started in {cluster['start_s']:.1f} s, executors registered {spark.get('executors_wait_s', 0):.1f} s "
+                "after the session"
+            )
+    broker = info.get("broker", "?")
+    print(
+        f"machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, code {info['code']}, "
+        f"broker {broker}, pyspark {info.get('pyspark', '?')}, spark-sql-kafka {info.get('spark_sql_kafka', '-')}"
+    )
+
+
+def print_leg(leg: Result, info: Result, target: int, reps: int) -> None:
+    """One master's tables, shape by shape."""
+    master = leg["master"]
+    for shape in leg["shapes"]:
         workload = shape["workload"]
         summary = summarise(shape["runs"])
         label = f"{workload['records']:,} x {workload['value_size']} B in {workload['partitions']} partitions"
-        print(f"\n### {label}, Spark {spark['master']}, medians of {report['args']['reps']} reps (ratio to consumer)\n")
+        print(f"\n### {label}, Spark {master}, medians of {reps} reps (ratio to consumer)\n")
         print(table(summary, target))
         pairs = pair_table(summary)
         if pairs.count("\n") > 1:
-            print(f"\nOurs against Spark's Kafka source ({label}):\n")
+            print(f"\nOurs against Spark's Kafka source ({label}, Spark {master}):\n")
             print(pairs)
+        executor_rss = {v: _median([r.get("executor_peak_rss") for r in rs]) for v, rs in shape["runs"].items() if rs}
+        if any(value is not None for value in executor_rss.values()):
+            listed = ", ".join(f"{v} {_mb(value)}" for v, value in executor_rss.items() if value is not None)
+            print(f"\nJVM peak RSS above is the driver's; the largest executor JVM's peak, MB (median): {listed}")
         base = shape["runs"].get(BASELINE)
         if base:
             poll = statistics.median(r["rows"] / r["poll_wall_s"] for r in base)
@@ -722,21 +924,11 @@ def print_report(report: Result) -> None:
                 f"load from other processes during the Spark runs: median {statistics.median(others):.2f} cores, "
                 f"max {max(others):.2f} (of {info['cpus']})"
             )
-        print(verdict(summary, target, spark["master"]))
-        print(arrow_verdict(summary, spark["master"]))
-        pv = pair_verdict(summary, label)
+        print(verdict(summary, target, master))
+        print(arrow_verdict(summary, master))
+        pv = pair_verdict(summary, f"{label}, Spark {master}")
         if pv:
             print(pv)
-    cold = ", ".join(f"{v} {s:.1f} s" for v, s in spark["cold_s"].items())
-    print(
-        f"\nSpark session start-up (excluded from every timing): {_fmt(spark['startup_s'], '.1f')} s; "
-        f"first, unmeasured pass of each Spark variant: {cold or 'none'}"
-    )
-    broker = info.get("broker", "?")
-    print(
-        f"machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, code {info['code']}, "
-        f"broker {broker}, pyspark {info.get('pyspark', '?')}, spark-sql-kafka {info.get('spark_sql_kafka', '-')}"
-    )
 
 
 def java_version() -> str:
@@ -778,16 +970,8 @@ def parse_variants(text: str | None, broker: str) -> list[str]:
     return variants
 
 
-def run_shape(
-    args: argparse.Namespace,
-    broker: Any,
-    spark: Any,
-    spark_info: Result,
-    variants: Sequence[str],
-    records: int,
-    size: int,
-) -> Result:
-    """One topic of ``records`` x ``size``: produce, warm up, interleaved reps; its runs."""
+def prepare_topic(args: argparse.Namespace, broker: Any, records: int, size: int) -> Result:
+    """A fresh topic of ``records`` x ``size``, produced and checked; its workload (every master reads it)."""
     bootstrap = broker.bootstrap_servers
     topic = f"bench-spark-{uuid.uuid4().hex[:8]}"
     broker.create_topic(topic, args.partitions)
@@ -800,17 +984,31 @@ def run_shape(
         f"log ends {counts}",
         flush=True,
     )
-    shape: Result = {
-        "workload": {
-            "records": records,
-            "value_size": size,
-            "partitions": args.partitions,
-            "topic": topic,
-            "produce_s": produce_s,
-            "counts": counts,
-        },
-        "runs": {v: [] for v in variants},
+    return {
+        "records": records,
+        "value_size": size,
+        "partitions": args.partitions,
+        "topic": topic,
+        "produce_s": produce_s,
+        "counts": counts,
     }
+
+
+def run_shape(
+    args: argparse.Namespace,
+    broker: Any,
+    spark: Any,
+    spark_info: Result,
+    variants: Sequence[str],
+    workload: Result,
+    cluster_pids: Sequence[int] = (),
+    executors: Sequence[int] = (),
+) -> Result:
+    """One topic on one master: warm up, interleaved reps; its runs. ``cluster_pids`` and ``executors``: a
+    standalone cluster's daemons and executor JVMs, measured with the driver's JVM."""
+    bootstrap, topic, counts = broker.bootstrap_servers, workload["topic"], workload["counts"]
+    records, size = workload["records"], workload["value_size"]
+    shape: Result = {"workload": workload, "runs": {v: [] for v in variants}}
     options = source_options(bootstrap, topic, args.arrow_batch_rows)
     options.update(kv.split("=", 1) for kv in args.option)
     run = functools.partial(
@@ -827,13 +1025,16 @@ def run_shape(
     for variant in [v for v in variants if v in SPARK_VARIANTS] * args.warmup:
         result = run(variant)  # Python workers, JIT
         spark_info["cold_s"].setdefault(f"{variant} {records}x{size}", result["wall_s"])
-        print(f"  warm-up {variant:<13} {result['wall_s']:6.2f} s (not counted)", flush=True)
+        print(f"  {spark_info['master']} warm-up {variant:<13} {result['wall_s']:6.2f} s (not counted)", flush=True)
     for rep in range(1, args.reps + 1):
         for variant in variants:
             load = wait_until_quiet(broker.pid, args.quiet_cores, args.quiet_wait)
             if load is not None and load >= args.quiet_cores:
                 print(f"  (machine still busy: {load:.2f} cores used by others; measuring anyway)")
-            result = measure(functools.partial(run, variant), broker.pid, jvm if variant in SPARK_VARIANTS else None)
+            if variant in SPARK_VARIANTS:
+                result = measure(functools.partial(run, variant), broker.pid, jvm, cluster_pids, executors)
+            else:
+                result = measure(functools.partial(run, variant), broker.pid, None)
             result["others_before_cores"] = load
             if result["rows"] != sum(counts):
                 raise ChildFailed(f"{variant} rep {rep}: {result['rows']} rows, expected exactly {sum(counts)}")
@@ -842,7 +1043,8 @@ def run_shape(
             if result.get("spark_tree_cpu_s") is not None:
                 spark_cpu = result["spark_tree_cpu_s"] + result["driver_py_cpu_s"]
             print(
-                f"  rep {rep} {variant:<13} {result['rows'] / result['wall_s'] / 1e3:7.0f} k rows/s "
+                f"  {spark_info['master']} rep {rep} {variant:<13} "
+                f"{result['rows'] / result['wall_s'] / 1e3:7.0f} k rows/s "
                 f"{result['wall_s']:6.2f} s  CPU (all but broker) {_fmt(result['client_cpu_s'], '.2f')} s  "
                 f"Spark tree+driver {_fmt(spark_cpu, '.2f')} s  broker {_fmt(result['broker_cpu_s'], '.2f')} s  "
                 f"others {_fmt(result.get('others_cpu_s'), '.2f')} s  JVM RSS {_mb(result.get('jvm_peak_rss'))} MB",
@@ -856,6 +1058,7 @@ def parent_main(args: argparse.Namespace) -> int:
     try:
         variants = parse_variants(args.variants, args.broker)
         shapes = parse_shapes(args.shapes, args.broker, args.records, args.size)
+        masters = parse_masters(args.master)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -869,37 +1072,31 @@ def parent_main(args: argparse.Namespace) -> int:
     if any(v in SPARKS for v in variants):
         jars = spark_kafka_jars()
         info["spark_sql_kafka"] = spark_kafka_version()
-    out = Path(args.json) if args.json else default_results_path("spark", info["code"], broker=args.broker)
+    if args.json:
+        out = Path(args.json)
+    else:
+        suffix = "-standalone.json" if STANDALONE in masters else ".json"
+        out = default_results_path("spark", info["code"], suffix, broker=args.broker)
     print(f"# machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, {info['platform']}")
     print(
         f"# pyspark {info['pyspark']}, pyarrow {info['pyarrow']}, {info['java']}; asyncconsumer code at {info['code']}"
         + (f"; spark-sql-kafka-0-10 {info['spark_sql_kafka']}" if jars else "")
     )
     broker = start_broker(args.broker)
-    spark: Any = None
     try:
         info["broker"] = broker.description
         print(f"# broker {broker.bootstrap_servers} ({broker.description})", flush=True)
-        spark_info: Result = {"master": args.master, "startup_s": None, "cold_s": {}, "conf": {}}
-        if any(v in SPARK_VARIANTS for v in variants):
-            extra = dict(kv.split("=", 1) for kv in args.conf)
-            spark, spark_info["startup_s"], spark_info["conf"] = start_spark(
-                args.master, args.shuffle_partitions, jars, extra
-            )
-            print(f"# Spark {args.master} session started in {spark_info['startup_s']:.1f} s (not timed below)")
+        workloads = [prepare_topic(args, broker, records, size) for records, size in shapes]
         report: Result = {
             "machine": info,
             "args": vars(args),
             "variants": variants,
-            "spark": spark_info,
+            "masters": masters,
             "target_rows_per_s": TARGET_ROWS_PER_S,
-            "shapes": [],
+            "legs": [],
         }
-        for records, size in shapes:
-            shape = run_shape(args, broker, spark, spark_info, variants, records, size)
-            report["shapes"].append(shape)
-            shape["verdict"] = verdict(shape["summary"], TARGET_ROWS_PER_S, args.master)
-            shape["pair_verdict"] = pair_verdict(shape["summary"], f"{records:,} x {size} B")
+        for master in masters:  # one after another: a process holds one SparkContext at a time
+            report["legs"].append(run_leg(args, broker, master, jars, variants, workloads))
         info["code_at_end"] = code_version()
         if info["code_at_end"] != info["code"]:
             print(
@@ -915,10 +1112,71 @@ def parent_main(args: argparse.Namespace) -> int:
         print(f"FAILED {exc}", file=sys.stderr)
         return 1
     finally:
-        if spark is not None:
-            spark.stop()
         broker.stop()
     return 0
+
+
+def run_leg(
+    args: argparse.Namespace,
+    broker: Any,
+    master: str,
+    jars: Sequence[str],
+    variants: Sequence[str],
+    workloads: Sequence[Result],
+) -> Result:
+    """Every workload on one master: a session (and, for ``standalone``, the cluster under it) started for this leg
+    and stopped at its end."""
+    spark_info: Result = {"master": master, "master_url": master, "startup_s": None, "cold_s": {}, "conf": {}}
+    leg: Result = {"master": master, "spark": spark_info, "shapes": []}
+    spark: Any = None
+    cluster: Any = None
+    try:
+        cluster_pids: list[int] = []
+        executors: list[int] = []
+        if any(v in SPARK_VARIANTS for v in variants):
+            extra = dict(kv.split("=", 1) for kv in args.conf)
+            url = master
+            if master == STANDALONE:
+                t0 = time.perf_counter()
+                cluster = start_cluster(args.workers, 1, args.executor_memory)
+                url = cluster.master_url
+                spark_info["cluster"] = {
+                    "workers": args.workers,
+                    "cores_per_worker": 1,
+                    "executor_memory": args.executor_memory,
+                    "daemon_heap": "256m",
+                    "start_s": time.perf_counter() - t0,
+                }
+                extra = {**cluster_conf(args.workers, 1, args.executor_memory, executor_pythonpath()), **extra}
+                print(
+                    f"# standalone cluster {url}: master and {args.workers} workers of 1 core, started in "
+                    f"{spark_info['cluster']['start_s']:.1f} s",
+                    flush=True,
+                )
+            spark_info["master_url"] = url
+            spark, spark_info["startup_s"], spark_info["conf"] = start_spark(url, args.shuffle_partitions, jars, extra)
+            print(f"# Spark {master} session started in {spark_info['startup_s']:.1f} s (not timed below)", flush=True)
+            if cluster is not None:
+                spark_info["executors_wait_s"] = wait_for_executors(spark, args.workers, 120.0)
+                cluster_pids = [d.process.pid for d in (cluster.master, *cluster.workers) if d.process is not None]
+                executors = executor_pids(cluster_pids[1:])
+                spark_info["executor_pids"] = executors
+                print(f"# {args.workers} executors registered (JVMs {executors})", flush=True)
+        for workload in workloads:
+            shape = run_shape(args, broker, spark, spark_info, variants, workload, cluster_pids, executors)
+            label = f"{workload['records']:,} x {workload['value_size']} B"
+            shape["verdict"] = verdict(shape["summary"], TARGET_ROWS_PER_S, master)
+            shape["pair_verdict"] = pair_verdict(shape["summary"], f"{label} on {master}")
+            leg["shapes"].append(shape)
+    finally:
+        if spark is not None:
+            spark.stop()
+        if cluster is not None:
+            cluster.stop()
+            left = cluster.pids()
+            if left:
+                print(f"WARNING: the Spark cluster left processes running: {left}", file=sys.stderr)
+    return leg
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -939,7 +1197,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"comma-separated: {', '.join(VARIANTS)} (default on tansu: {','.join(DEFAULT_VARIANTS['tansu'])}; "
         f"on kafka: {','.join(DEFAULT_VARIANTS['kafka'])})",
     )
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--master",
+        default="local[2]",
+        help="Spark master(s), comma-separated, run in turn on the same topics; 'standalone': a standalone cluster "
+        "started here on loopback (a master and --workers one-core workers), e.g. local[2],standalone",
+    )
+    parser.add_argument("--workers", type=int, default=2, help="workers of the standalone cluster (1 core each)")
+    parser.add_argument("--executor-memory", default="1g", help="spark.executor.memory on the standalone cluster")
     parser.add_argument("--shuffle-partitions", type=int, default=2)
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings")
     parser.add_argument("--arrow-batch-rows", type=int, help="the source's arrowBatchRows (default: the source's)")

@@ -170,3 +170,131 @@ def test_peak_rss_samples_this_process(bench: ModuleType) -> None:
         pass
     assert peaks["me"] is not None and peaks["me"] > 1 << 20
     assert peaks["nobody"] is None
+
+
+# --- several masters: a standalone cluster beside local[2] ----------------------------------------------------
+
+
+def test_tree_ticks_over_several_roots_counts_a_shared_descendant_once(bench: ModuleType) -> None:
+    stats = {
+        10: (1, 100),  # the driver's JVM
+        20: (1, 7),  # a worker daemon
+        21: (20, 50),  # its executor
+        22: (21, 5),  # the executor's Python worker
+        30: (1, 3),  # the master
+        40: (1, 1000),  # the broker
+    }
+    assert bench.descendants(stats, 20) == {20, 21, 22}
+    assert bench.tree_ticks(stats, 10, 20, 30) == 165
+    assert bench.tree_ticks(stats, 20, 21) == 62  # 21 is under 20: counted once
+    assert bench.tree_ticks(stats, 10, 99) == 100  # a root that is gone adds nothing
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("local[2]", ["local[2]"]),
+        (" local[2] , standalone ", ["local[2]", "standalone"]),
+        ("standalone", ["standalone"]),
+    ],
+)
+def test_parse_masters(bench: ModuleType, text: str, expected: list[str]) -> None:
+    assert bench.parse_masters(text) == expected
+
+
+@pytest.mark.parametrize(("text", "message"), [(" , ", "at least one"), ("standalone,local[2],standalone", "twice")])
+def test_parse_masters_refuses_none_and_repeats(bench: ModuleType, text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        bench.parse_masters(text)
+
+
+def test_cluster_conf_gives_executors_this_interpreter_and_the_tree_under_test(bench: ModuleType) -> None:
+    conf = bench.cluster_conf(2, 1, "1g", ["/work/tree", "/extra"])
+    assert conf == {
+        "spark.cores.max": "2",
+        "spark.executor.cores": "1",
+        "spark.executor.memory": "1g",
+        "spark.pyspark.python": sys.executable,
+        "spark.executorEnv.PYTHONPATH": os.pathsep.join(["/work/tree", "/extra"]),
+    }
+    assert "spark.executorEnv.PYTHONPATH" not in bench.cluster_conf(3, 2, "512m", [])
+    assert bench.cluster_conf(3, 2, "512m", [])["spark.cores.max"] == "6"
+
+
+def test_executor_pythonpath_puts_the_imported_tree_first_once(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = bench.tree_root()
+    assert (Path(root) / "asyncconsumer" / "__init__.py").is_file()
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([root, "/elsewhere"]))
+    assert bench.executor_pythonpath() == [root, "/elsewhere"]
+
+
+def leg(master: str, topic: str, scale: float, runs: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """One master's leg over one topic of 1,000 x 100 B; every wall of ``RUNS`` times ``scale``."""
+    runs = runs or {
+        v: [r | {"wall_s": r["wall_s"] * scale, "poll_wall_s": r["wall_s"]} for r in rs] for v, rs in RUNS.items()
+    }
+    workload = {"records": 1000, "value_size": 100, "partitions": 4, "topic": topic}
+    spark = {"master": master, "master_url": master, "startup_s": 5.0, "cold_s": {}}
+    return {"master": master, "spark": spark, "shapes": [{"workload": workload, "runs": runs}]}
+
+
+def test_master_table_compares_each_pair_with_the_first_master(bench: ModuleType) -> None:
+    legs = [leg("local[2]", "t", 1.0), leg("standalone", "t", 2.0)]
+    lines = bench.master_table(legs).splitlines()
+    assert "ours / ours on local[2]" in lines[0] and "Spark's / Spark's on local[2]" in lines[0]
+    rows = [line for line in lines[2:] if "batch `count()`" in line]
+    assert rows == [
+        "| 1,000 x 100 B | batch `count()` | local[2] | 1 k | 1 k | 1.00x | 1.00x | 1.00x |",
+        "| 1,000 x 100 B | batch `count()` | standalone | 0 k | 0 k | 1.00x | 0.50x | 0.50x |",
+    ]
+    stream = [line for line in lines[2:] if "stream" in line]  # ours ran, Spark's did not
+    assert stream[1] == "| 1,000 x 100 B | `availableNow` stream | standalone | 0 k | - | - | 0.50x | - |"
+    assert bench.master_table(legs[:1]) == ""
+
+
+def test_master_table_matches_shapes_by_topic_and_skips_pairs_a_master_lacks(bench: ModuleType) -> None:
+    slow_spark = {**RUNS, "kafka-count": [run(1000, 4.0, 1.0, 1)]}
+    legs = [leg("local[2]", "t", 1.0), leg("standalone", "t", 1.0, slow_spark), leg("spark://x", "other", 1.0)]
+    lines = bench.master_table(legs).splitlines()
+    standalone = [line for line in lines if "| standalone |" in line and "count()" in line]
+    assert standalone == ["| 1,000 x 100 B | batch `count()` | standalone | 1 k | 0 k | 4.00x | 1.00x | 0.25x |"]
+    assert not [line for line in lines if "spark://x" in line]  # another topic: not the same data
+
+
+def test_legs_of_an_old_report_is_its_single_master(bench: ModuleType) -> None:
+    old = {"spark": {"master": "local[2]"}, "shapes": [{"workload": {}, "runs": {}}]}
+    assert bench.legs_of(old) == [{"master": "local[2]", "spark": old["spark"], "shapes": old["shapes"]}]
+    new = {"legs": [leg("local[2]", "t", 1.0)]}
+    assert bench.legs_of(new) is new["legs"]
+
+
+def test_print_report_names_the_master_of_every_figure(bench: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster_runs = {
+        v: [r | {"executor_peak_rss": 300 << 20, "wall_s": r["wall_s"] * 2} for r in rs]
+        for v, rs in RUNS.items()
+        if v != "consumer"
+    }
+    standalone = leg("standalone", "t", 2.0, cluster_runs)
+    standalone["spark"] |= {
+        "master_url": "spark://127.0.0.1:7077",
+        "cluster": {"workers": 2, "cores_per_worker": 1, "executor_memory": "1g", "start_s": 9.0},
+        "executors_wait_s": 1.5,
+    }
+    report = {
+        "machine": {"cpus": 2, "cpu_model": "x", "python": "3.11", "code": "abc"},
+        "args": {"reps": 3},
+        "target_rows_per_s": 300_000,
+        "legs": [leg("local[2]", "t", 1.0), standalone],
+    }
+    bench.print_report(report)
+    out = capsys.readouterr().out
+    assert "### 1,000 x 100 B in 4 partitions, Spark local[2], medians of 3 reps" in out
+    assert "### 1,000 x 100 B in 4 partitions, Spark standalone, medians of 3 reps" in out
+    assert "Ours against Spark's Kafka source (1,000 x 100 B in 4 partitions, Spark standalone)" in out
+    assert "the largest executor JVM's peak, MB (median): spark-arrow 300, kafka-count 300" in out
+    assert out.count("largest executor JVM") == 1  # local[2] has no executor of its own
+    assert "on each master (local[2], standalone; same topics, same run)" in out
+    assert "| 1,000 x 100 B | batch `count()` | standalone | 0 k | 0 k | 1.00x | 0.50x | 0.50x |" in out
+    assert "standalone cluster (spark://127.0.0.1:7077): master and 2 workers of 1 core" in out
