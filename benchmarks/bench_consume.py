@@ -1267,7 +1267,7 @@ def target_results(name: str, entry: Result, summary: dict[str, Result]) -> list
             continue
         ratio = value / reference
         whole = None
-        if target.metric != "records_per_s":
+        if target.metric == "steady_records_per_s":
             whole = mine["median"]["records_per_s"] / theirs["median"]["records_per_s"]
         out.append(
             {

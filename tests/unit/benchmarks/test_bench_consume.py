@@ -161,6 +161,7 @@ def test_targets_on_small_say_met_or_not_with_the_ratio_and_margin(bench: Module
     assert "= 1.00x" in consumer and "**met**" in consumer
     cpu = _target_line(text, "asyncconsumer / java-warm CPU-s per M records")
     assert "= 1.50x (0.600 / 0.400), wanted <= 1.00x: **not met** (+50%)" in cpu
+    assert "whole run" not in cpu
     assert "**met**" in _target_line(text, "asyncconsumer / java-async-warm CPU-s per M records")
     assert "- target: poll's peak RSS <= 60 MB: 55 MB, **met**" in text
     assert "- CPU-s per million records: asyncconsumer 0.60, asyncconsumer-arrow 0.20" in text
