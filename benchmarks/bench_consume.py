@@ -70,6 +70,7 @@ ALL_CLIENTS = (
     "asyncconsumer-iter",
     "asyncconsumer-sync",
     "asyncconsumer-4m",
+    "asyncconsumer-nosessions",
     "aiokafka",
     "confluent",
     "confluent-tuned",
@@ -82,13 +83,19 @@ ALL_CLIENTS = (
 )
 OPTIONAL_CLIENTS = {"kafka-python": "kafka", "asyncconsumer-arrow": "pyarrow"}
 """Clients in the default list only when their module is importable (client -> module)."""
+NOT_BY_DEFAULT = ("asyncconsumer-nosessions",)
+"""Clients run only when ``--clients`` names them: ``bench_curves.py``'s fetch sessions off."""
 BASELINE = "asyncconsumer"
 
 
 def default_clients(broker: str = "tansu", java_ok: bool | None = None) -> tuple[str, ...]:
     """Every client that can run here: kafka-python when it is installed, Java's consumer on ``--broker kafka``
     when a JDK 17+ is there (``java_ok``; None: ask ``javapeer.unavailable_reason()``)."""
-    clients = [c for c in ALL_CLIENTS if c not in OPTIONAL_CLIENTS or importlib.util.find_spec(OPTIONAL_CLIENTS[c])]
+    clients = [
+        c
+        for c in ALL_CLIENTS
+        if c not in NOT_BY_DEFAULT and (c not in OPTIONAL_CLIENTS or importlib.util.find_spec(OPTIONAL_CLIENTS[c]))
+    ]
     if broker not in javapeer.JAVA_BROKERS or not (
         java_ok if java_ok is not None else javapeer.unavailable_reason() is None
     ):
@@ -229,11 +236,20 @@ default's headroom buys."""
 
 
 async def child_asyncconsumer(
-    bootstrap: str, topic: str, partitions: int, expect: int, *, fetch_buffer_bytes: int | None = None
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expect: int,
+    *,
+    fetch_buffer_bytes: int | None = None,
+    fetch_sessions: bool = True,
+    name: str = "asyncconsumer",
 ) -> Result:
     from asyncconsumer import AsyncConsumer, TopicPartition
 
-    settings = {} if fetch_buffer_bytes is None else {"fetch_buffer_bytes": fetch_buffer_bytes}
+    settings: dict[str, Any] = {} if fetch_buffer_bytes is None else {"fetch_buffer_bytes": fetch_buffer_bytes}
+    if not fetch_sessions:
+        settings["fetch_sessions"] = False
     consumer = AsyncConsumer(bootstrap, auto_offset_reset="earliest", **settings)
     await consumer.start()
     tps = [TopicPartition(topic, p) for p in range(partitions)]
@@ -255,7 +271,6 @@ async def child_asyncconsumer(
             _check_contiguous(next_offset, tp.partition, records[0].offset, records[-1].offset, len(records))
             count += len(records)
         meter.got(count - before)
-    name = "asyncconsumer" if fetch_buffer_bytes is None else "asyncconsumer-4m"
     result = meter.result(name, count, value_bytes, decoder=decoder_implementation())
     result["positions"] = {tp.partition: await consumer.position(tp) for tp in tps}
     await consumer.close()
@@ -632,7 +647,15 @@ def run_child(client: str, bootstrap: str, topic: str, partitions: int, expect: 
         "asyncconsumer-iter": lambda: asyncio.run(child_asyncconsumer_iter(bootstrap, topic, partitions, expect)),
         "asyncconsumer-sync": lambda: child_asyncconsumer_sync(bootstrap, topic, partitions, expect),
         "asyncconsumer-4m": lambda: asyncio.run(
-            child_asyncconsumer(bootstrap, topic, partitions, expect, fetch_buffer_bytes=SMALL_BUFFER)
+            child_asyncconsumer(
+                bootstrap, topic, partitions, expect, fetch_buffer_bytes=SMALL_BUFFER, name="asyncconsumer-4m"
+            )
+        ),
+        # every fetch names every partition (KIP-227 off): what sessions save as partitions grow (bench_curves.py)
+        "asyncconsumer-nosessions": lambda: asyncio.run(
+            child_asyncconsumer(
+                bootstrap, topic, partitions, expect, fetch_sessions=False, name="asyncconsumer-nosessions"
+            )
         ),
         "aiokafka": lambda: asyncio.run(child_aiokafka(bootstrap, topic, partitions, expect)),
         "confluent": lambda: child_confluent(bootstrap, topic, partitions, expect, tuned=False),
@@ -1369,6 +1392,7 @@ _CLIENT_COLOURS = {
     "asyncconsumer-iter": "#3f7fcf",
     "asyncconsumer-sync": "#86b3ea",
     "asyncconsumer-4m": "#b9d3f2",
+    "asyncconsumer-nosessions": "#7fa7d9",
     "aiokafka": "#e0861b",
     "confluent": "#2b8f4e",
     "confluent-tuned": "#86cf9b",
