@@ -71,6 +71,7 @@ ALL_CLIENTS = (
     "asyncconsumer-sync",
     "asyncconsumer-4m",
     "asyncconsumer-nosessions",
+    "asyncconsumer-64m",
     "aiokafka",
     "confluent",
     "confluent-tuned",
@@ -83,8 +84,8 @@ ALL_CLIENTS = (
 )
 OPTIONAL_CLIENTS = {"kafka-python": "kafka", "asyncconsumer-arrow": "pyarrow"}
 """Clients in the default list only when their module is importable (client -> module)."""
-NOT_BY_DEFAULT = ("asyncconsumer-nosessions",)
-"""Clients run only when ``--clients`` names them: ``bench_curves.py``'s fetch sessions off."""
+NOT_BY_DEFAULT = ("asyncconsumer-nosessions", "asyncconsumer-64m")
+"""Clients run only when ``--clients`` names them: ``bench_curves.py``'s fetch sessions off and large buffer."""
 BASELINE = "asyncconsumer"
 
 
@@ -230,6 +231,9 @@ def _check_contiguous(expected_next: dict[int, int], partition: int, first: int,
     expected_next[partition] = last + 1
 
 
+LARGE_BUFFER = 64 << 20
+"""``asyncconsumer-64m``'s ``fetch_buffer_bytes``: eight times the default, for many partitions, where each fetch
+round costs the broker and the consumer in proportion to the partitions (see ``bench_curves.py``)."""
 SMALL_BUFFER = 4 << 20
 """``asyncconsumer-4m``'s ``fetch_buffer_bytes``: half the default (its limit starts at 2 MiB), to show what the
 default's headroom buys."""
@@ -649,6 +653,11 @@ def run_child(client: str, bootstrap: str, topic: str, partitions: int, expect: 
         "asyncconsumer-4m": lambda: asyncio.run(
             child_asyncconsumer(
                 bootstrap, topic, partitions, expect, fetch_buffer_bytes=SMALL_BUFFER, name="asyncconsumer-4m"
+            )
+        ),
+        "asyncconsumer-64m": lambda: asyncio.run(
+            child_asyncconsumer(
+                bootstrap, topic, partitions, expect, fetch_buffer_bytes=LARGE_BUFFER, name="asyncconsumer-64m"
             )
         ),
         # every fetch names every partition (KIP-227 off): what sessions save as partitions grow (bench_curves.py)
@@ -1393,6 +1402,7 @@ _CLIENT_COLOURS = {
     "asyncconsumer-sync": "#86b3ea",
     "asyncconsumer-4m": "#b9d3f2",
     "asyncconsumer-nosessions": "#7fa7d9",
+    "asyncconsumer-64m": "#1f4e8c",
     "aiokafka": "#e0861b",
     "confluent": "#2b8f4e",
     "confluent-tuned": "#86cf9b",

@@ -10,8 +10,8 @@ positions) and medians; its topics are deleted after it so later points meet a b
 
 - ``partitions``: one topic of P partitions (``--points``, default 1, 16, 256, 1,024, 4,096), filled with
   ``--records`` x 100 B and ``--large-records`` x 1 KB, read by ``poll``, ``poll`` without fetch sessions,
-  ``poll_arrow``, tuned librdkafka, Java's two consumers (fresh JVMs) and the raw fetch loop. Records/s, CPU-s per
-  million records and peak RSS at each point.
+  ``poll`` with a 64 MiB ``fetch_buffer_bytes``, ``poll_arrow``, tuned librdkafka, Java's two consumers (fresh
+  JVMs) and the raw fetch loop. Records/s, CPU-s per million records and peak RSS at each point.
 - ``backlog``: 1 KB records in 4 partitions, 0.1, 0.5 and 2 GB (``--backlogs``), read by ``poll``, aiokafka,
   tuned librdkafka and Java: peak RSS against the backlog.
 
@@ -42,6 +42,7 @@ PARTITION_POINTS = (1, 16, 256, 1_024, 4_096)
 PARTITION_CLIENTS = (
     "asyncconsumer",
     "asyncconsumer-nosessions",
+    "asyncconsumer-64m",
     "asyncconsumer-arrow",
     "confluent-tuned",
     "java",
@@ -56,6 +57,7 @@ LARGE_SIZE = 1_000
 LABELS = {
     "asyncconsumer": "poll",
     "asyncconsumer-nosessions": "poll, sessions off",
+    "asyncconsumer-64m": "poll, 64 MiB buffer",
     "asyncconsumer-arrow": "poll_arrow",
     "confluent-tuned": "librdkafka tuned",
     "java": "Java classic",

@@ -123,6 +123,12 @@ class FetchBuffer:
         """What buffered plus in-flight bytes may reach now: between half of the bound and the bound."""
         return self._limit
 
+    @property
+    def errors_pending(self) -> bool:
+        """Background side, once per fetch round: whether any failed fetch waits for the caller. Only the background
+        adds one, so a round that starts with none sees none (the caller may only remove them meanwhile)."""
+        return bool(self._errors)
+
     def error_pending(self, tp: TopicPartition, epoch: int) -> bool:
         """Background side: a failed fetch of ``tp`` at ``epoch`` waits for the caller (do not fetch ``tp``)."""
         if not self._errors:  # the usual case, asked per partition per fetch round: no lock

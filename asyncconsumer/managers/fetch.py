@@ -163,38 +163,51 @@ class FetchManager:
         if cluster is not self._routes_of:
             self._routes_of, self._routes = cluster, {}
         routes = self._routes
+        leader_epochs = self._leader_epochs
+        # What a round cannot change, read once: the nodes with every fetch slot taken, whether any partition is
+        # read from a replica, has a failed fetch waiting for the caller, or is backing off, or any node is.
+        full = {node for node, n in self._in_flight.items() if n >= FETCHES_PER_NODE}
+        replicas = self.read_replicas if self.read_replicas.any_leases(now_ms) else None
+        errors = self._buffer.errors_pending
+        partition_retry = self._partition_retry
+        node_retry_at = self._node_retry_at
+        behind_of = self._behind if self._pipelining else None
+        default_max = self._config.max_partition_fetch_bytes
         for tp, offset, epoch, override in fetchable:
             route = routes.get(tp)
             if route is None:
                 route = routes[tp] = (cluster.leader_for(tp), cluster.leader_epoch(tp))
+            elif tp in in_flight:
+                continue  # its leader was checked under this metadata snapshot already (KIP-320, below)
             leader, leader_epoch = route
             if leader is None:
                 self._metadata.request_update()
                 continue
-            if leader_epoch is not None and self._leader_epochs.get(tp) != leader_epoch:
+            if leader_epoch is not None and leader_epochs.get(tp) != leader_epoch:
                 # a new leader: validate the position against its log before fetching from it (KIP-320)
                 if self._subs.begin_validation(tp, epoch, leader_epoch):
                     wait = 0  # the validation manager, polled before us, asks the new leader on the next turn
                     continue
-                self._leader_epochs[tp] = leader_epoch
+                leader_epochs[tp] = leader_epoch
             # In flight or not, a leader change above starts the validation now: the answer of the fetch out
             # under the old leader is then dropped (KIP-320).
             if tp in in_flight:
                 continue
-            node = self.read_replicas.select(tp, leader, cluster, now_ms)
-            if self._in_flight[node] >= FETCHES_PER_NODE or self._buffer.error_pending(tp, epoch):
+            node = leader if replicas is None else replicas.select(tp, leader, cluster, now_ms)
+            if node in full or (errors and self._buffer.error_pending(tp, epoch)):
                 continue
-            retry = self._partition_retry.get(tp) if self._partition_retry else None
-            if retry is not None and retry[0] == epoch and now_ms < retry[2]:
-                wait = min(wait, retry[2] - now_ms)
-                continue
-            retry_at = self._node_retry_at.get(node, 0)
-            if now_ms < retry_at:
-                wait = min(wait, retry_at - now_ms)
-                continue
-            max_bytes = override or self._config.max_partition_fetch_bytes
-            by_node[node][tp] = _Sent(offset, epoch, max_bytes, leader_epoch)
-            if self._pipelining and self._behind.get(tp) == epoch:
+            if partition_retry:
+                retry = partition_retry.get(tp)
+                if retry is not None and retry[0] == epoch and now_ms < retry[2]:
+                    wait = min(wait, retry[2] - now_ms)
+                    continue
+            if node_retry_at:
+                retry_at = node_retry_at.get(node, 0)
+                if now_ms < retry_at:
+                    wait = min(wait, retry_at - now_ms)
+                    continue
+            by_node[node][tp] = _Sent(offset, epoch, override or default_max, leader_epoch)
+            if behind_of is not None and behind_of.get(tp) == epoch:
                 behind.add(tp)
         planned = [fetch for node, sent in by_node.items() for fetch in self._plan(node, sent, behind)]
         if not planned:
@@ -238,9 +251,10 @@ class FetchManager:
         # A broker fills partitions in request order until max_bytes (KIP-74): the partitions that got records
         # longest ago go first, so none starves, whichever fetch each rides in. (Within a fetch session the broker
         # keeps the order itself, moving partitions that returned records to the back.)
-        order = sorted(sent.items(), key=lambda item: self._served.get(item[0], -1))
+        served = self._served
         wanted: dict[TopicPartition, PartitionFetch] = {}
-        for tp, s in order:
+        for tp in sorted(sent, key=lambda tp: served.get(tp, -1)):
+            s = sent[tp]
             epoch = s.leader_epoch
             wanted[tp] = (s.fetch_offset, s.max_bytes, -1 if epoch is None else epoch)
         session, fetch = self.sessions.prepare(node, wanted, now_ms)

@@ -277,7 +277,9 @@ def test_the_meter_splits_the_polling_thread_s_cpu_from_the_process_s(bench: Mod
     assert 0.03 <= result["main_thread_cpu_s"] <= result["cpu_s"] + 0.01
 
 
-def test_the_sessions_off_client_runs_only_when_named(bench: ModuleType) -> None:
+def test_the_sessions_off_and_large_buffer_clients_run_only_when_named(bench: ModuleType) -> None:
     assert "asyncconsumer-nosessions" in bench.ALL_CLIENTS
     assert "asyncconsumer-nosessions" not in bench.default_clients("tansu", java_ok=False)
     assert "asyncconsumer-nosessions" not in bench.default_clients("kafka", java_ok=True)
+    assert "asyncconsumer-64m" in bench.ALL_CLIENTS
+    assert "asyncconsumer-64m" not in bench.default_clients("kafka", java_ok=True)
