@@ -655,7 +655,7 @@ def child_main(args: argparse.Namespace) -> int:
             child_settle(client, args.bootstrap, args.topic, args.partitions, args.settle_members)
         ),
         "blocked": lambda: asyncio.run(child_blocked(client, args.bootstrap, args.topic, args.partitions, args.expect)),
-        "regex": lambda: asyncio.run(child_regex(client, args.bootstrap, args.topic, args.expect)),
+        "regex": lambda: asyncio.run(child_regex(client, args.bootstrap, args.group, args.topic, args.expect)),
     }
     result = runners[scenario]()
     result.update(scenario=scenario, client=client)
@@ -1021,6 +1021,26 @@ class GroupWatch:
         return self.settled_since is not None and now - self.settled_since >= hold_s
 
 
+def fresh_group(broker: Any, client: str, kip848_group_config: dict[str, str] | None) -> str:
+    """A new group id; for a KIP-848 variant with ``kip848_group_config`` (``consumer.heartbeat.interval.ms``,
+    ``consumer.assignment.interval.ms``...), the group's configs set to it first (on Kafka only)."""
+    group_id = new_group_id()
+    if kip848_group_config and protocol_of(client) == "consumer" and broker.kind == "kafka":
+        broker.handle.set_group_config(group_id, kip848_group_config)
+    return group_id
+
+
+def parse_group_config(text: str) -> dict[str, str]:
+    """``--kip848-group-config``: ``name=value,name=value``."""
+    config: dict[str, str] = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise argparse.ArgumentTypeError(f"expected name=value, got {item!r}")
+        config[name.strip()] = value.strip()
+    return config
+
+
 def _cpu_s(pid: int | None) -> float | None:
     """A process's user + system CPU seconds so far, from /proc (None where unreadable)."""
     if pid is None:
@@ -1035,8 +1055,8 @@ def _cpu_s(pid: int | None) -> float | None:
 class _Members:
     """N member processes: their lines on one queue, their stderr in files, all ended on ``close``."""
 
-    def __init__(self, client: str, bootstrap: str, topic: str, n: int, workdir: Path) -> None:
-        self.group_id = new_group_id()
+    def __init__(self, client: str, bootstrap: str, topic: str, n: int, workdir: Path, group_id: str) -> None:
+        self.group_id = group_id
         self.lines: queue.Queue[tuple[int, Result | None]] = queue.Queue()
         self.procs: list[subprocess.Popen[str]] = []
         self.stderr_paths = [workdir / f"member-{i}.err" for i in range(n)]
@@ -1085,15 +1105,16 @@ class _Members:
                 proc.wait(10)
 
 
-def run_size(client: str, bootstrap: str, topic: str, n: int, broker_pid: int | None) -> Result:
+def run_size(client: str, broker: Any, topic: str, n: int, kip848_group_config: dict[str, str] | None = None) -> Result:
     """One size run: N members of ``client`` in N processes, one fresh group; ``go`` once all are started; time
     until they are settled (``settled``) and held so for ``STABLE_FOR_S``. Raises ``ScenarioTimeout`` past
     ``CURVE_DEADLINE_S`` (the members are ended either way)."""
+    group_id = fresh_group(broker, client, kip848_group_config)
     with tempfile.TemporaryDirectory(prefix="bench-groups-size-") as workdir:
         t_spawn = time.monotonic()
-        members = _Members(client, bootstrap, topic, n, Path(workdir))
+        members = _Members(client, broker.bootstrap_servers, topic, n, Path(workdir), group_id)
         try:
-            return _watch_size(members, n, t_spawn, broker_pid)
+            return _watch_size(members, n, t_spawn, broker.pid)
         finally:
             members.close()
 
@@ -1117,6 +1138,7 @@ def _watch_size(members: _Members, n: int, t_spawn: float, broker_pid: int | Non
     watch = GroupWatch(n, SIZE_PARTITIONS)
     subscribe_s: list[float] = []
     done: dict[int, Result] = {}
+    timeline: list[tuple[float, int, int, int]] = []  # (s after go, member, generation, partitions owned)
     t_go = time.monotonic()
     members.tell("go")
     while True:
@@ -1139,6 +1161,7 @@ def _watch_size(members: _Members, n: int, t_spawn: float, broker_pid: int | Non
             raise ChildFailed(f"member {index} ended during the run:\n{members.stderr_tail(index)}")
         if "t" in message:
             watch.update(index, message["t"], message["gen"], message["parts"])
+            timeline.append((round(message["t"] - t_go, 3), index, message["gen"], len(message["parts"])))
         elif "subscribe_s" in message:
             subscribe_s.append(message["subscribe_s"])
     settled_at = watch.settled_since
@@ -1162,6 +1185,7 @@ def _watch_size(members: _Members, n: int, t_spawn: float, broker_pid: int | Non
         "final_generation": final_generation,
         "generations_seen": sorted(watch.generations),
         "snapshot_changes": watch.changes,
+        "timeline": sorted(timeline),
         "assignments": [sorted(s.partitions) for s in watch.snapshots],
         "ready_s": ready_s,
         "subscribe_s_max": max(subscribe_s, default=None),
@@ -1187,8 +1211,8 @@ def regex_pattern(tag: str, count: int) -> str:
     return f"rx{count}-{tag}-[0-9]{{4}}"
 
 
-async def child_regex(client: str, bootstrap: str, pattern: str, expect: int) -> Result:
-    member = make_member(client, bootstrap, new_group_id())
+async def child_regex(client: str, bootstrap: str, group_id: str, pattern: str, expect: int) -> Result:
+    member = make_member(client, bootstrap, group_id)
     await member.start()
     t0 = time.perf_counter()
     await member.subscribe_pattern(pattern)
@@ -1252,8 +1276,24 @@ def create_regex_topics(broker: Any, names: Sequence[str], batch: int = 100) -> 
         raise RuntimeError(f"producing to the regex topics: {left} not delivered, errors {failed[:3]}")
 
 
-def spawn_regex(client: str, bootstrap: str, pattern: str, expect: int, timeout_s: float) -> Result:
-    argv = child_argv(__file__, child="regex", client=client, bootstrap=bootstrap, topic=pattern, expect=expect)
+def spawn_regex(
+    client: str,
+    broker: Any,
+    pattern: str,
+    expect: int,
+    timeout_s: float,
+    kip848_group_config: dict[str, str] | None = None,
+) -> Result:
+    group_id = fresh_group(broker, client, kip848_group_config)
+    argv = child_argv(
+        __file__,
+        child="regex",
+        client=client,
+        bootstrap=broker.bootstrap_servers,
+        group=group_id,
+        topic=pattern,
+        expect=expect,
+    )
     t0 = time.perf_counter()
     result = spawn_child(argv, f"regex/{client}/{expect}", timeout_s)
     result["child_wall_s"] = time.perf_counter() - t0
@@ -1465,9 +1505,10 @@ def run_curves(
                 for client in clients:
                     try:
                         if scenario == "size":
-                            result = run_size(client, bootstrap, setup["topic"], n, broker.pid)
+                            result = run_size(client, broker, setup["topic"], n, args.kip848_group_config)
                         else:
-                            result = spawn_regex(client, bootstrap, regex_pattern(setup["tag"], n), n, args.timeout)
+                            pattern = regex_pattern(setup["tag"], n)
+                            result = spawn_regex(client, broker, pattern, n, args.timeout, args.kip848_group_config)
                     except (ChildFailed, ScenarioTimeout) as exc:
                         message = f"FAILED [{scenario} {CURVE_X[scenario]}={n} rep {rep}] {client}: {exc}"
                         print(message[:3000], file=sys.stderr, flush=True)
@@ -1498,6 +1539,11 @@ def write_curves(report: Result, json_path: Path) -> list[Path]:
         f"confluent-kafka {info.get('confluent_kafka', '?')} (librdkafka {info.get('librdkafka', '?')}); "
         f"{report['args'].get('reps')} reps.",
     ]
+    if report["args"].get("kip848_group_config"):
+        lines.append(
+            "KIP-848 groups' configs: "
+            + ", ".join(f"{k}={v}" for k, v in report["args"]["kip848_group_config"].items())
+        )
     for scenario, data in report["scenarios"].items():
         summary = {c: {int(p): e for p, e in pts.items()} for c, pts in data["summary"].items()}
         png = json_path.with_name(json_path.stem + f"-{scenario}.png")
@@ -1505,6 +1551,10 @@ def write_curves(report: Result, json_path: Path) -> list[Path]:
             f"{'group size: go → settled' if scenario == 'size' else 'regex subscription: subscribe → records'} "
             f"({info.get('broker', '?')}, {info.get('code', '?')})"
         )
+        if report["args"].get("kip848_group_config"):
+            title += "\nKIP-848 groups: " + ", ".join(
+                f"{k}={v}" for k, v in report["args"]["kip848_group_config"].items()
+            )
         plot_curve(scenario, summary, png, title)
         written.append(png)
         lines += [
@@ -1683,6 +1733,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=lambda text: [int(n) for n in text.split(",")],
         default=list(REGEX_TOPICS),
         help=f"regex: the topic counts, comma-separated (default {','.join(map(str, REGEX_TOPICS))})",
+    )
+    parser.add_argument(
+        "--kip848-group-config",
+        type=parse_group_config,
+        help="size, regex: group configs set on each KIP-848 group before it forms, e.g. "
+        "consumer.heartbeat.interval.ms=500,consumer.assignment.interval.ms=0 (Kafka; default: the broker's)",
     )
     parser.add_argument(
         "--curves-json",
