@@ -953,7 +953,8 @@ def _emit(message: Result) -> None:
 async def child_size_member(client: str, bootstrap: str, group_id: str, topic: str) -> None:
     """One member in its own process. Prints ``ready`` once its client is started, waits for ``go`` on stdin,
     subscribes, then polls until a line (or EOF) on stdin, printing its snapshot (``t`` time.monotonic(), the
-    system-wide clock, ``gen``, ``parts``) whenever it changes; at the end ``done`` with its poll statistics."""
+    system-wide clock, ``gen``, ``parts``, ``cpu`` its CPU seconds since go) whenever it changes; at the end
+    ``done`` with its poll statistics."""
     member = make_member(client, bootstrap, group_id)
     await member.start()
     _emit({"ready": time.monotonic()})
@@ -964,13 +965,13 @@ async def child_size_member(client: str, bootstrap: str, group_id: str, topic: s
     stdin_task = asyncio.create_task(asyncio.to_thread(sys.stdin.readline))
     stdin_task.add_done_callback(lambda _task: stop.set())
     t_go = time.monotonic()
+    cpu0 = time.process_time()
     await member.subscribe(topic)
     _emit({"subscribed": time.monotonic(), "subscribe_s": time.monotonic() - t_go})
     last: tuple[int, frozenset[int]] | None = None
     polls = consumed = 0
     max_gap = 0.0
     previous = time.monotonic()
-    cpu0 = time.process_time()
     while not stop.is_set():
         consumed += await member.poll()
         now = time.monotonic()
@@ -979,7 +980,8 @@ async def child_size_member(client: str, bootstrap: str, group_id: str, topic: s
         snap = Snapshot.of(member)
         if (snap.generation, snap.partitions) != last:
             last = (snap.generation, snap.partitions)
-            _emit({"t": now, "gen": snap.generation, "parts": sorted(snap.partitions)})
+            cpu = time.process_time() - cpu0
+            _emit({"t": now, "gen": snap.generation, "parts": sorted(snap.partitions), "cpu": cpu})
     _emit(
         {
             "done": time.monotonic(),
@@ -1003,18 +1005,28 @@ class GroupWatch:
         self.partitions = partitions
         self.snapshots = [Snapshot(set(), -1) for _ in range(members)]
         self.stamps = [0.0] * members
+        self.cpu: list[float | None] = [None] * members
+        """Each member's CPU seconds since go, as of its latest line (None: not reported)."""
         self.generations: set[int] = set()
         """Every generation (classic) or member epoch (KIP-848) any member reported."""
         self.changes = 0
         self.settled_since: float | None = None
 
-    def update(self, member: int, stamp: float, generation: int, partitions: Sequence[int]) -> None:
+    def update(
+        self, member: int, stamp: float, generation: int, partitions: Sequence[int], cpu: float | None = None
+    ) -> None:
         self.snapshots[member] = Snapshot(set(partitions), generation)
         self.stamps[member] = stamp
+        self.cpu[member] = cpu
         self.changes += 1
         if generation >= 0:
             self.generations.add(generation)
         self.settled_since = max(self.stamps) if settled(self.snapshots, self.partitions) else None
+
+    def cpu_s(self) -> float | None:
+        """The members' CPU seconds from go until their latest lines (once settled: until each reached the settled
+        state), None unless every member reported its CPU."""
+        return None if any(c is None for c in self.cpu) else sum(c for c in self.cpu if c is not None)
 
     def held(self, now: float, hold_s: float) -> bool:
         """Settled, and held for ``hold_s`` by ``now``."""
@@ -1160,12 +1172,13 @@ def _watch_size(members: _Members, n: int, t_spawn: float, broker_pid: int | Non
         if message is None:
             raise ChildFailed(f"member {index} ended during the run:\n{members.stderr_tail(index)}")
         if "t" in message:
-            watch.update(index, message["t"], message["gen"], message["parts"])
+            watch.update(index, message["t"], message["gen"], message["parts"], message.get("cpu"))
             timeline.append((round(message["t"] - t_go, 3), index, message["gen"], len(message["parts"])))
         elif "subscribe_s" in message:
             subscribe_s.append(message["subscribe_s"])
     settled_at = watch.settled_since
     assert settled_at is not None
+    cpu_to_settle = watch.cpu_s()
     broker_cpu1 = _cpu_s(broker_pid)
     load_at_end = os.getloadavg()[0]
     final_generation = watch.snapshots[0].generation
@@ -1191,6 +1204,7 @@ def _watch_size(members: _Members, n: int, t_spawn: float, broker_pid: int | Non
         "subscribe_s_max": max(subscribe_s, default=None),
         "max_poll_gap_s": max((d["max_poll_gap_s"] for d in done.values()), default=None),
         "member_cpu_s": sum(d["cpu_s"] for d in done.values()) if done else None,
+        "member_cpu_to_settle_s": cpu_to_settle,
         "members_reported": len(done),
         "broker_cpu_s": None if broker_cpu0 is None or broker_cpu1 is None else broker_cpu1 - broker_cpu0,
         "load_at_go": load_at_go,
@@ -1337,6 +1351,9 @@ def summarise_curve(scenario: str, runs: Sequence[Result]) -> dict[str, dict[int
                 entry["load_at_end"] = max(loads, default=None)
                 cpu = [r["broker_cpu_s"] for r in ok if r.get("broker_cpu_s") is not None]
                 entry["broker_cpu_s"] = _median(cpu)
+                entry["member_cpu_to_settle_s"] = _median(
+                    [r["member_cpu_to_settle_s"] for r in ok if r.get("member_cpu_to_settle_s") is not None]
+                )
             summary[client][point] = entry
     return summary
 
@@ -1359,13 +1376,14 @@ def curve_table(scenario: str, summary: dict[str, dict[int, Result]]) -> str:
     if scenario == "size":
         lines = [
             "| client | protocol, assignor | members | go → settled s, median (min-max) | final generation per rep "
-            "| generations seen | worst poll gap s | load (1 min) at end | broker CPU s | reps |",
+            "| generations seen | worst poll gap s | members' CPU go → settled s | broker CPU go → held s | reps |",
             "|---|---|---:|---:|---|---|---:|---:|---:|---:|",
         ]
         for client, points in summary.items():
             for n, e in points.items():
                 gap = "-" if e["max_poll_gap_s"] is None else f"{e['max_poll_gap_s']:.2f}"
-                load = "-" if e["load_at_end"] is None else f"{e['load_at_end']:.1f}"
+                members_cpu = e.get("member_cpu_to_settle_s")
+                load = "-" if members_cpu is None else f"{members_cpu:.2f}"
                 cpu = "-" if e["broker_cpu_s"] is None else f"{e['broker_cpu_s']:.1f}"
                 lines.append(
                     f"| {client} | {_assignor(client)} | {n} | {_cell(e['settle_s'])} "
@@ -1459,7 +1477,8 @@ def _curve_progress(scenario: str, rep: int, result: Result) -> str:
         return (
             f"  rep {rep} {client:<21} {result['members']:>2} members settled {result['settle_s']:.2f} s, "
             f"generation {result['final_generation']} (seen {result['generations_seen'][:8]}), "
-            f"worst poll gap {result['max_poll_gap_s'] or 0:.2f} s, load {result['load_at_end']:.1f}, "
+            f"worst poll gap {result['max_poll_gap_s'] or 0:.2f} s, members' CPU to settle "
+            f"{result.get('member_cpu_to_settle_s') or 0:.2f} s, load {result['load_at_end']:.1f}, "
             f"started in {result['ready_s']:.1f} s"
         )
     return (

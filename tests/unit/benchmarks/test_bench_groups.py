@@ -74,6 +74,16 @@ def test_watch_is_not_settled_on_mixed_generations_overlaps_or_no_generation(
     assert not watch.held(100.0, 2.0)
 
 
+def test_watch_sums_the_members_cpu_only_when_every_member_reported_it(bench: ModuleType) -> None:
+    watch = bench.GroupWatch(members=2, partitions=2)
+    watch.update(0, 1.0, 1, [0], 0.25)
+    assert watch.cpu_s() is None  # member 1 has said nothing yet
+    watch.update(1, 1.1, 1, [1], 0.5)
+    assert watch.cpu_s() == 0.75
+    watch.update(1, 1.2, 1, [1])  # a line without it (an older child)
+    assert watch.cpu_s() is None
+
+
 def test_watch_unsettles_on_a_later_change_and_settles_again_later(bench: ModuleType) -> None:
     watch = bench.GroupWatch(members=2, partitions=2)
     watch.update(0, 1.0, 1, [0])
@@ -133,6 +143,7 @@ def size_run(client: str, members: int, settle_s: float, generation: int, **extr
         "max_poll_gap_s": 0.1,
         "load_at_end": 1.5,
         "broker_cpu_s": 0.2,
+        "member_cpu_to_settle_s": 0.3,
         **extra,
     }
 
@@ -168,9 +179,9 @@ def test_size_tables(bench: ModuleType) -> None:
     assert wide[3] == "| confluent-kip848 |  | 2.15 |"
     long = bench.curve_table("size", summary)
     assert (
-        "| asyncconsumer | classic, range | 1 | 0.06 (0.05-0.07) | 1, 1, 1 | 1, 1, 1 | 0.10 | 1.5 | 0.2 | 3 |" in long
+        "| asyncconsumer | classic, range | 1 | 0.06 (0.05-0.07) | 1, 1, 1 | 1, 1, 1 | 0.10 | 0.30 | 0.2 | 3 |" in long
     )
-    assert "| 32 | 0.40 | 2 | 2 | 0.10 | 1.5 | 0.2 | 1 (1 FAILED) |" in long
+    assert "| 32 | 0.40 | 2 | 2 | 0.10 | 0.30 | 0.2 | 1 (1 FAILED) |" in long
 
 
 def test_a_point_whose_every_run_failed_says_so(bench: ModuleType) -> None:
