@@ -1435,7 +1435,7 @@ def plot_curve(scenario: str, summary: dict[str, dict[int, Result]], path: Path,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
     styles = (("all_topics_s", "-", "every topic"), ("first_record_s", ":", "1st record"))
     for i, (client, points) in enumerate(summary.items()):
         color = f"C{i}"
@@ -1462,7 +1462,7 @@ def plot_curve(scenario: str, summary: dict[str, dict[int, Result]], path: Path,
     ax.set_ylabel("go → settled, s" if scenario == "size" else "subscribe → records, s")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the plot, clear of the lines
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
