@@ -18,6 +18,14 @@ Kafka from ``tests/support/kafka_broker.py``; the same group settings for every 
   generation, same assignment, no rebalance callback). Measured twice per run: the member alone in its group,
   then with a second member of the same client (on its own thread and event loop) that keeps heartbeating.
 
+Curves (issue 32; only when named in ``--scenarios``, e.g. ``--broker kafka --scenarios size,regex``; their report
+goes to ``results/groups-curves-<commit>[-kafka].json`` with the tables and one PNG per curve beside it):
+
+- ``size``: N members (1, 4, 16, 32), each in its own process, started, then told to subscribe at once to a
+  64-partition topic in one fresh group; time from "go" until all N are settled (as in ``settle``) and held so.
+- ``regex``: one member subscribes to a pattern matching 1, 100 or 1,000 single-partition topics; time from
+  ``subscribe`` to the first record and to a record from every matching topic.
+
 Variants: asyncconsumer and aiokafka with the classic protocol, librdkafka (``confluent``) with it, and on Kafka
 only (Tansu has no KIP-848 coordinator) asyncconsumer and librdkafka with ``group_protocol="consumer"``
 (``*-kip848``: the broker assigns, with its default assignor, and sets the session and heartbeat timing).
