@@ -18,6 +18,14 @@ Kafka from ``tests/support/kafka_broker.py``; the same group settings for every 
   generation, same assignment, no rebalance callback). Measured twice per run: the member alone in its group,
   then with a second member of the same client (on its own thread and event loop) that keeps heartbeating.
 
+Curves (issue 32; only when named in ``--scenarios``, e.g. ``--broker kafka --scenarios size,regex``; their report
+goes to ``results/groups-curves-<commit>[-kafka].json`` with the tables and one PNG per curve beside it):
+
+- ``size``: N members (1, 4, 16, 32), each in its own process, started, then told to subscribe at once to a
+  64-partition topic in one fresh group; time from "go" until all N are settled (as in ``settle``) and held so.
+- ``regex``: one member subscribes to a pattern matching 1, 100 or 1,000 single-partition topics; time from
+  ``subscribe`` to the first record and to a record from every matching topic.
+
 Variants: asyncconsumer and aiokafka with the classic protocol, librdkafka (``confluent``) with it, and on Kafka
 only (Tansu has no KIP-848 coordinator) asyncconsumer and librdkafka with ``group_protocol="consumer"``
 (``*-kip848``: the broker assigns, with its default assignor, and sets the session and heartbeat timing).
@@ -33,9 +41,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import queue
+import re
 import statistics
 import struct
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -52,6 +65,7 @@ from benchcommon import (
     ChildFailed,
     child_argv,
     code_version,
+    default_results_path,
     machine,
     report_failures,
     spawn_child,
@@ -157,7 +171,10 @@ class Member(Protocol):
 
     async def start(self) -> None: ...
     async def subscribe(self, topic: str) -> None: ...
+    async def subscribe_pattern(self, pattern: str) -> None: ...
     async def poll(self) -> int: ...
+    async def poll_topics(self) -> set[str]: ...
+    def assigned(self) -> int: ...
     def partitions(self) -> set[int]: ...
     def generation(self) -> int: ...
     async def close(self) -> None: ...
@@ -196,11 +213,23 @@ class AcMember:
     async def subscribe(self, topic: str) -> None:
         await self._consumer.subscribe([topic], listener=_AcListener(self.events))
 
+    async def subscribe_pattern(self, pattern: str) -> None:
+        """Every topic whose whole name matches ``pattern`` (classic: matched here on each metadata refresh;
+        KIP-848: sent to the coordinator, which matches it)."""
+        await self._consumer.subscribe(pattern=pattern, listener=_AcListener(self.events))
+
     async def poll(self) -> int:
         return (await self._consumer.poll(timeout_ms=POLL_TIMEOUT_MS)).count()
 
+    async def poll_topics(self) -> set[str]:
+        records = await self._consumer.poll(timeout_ms=POLL_TIMEOUT_MS)
+        return {tp.topic for tp in records.partitions() if records[tp]}
+
     def partitions(self) -> set[int]:
         return {tp.partition for tp in self._consumer.assignment()}
+
+    def assigned(self) -> int:
+        return len(self._consumer.assignment())
 
     def generation(self) -> int:
         return self._consumer.group_metadata().generation_id
@@ -237,12 +266,22 @@ class AioMember:
     async def subscribe(self, topic: str) -> None:
         self._consumer.subscribe([topic], listener=_AioListener(self.events))
 
+    async def subscribe_pattern(self, pattern: str) -> None:
+        self._consumer.subscribe(pattern=f"^{pattern}$", listener=_AioListener(self.events))
+
     async def poll(self) -> int:
         batch = await self._consumer.getmany(timeout_ms=POLL_TIMEOUT_MS)
         return sum(len(records) for records in batch.values())
 
+    async def poll_topics(self) -> set[str]:
+        batch = await self._consumer.getmany(timeout_ms=POLL_TIMEOUT_MS)
+        return {tp.topic for tp, records in batch.items() if records}
+
     def partitions(self) -> set[int]:
         return {tp.partition for tp in self._consumer.assignment()}
+
+    def assigned(self) -> int:
+        return len(self._consumer.assignment())
 
     def generation(self) -> int:
         coordinator = self._consumer._coordinator  # no public accessor; -1 outside a generation
@@ -282,12 +321,24 @@ class ConfluentMember:
             [topic], on_assign=callback("assigned"), on_revoke=callback("revoked"), on_lost=callback("lost")
         )
 
+    async def subscribe_pattern(self, pattern: str) -> None:
+        """librdkafka takes a subscribed name that starts with ``^`` as a regular expression (anchored here at
+        both ends, as the others match whole names)."""
+        self._consumer.subscribe([f"^{pattern}$"])
+
     async def poll(self) -> int:
         messages = await asyncio.to_thread(self._consumer.consume, 500, POLL_TIMEOUT_MS / 1000)
         return sum(1 for message in messages if message.error() is None)
 
+    async def poll_topics(self) -> set[str]:
+        messages = await asyncio.to_thread(self._consumer.consume, 500, POLL_TIMEOUT_MS / 1000)
+        return {message.topic() for message in messages if message.error() is None}
+
     def partitions(self) -> set[int]:
         return set() if self._consumer is None else {tp.partition for tp in self._consumer.assignment()}
+
+    def assigned(self) -> int:
+        return 0 if self._consumer is None else len(self._consumer.assignment())
 
     def generation(self) -> int:
         """The generation (classic) or member epoch (KIP-848) librdkafka holds: read from its serialized group
@@ -603,12 +654,16 @@ async def child_blocked(client: str, bootstrap: str, topic: str, partitions: int
 
 def child_main(args: argparse.Namespace) -> int:
     scenario, client = args.child, args.client
+    if scenario == "size":  # one member of a size run: talks to the parent in lines, no result line
+        asyncio.run(child_size_member(client, args.bootstrap, args.group, args.topic))
+        return 0
     runners: dict[str, Callable[[], Result]] = {
         "first": lambda: asyncio.run(child_first(client, args.bootstrap, args.topic)),
         "settle": lambda: asyncio.run(
             child_settle(client, args.bootstrap, args.topic, args.partitions, args.settle_members)
         ),
         "blocked": lambda: asyncio.run(child_blocked(client, args.bootstrap, args.topic, args.partitions, args.expect)),
+        "regex": lambda: asyncio.run(child_regex(client, args.bootstrap, args.group, args.topic, args.expect)),
     }
     result = runners[scenario]()
     result.update(scenario=scenario, client=client)
@@ -868,17 +923,696 @@ def _progress(scenario: str, rep: int, result: Result) -> str:
     return f"  rep {rep} {client:<19} " + "; ".join(parts)
 
 
+# ==========================================================================================================
+# curves (issue 32): time to settle as the group grows, time to consume as a pattern matches more topics
+# ==========================================================================================================
+
+CURVE_SCENARIOS = ("size", "regex")
+CURVE_VARIANTS: dict[str, tuple[str, ...]] = {
+    "size": ("asyncconsumer", "asyncconsumer-kip848", "confluent", "confluent-kip848"),
+    "regex": ("asyncconsumer", "asyncconsumer-kip848", "confluent", "confluent-kip848"),
+}
+SIZE_MEMBERS = (1, 4, 16, 32)
+SIZE_PARTITIONS = 64  # 32 members get 2 each
+SIZE_RECORDS = 4 * SIZE_PARTITIONS
+REGEX_TOPICS = (1, 100, 1_000)
+CURVE_DEADLINE_S = 90.0  # go -> settled and held (size), subscribe -> every topic consumed (regex)
+READY_DEADLINE_S = 240.0  # N fresh Pythons importing and starting a client, on 2 cores
+STOP_DEADLINE_S = 30.0  # members' close after the run, then SIGKILL
+MEMBER_MARKER = "MEMBER "
+"""A size member prints its JSON lines behind this marker (anything else on its stdout is ignored)."""
+
+
+def curve_variants(scenario: str, broker: str, only: Sequence[str] | None = None) -> tuple[str, ...]:
+    return tuple(
+        v
+        for v in CURVE_VARIANTS[scenario]
+        if (broker == "kafka" or v not in KAFKA_ONLY) and (only is None or v in only)
+    )
+
+
+# --- size: N member processes, one member each --------------------------------------------------------------
+
+
+def _emit(message: Result) -> None:
+    print(MEMBER_MARKER + json.dumps(message), flush=True)
+
+
+async def child_size_member(client: str, bootstrap: str, group_id: str, topic: str) -> None:
+    """One member in its own process. Prints ``ready`` once its client is started, waits for ``go`` on stdin,
+    subscribes, then polls until a line (or EOF) on stdin, printing its snapshot (``t`` time.monotonic(), the
+    system-wide clock, ``gen``, ``parts``, ``cpu`` its CPU seconds since go) whenever it changes; at the end
+    ``done`` with its poll statistics."""
+    member = make_member(client, bootstrap, group_id)
+    await member.start()
+    _emit({"ready": time.monotonic()})
+    if (await asyncio.to_thread(sys.stdin.readline)).strip() != "go":
+        await member.close()
+        return
+    stop = asyncio.Event()
+    stdin_task = asyncio.create_task(asyncio.to_thread(sys.stdin.readline))
+    stdin_task.add_done_callback(lambda _task: stop.set())
+    t_go = time.monotonic()
+    cpu0 = time.process_time()
+    await member.subscribe(topic)
+    _emit({"subscribed": time.monotonic(), "subscribe_s": time.monotonic() - t_go})
+    last: tuple[int, frozenset[int]] | None = None
+    polls = consumed = 0
+    max_gap = 0.0
+    previous = time.monotonic()
+    while not stop.is_set():
+        consumed += await member.poll()
+        now = time.monotonic()
+        max_gap, previous = max(max_gap, now - previous), now
+        polls += 1
+        snap = Snapshot.of(member)
+        if (snap.generation, snap.partitions) != last:
+            last = (snap.generation, snap.partitions)
+            cpu = time.process_time() - cpu0
+            _emit({"t": now, "gen": snap.generation, "parts": sorted(snap.partitions), "cpu": cpu})
+    _emit(
+        {
+            "done": time.monotonic(),
+            "polls": polls,
+            "max_poll_gap_s": max_gap,
+            "consumed": consumed,
+            "cpu_s": time.process_time() - cpu0,
+        }
+    )
+    await asyncio.wait_for(member.close(), STOP_DEADLINE_S / 2)
+
+
+class GroupWatch:
+    """The snapshots of N members, each in its own process, as their lines arrive (not necessarily in stamp
+    order across processes); whether and since when the group is settled.
+
+    Settled since: the latest stamp among the current snapshots, i.e. when the last member reached the state all
+    now hold (each member reports every change, in order, so none changed in between)."""
+
+    def __init__(self, members: int, partitions: int) -> None:
+        self.partitions = partitions
+        self.snapshots = [Snapshot(set(), -1) for _ in range(members)]
+        self.stamps = [0.0] * members
+        self.cpu: list[float | None] = [None] * members
+        """Each member's CPU seconds since go, as of its latest line (None: not reported)."""
+        self.generations: set[int] = set()
+        """Every generation (classic) or member epoch (KIP-848) any member reported."""
+        self.changes = 0
+        self.settled_since: float | None = None
+
+    def update(
+        self, member: int, stamp: float, generation: int, partitions: Sequence[int], cpu: float | None = None
+    ) -> None:
+        self.snapshots[member] = Snapshot(set(partitions), generation)
+        self.stamps[member] = stamp
+        self.cpu[member] = cpu
+        self.changes += 1
+        if generation >= 0:
+            self.generations.add(generation)
+        self.settled_since = max(self.stamps) if settled(self.snapshots, self.partitions) else None
+
+    def cpu_s(self) -> float | None:
+        """The members' CPU seconds from go until their latest lines (once settled: until each reached the settled
+        state), None unless every member reported its CPU."""
+        return None if any(c is None for c in self.cpu) else sum(c for c in self.cpu if c is not None)
+
+    def held(self, now: float, hold_s: float) -> bool:
+        """Settled, and held for ``hold_s`` by ``now``."""
+        return self.settled_since is not None and now - self.settled_since >= hold_s
+
+
+def fresh_group(broker: Any, client: str, kip848_group_config: dict[str, str] | None) -> str:
+    """A new group id; for a KIP-848 variant with ``kip848_group_config`` (``consumer.heartbeat.interval.ms``,
+    ``consumer.assignment.interval.ms``...), the group's configs set to it first (on Kafka only)."""
+    group_id = new_group_id()
+    if kip848_group_config and protocol_of(client) == "consumer" and broker.kind == "kafka":
+        broker.handle.set_group_config(group_id, kip848_group_config)
+    return group_id
+
+
+def parse_group_config(text: str) -> dict[str, str]:
+    """``--kip848-group-config``: ``name=value,name=value``."""
+    config: dict[str, str] = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise argparse.ArgumentTypeError(f"expected name=value, got {item!r}")
+        config[name.strip()] = value.strip()
+    return config
+
+
+def _cpu_s(pid: int | None) -> float | None:
+    """A process's user + system CPU seconds so far, from /proc (None where unreadable)."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class _Members:
+    """N member processes: their lines on one queue, their stderr in files, all ended on ``close``."""
+
+    def __init__(self, client: str, bootstrap: str, topic: str, n: int, workdir: Path, group_id: str) -> None:
+        self.group_id = group_id
+        self.lines: queue.Queue[tuple[int, Result | None]] = queue.Queue()
+        self.procs: list[subprocess.Popen[str]] = []
+        self.stderr_paths = [workdir / f"member-{i}.err" for i in range(n)]
+        for i in range(n):
+            argv = child_argv(
+                __file__, child="size", client=client, bootstrap=bootstrap, topic=topic, group=self.group_id
+            )
+            with self.stderr_paths[i].open("w") as err:
+                proc = subprocess.Popen(
+                    argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1
+                )
+            self.procs.append(proc)
+            threading.Thread(target=self._read, args=(i, proc), daemon=True).start()
+
+    def _read(self, index: int, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith(MEMBER_MARKER):
+                self.lines.put((index, json.loads(line[len(MEMBER_MARKER) :])))
+        self.lines.put((index, None))  # EOF: the process ended
+
+    def tell(self, line: str) -> None:
+        for proc in self.procs:
+            if proc.stdin is not None and proc.poll() is None:
+                try:
+                    proc.stdin.write(line + "\n")
+                    proc.stdin.flush()
+                except (BrokenPipeError, OSError):
+                    pass
+
+    def stderr_tail(self, index: int) -> str:
+        try:
+            return self.stderr_paths[index].read_text()[-2000:]
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """Asks every member to stop; kills what is still there after ``STOP_DEADLINE_S``."""
+        self.tell("stop")
+        deadline = time.monotonic() + STOP_DEADLINE_S
+        for proc in self.procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+def run_size(client: str, broker: Any, topic: str, n: int, kip848_group_config: dict[str, str] | None = None) -> Result:
+    """One size run: N members of ``client`` in N processes, one fresh group; ``go`` once all are started; time
+    until they are settled (``settled``) and held so for ``STABLE_FOR_S``. Raises ``ScenarioTimeout`` past
+    ``CURVE_DEADLINE_S`` (the members are ended either way)."""
+    group_id = fresh_group(broker, client, kip848_group_config)
+    with tempfile.TemporaryDirectory(prefix="bench-groups-size-") as workdir:
+        t_spawn = time.monotonic()
+        members = _Members(client, broker.bootstrap_servers, topic, n, Path(workdir), group_id)
+        try:
+            return _watch_size(members, n, t_spawn, broker.pid)
+        finally:
+            members.close()
+
+
+def _watch_size(members: _Members, n: int, t_spawn: float, broker_pid: int | None) -> Result:
+    ready: set[int] = set()
+    while len(ready) < n:
+        try:
+            index, message = members.lines.get(timeout=max(0.01, t_spawn + READY_DEADLINE_S - time.monotonic()))
+        except queue.Empty:
+            raise ScenarioTimeout(
+                f"{n - len(ready)} of {n} members not started within {READY_DEADLINE_S:.0f} s"
+            ) from None
+        if message is None:
+            raise ChildFailed(f"member {index} ended before it was ready:\n{members.stderr_tail(index)}")
+        if "ready" in message:
+            ready.add(index)
+    ready_s = time.monotonic() - t_spawn
+    load_at_go = os.getloadavg()[0]
+    broker_cpu0 = _cpu_s(broker_pid)
+    watch = GroupWatch(n, SIZE_PARTITIONS)
+    subscribe_s: list[float] = []
+    done: dict[int, Result] = {}
+    timeline: list[tuple[float, int, int, int]] = []  # (s after go, member, generation, partitions owned)
+    t_go = time.monotonic()
+    members.tell("go")
+    while True:
+        now = time.monotonic()
+        if watch.held(now, STABLE_FOR_S):
+            break
+        if now - t_go > CURVE_DEADLINE_S:
+            raise ScenarioTimeout(
+                f"{n} members not settled within {CURVE_DEADLINE_S:.0f} s: generations seen "
+                f"{sorted(watch.generations)}; {describe(watch.snapshots)}"
+            )
+        wait = CURVE_DEADLINE_S - (now - t_go)
+        if watch.settled_since is not None:
+            wait = min(wait, watch.settled_since + STABLE_FOR_S - now)
+        try:
+            index, message = members.lines.get(timeout=max(0.01, wait))
+        except queue.Empty:
+            continue
+        if message is None:
+            raise ChildFailed(f"member {index} ended during the run:\n{members.stderr_tail(index)}")
+        if "t" in message:
+            watch.update(index, message["t"], message["gen"], message["parts"], message.get("cpu"))
+            timeline.append((round(message["t"] - t_go, 3), index, message["gen"], len(message["parts"])))
+        elif "subscribe_s" in message:
+            subscribe_s.append(message["subscribe_s"])
+    settled_at = watch.settled_since
+    assert settled_at is not None
+    cpu_to_settle = watch.cpu_s()
+    broker_cpu1 = _cpu_s(broker_pid)
+    load_at_end = os.getloadavg()[0]
+    final_generation = watch.snapshots[0].generation
+    members.tell("stop")
+    deadline = time.monotonic() + STOP_DEADLINE_S
+    while len(done) < n and time.monotonic() < deadline:
+        try:
+            index, message = members.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        if message is not None and "done" in message:
+            done[index] = message
+    return {
+        "members": n,
+        "settle_s": settled_at - t_go,
+        "window_s": time.monotonic() - t_go,
+        "final_generation": final_generation,
+        "generations_seen": sorted(watch.generations),
+        "snapshot_changes": watch.changes,
+        "timeline": sorted(timeline),
+        "assignments": [sorted(s.partitions) for s in watch.snapshots],
+        "ready_s": ready_s,
+        "subscribe_s_max": max(subscribe_s, default=None),
+        "max_poll_gap_s": max((d["max_poll_gap_s"] for d in done.values()), default=None),
+        "member_cpu_s": sum(d["cpu_s"] for d in done.values()) if done else None,
+        "member_cpu_to_settle_s": cpu_to_settle,
+        "members_reported": len(done),
+        "broker_cpu_s": None if broker_cpu0 is None or broker_cpu1 is None else broker_cpu1 - broker_cpu0,
+        "load_at_go": load_at_go,
+        "load_at_end": load_at_end,
+    }
+
+
+# --- regex: subscribe(pattern) to 1, 100 or 1,000 topics ----------------------------------------------------
+
+
+def regex_topics(tag: str, count: int) -> list[str]:
+    """The topics of one point: ``rx<count>-<tag>-0000``... (distinct prefixes: no pattern matches another's)."""
+    return [f"rx{count}-{tag}-{i:04d}" for i in range(count)]
+
+
+def regex_pattern(tag: str, count: int) -> str:
+    """A pattern whose whole-name matches are exactly ``regex_topics(tag, count)``."""
+    return f"rx{count}-{tag}-[0-9]{{4}}"
+
+
+async def child_regex(client: str, bootstrap: str, group_id: str, pattern: str, expect: int) -> Result:
+    member = make_member(client, bootstrap, group_id)
+    await member.start()
+    t0 = time.perf_counter()
+    await member.subscribe_pattern(pattern)
+    subscribe_s = time.perf_counter() - t0
+    seen: set[str] = set()
+    first_s = assigned_s = None
+    polls = 0
+    while len(seen) < expect:
+        got = await member.poll_topics()
+        polls += 1
+        now = time.perf_counter() - t0
+        if assigned_s is None and member.assigned() >= expect:
+            assigned_s = now
+        if got and first_s is None:
+            first_s = now
+        seen |= got
+        if now > CURVE_DEADLINE_S:
+            raise ScenarioTimeout(
+                f"{len(seen)} of {expect} topics consumed, {member.assigned()} partitions assigned, "
+                f"within {CURVE_DEADLINE_S:.0f} s"
+            )
+    all_s = time.perf_counter() - t0
+    result = {
+        "topics": expect,
+        "subscribe_s": subscribe_s,
+        "first_record_s": first_s,
+        "assigned_s": all_s if assigned_s is None else assigned_s,
+        "all_topics_s": all_s,
+        "polls": polls,
+        "unexpected": sorted(t for t in seen if not re.fullmatch(pattern, t)),
+        "generation": member.generation(),
+    }
+    await member.close()
+    return result
+
+
+def create_regex_topics(broker: Any, names: Sequence[str], batch: int = 100) -> None:
+    """Creates single-partition topics in batches and puts one record in each (librdkafka's producer)."""
+    from confluent_kafka import Producer
+
+    if broker.kind == "kafka":
+        from confluent_kafka.admin import NewTopic
+
+        admin = broker.handle.admin()
+        for start in range(0, len(names), batch):
+            chunk = [NewTopic(name, num_partitions=1, replication_factor=1) for name in names[start : start + batch]]
+            for future in admin.create_topics(chunk, request_timeout=60).values():
+                future.result(timeout=60)
+    else:
+        for name in names:
+            broker.create_topic(name, 1)
+    failed: list[str] = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20})
+    for name in names:
+        producer.produce(
+            name, b"x" * 100, partition=0, on_delivery=lambda err, msg: failed.append(str(err)) if err else None
+        )
+        producer.poll(0)
+    left = producer.flush(120)
+    if left or failed:
+        raise RuntimeError(f"producing to the regex topics: {left} not delivered, errors {failed[:3]}")
+
+
+def spawn_regex(
+    client: str,
+    broker: Any,
+    pattern: str,
+    expect: int,
+    timeout_s: float,
+    kip848_group_config: dict[str, str] | None = None,
+) -> Result:
+    group_id = fresh_group(broker, client, kip848_group_config)
+    argv = child_argv(
+        __file__,
+        child="regex",
+        client=client,
+        bootstrap=broker.bootstrap_servers,
+        group=group_id,
+        topic=pattern,
+        expect=expect,
+    )
+    t0 = time.perf_counter()
+    result = spawn_child(argv, f"regex/{client}/{expect}", timeout_s)
+    result["child_wall_s"] = time.perf_counter() - t0
+    if result.get("unexpected"):
+        raise ChildFailed(f"regex/{client}/{expect}: consumed topics outside the pattern: {result['unexpected'][:5]}")
+    return result
+
+
+# --- summary, tables, plots ---------------------------------------------------------------------------------
+
+CURVE_METRICS = {"size": ("settle_s",), "regex": ("first_record_s", "assigned_s", "all_topics_s")}
+CURVE_X = {"size": "members", "regex": "topics"}
+
+
+def summarise_curve(scenario: str, runs: Sequence[Result]) -> dict[str, dict[int, Result]]:
+    """Per variant, per point (members or topics): reps, failures, median/min/max of each metric; for size also
+    the final generations, the generations seen and the worst poll gap."""
+    metrics, x = CURVE_METRICS[scenario], CURVE_X[scenario]
+    grouped: dict[str, dict[int, list[Result]]] = {}
+    for run in runs:
+        grouped.setdefault(run["client"], {}).setdefault(int(run[x]), []).append(run)
+    summary: dict[str, dict[int, Result]] = {}
+    for client, points in grouped.items():
+        summary[client] = {}
+        for point, results in sorted(points.items()):
+            ok = [r for r in results if not r.get("failed")]
+            entry: Result = {"reps": len(ok), "failed": len(results) - len(ok)}
+            for m in metrics:
+                values = [r[m] for r in ok if r.get(m) is not None]
+                entry[m] = {
+                    "median": _median(values),
+                    "min": min(values, default=None),
+                    "max": max(values, default=None),
+                }
+            if scenario == "size":
+                entry["final_generations"] = [r["final_generation"] for r in ok]
+                entry["generations_seen"] = [len(r["generations_seen"]) for r in ok]
+                gaps = [r["max_poll_gap_s"] for r in ok if r.get("max_poll_gap_s") is not None]
+                entry["max_poll_gap_s"] = max(gaps, default=None)
+                loads = [r["load_at_end"] for r in ok if r.get("load_at_end") is not None]
+                entry["load_at_end"] = max(loads, default=None)
+                cpu = [r["broker_cpu_s"] for r in ok if r.get("broker_cpu_s") is not None]
+                entry["broker_cpu_s"] = _median(cpu)
+                entry["member_cpu_to_settle_s"] = _median(
+                    [r["member_cpu_to_settle_s"] for r in ok if r.get("member_cpu_to_settle_s") is not None]
+                )
+            summary[client][point] = entry
+    return summary
+
+
+def _cell(stat: Result, digits: int = 2) -> str:
+    if stat["median"] is None:
+        return "-"
+    text = f"{stat['median']:.{digits}f}"
+    if stat["min"] != stat["max"]:
+        text += f" ({stat['min']:.{digits}f}-{stat['max']:.{digits}f})"
+    return text
+
+
+def _failed(entry: Result) -> str:
+    return f" ({entry['failed']} FAILED)" if entry["failed"] else ""
+
+
+def curve_table(scenario: str, summary: dict[str, dict[int, Result]]) -> str:
+    """The size table (per variant and N: settle time, generations, worst poll gap) or the regex one."""
+    if scenario == "size":
+        lines = [
+            "| client | protocol, assignor | members | go → settled s, median (min-max) | final generation per rep "
+            "| generations seen | worst poll gap s | members' CPU go → settled s | broker CPU go → held s | reps |",
+            "|---|---|---:|---:|---|---|---:|---:|---:|---:|",
+        ]
+        for client, points in summary.items():
+            for n, e in points.items():
+                gap = "-" if e["max_poll_gap_s"] is None else f"{e['max_poll_gap_s']:.2f}"
+                members_cpu = e.get("member_cpu_to_settle_s")
+                load = "-" if members_cpu is None else f"{members_cpu:.2f}"
+                cpu = "-" if e["broker_cpu_s"] is None else f"{e['broker_cpu_s']:.1f}"
+                lines.append(
+                    f"| {client} | {_assignor(client)} | {n} | {_cell(e['settle_s'])} "
+                    f"| {', '.join(map(str, e['final_generations'])) or '-'} "
+                    f"| {', '.join(map(str, e['generations_seen'])) or '-'} | {gap} | {load} | {cpu} "
+                    f"| {e['reps']}{_failed(e)} |"
+                )
+        return "\n".join(lines)
+    lines = [
+        "| client | protocol | topics | subscribe → 1st record s | subscribe → all assigned s "
+        "| subscribe → every topic consumed s | reps |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for client, points in summary.items():
+        for n, e in points.items():
+            lines.append(
+                f"| {client} | {protocol_of(client)} | {n:,} | {_cell(e['first_record_s'])} "
+                f"| {_cell(e['assigned_s'])} | {_cell(e['all_topics_s'])} | {e['reps']}{_failed(e)} |"
+            )
+    return "\n".join(lines)
+
+
+def curve_wide_table(scenario: str, summary: dict[str, dict[int, Result]]) -> str:
+    """One row per variant, one column per point: the headline metric's median."""
+    metric = "settle_s" if scenario == "size" else "all_topics_s"
+    points = sorted({p for entries in summary.values() for p in entries})
+    head = "members" if scenario == "size" else "topics"
+    lines = [
+        "| client | " + " | ".join(f"{p:,} {head}" for p in points) + " |",
+        "|---|" + "---:|" * len(points),
+    ]
+    for client, entries in summary.items():
+        cells = []
+        for p in points:
+            e = entries.get(p)
+            if e is None:
+                cells.append("")
+            elif e[metric]["median"] is None:
+                cells.append(f"FAILED ({e['failed']})")
+            else:
+                cells.append(f"{e[metric]['median']:.2f}{_failed(e)}")
+        lines.append(f"| {client} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_curve(scenario: str, summary: dict[str, dict[int, Result]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
+    styles = (("all_topics_s", "-", "every topic"), ("first_record_s", ":", "1st record"))
+    for i, (client, points) in enumerate(summary.items()):
+        color = f"C{i}"
+        series = [("settle_s", "-", "")] if scenario == "size" else list(styles)
+        for metric, line, label in series:
+            xs = [p for p, e in points.items() if e[metric]["median"] is not None]
+            ys = [points[p][metric]["median"] for p in xs]
+            lows = [points[p][metric]["median"] - points[p][metric]["min"] for p in xs]
+            highs = [points[p][metric]["max"] - points[p][metric]["median"] for p in xs]
+            ax.errorbar(
+                xs,
+                ys,
+                yerr=[lows, highs],
+                color=color,
+                linestyle=line,
+                marker="o",
+                capsize=3,
+                label=f"{client}" + (f" ({label})" if label else ""),
+            )
+    ax.set_xscale("log", base=2 if scenario == "size" else 10)
+    points = sorted({p for entries in summary.values() for p in entries})
+    ax.set_xticks(points, [f"{p:,}" for p in points])
+    ax.set_xlabel("members (one process each)" if scenario == "size" else "topics matched by the pattern")
+    ax.set_ylabel("go → settled, s" if scenario == "size" else "subscribe → records, s")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the plot, clear of the lines
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _curve_progress(scenario: str, rep: int, result: Result) -> str:
+    client = result["client"]
+    if result.get("failed"):
+        return f"  rep {rep} {client:<21} {CURVE_X[scenario]}={result[CURVE_X[scenario]]} FAILED: {result['error']}"
+    if scenario == "size":
+        return (
+            f"  rep {rep} {client:<21} {result['members']:>2} members settled {result['settle_s']:.2f} s, "
+            f"generation {result['final_generation']} (seen {result['generations_seen'][:8]}), "
+            f"worst poll gap {result['max_poll_gap_s'] or 0:.2f} s, members' CPU to settle "
+            f"{result.get('member_cpu_to_settle_s') or 0:.2f} s, load {result['load_at_end']:.1f}, "
+            f"started in {result['ready_s']:.1f} s"
+        )
+    return (
+        f"  rep {rep} {client:<21} {result['topics']:>4} topics: 1st record {result['first_record_s']:.2f} s, "
+        f"assigned {result['assigned_s']:.2f} s, every topic {result['all_topics_s']:.2f} s"
+    )
+
+
+def run_curves(
+    scenarios: Sequence[str], broker: Any, args: argparse.Namespace, only: Sequence[str] | None, info: Result
+) -> tuple[Result, list[str]]:
+    """Runs the curve scenarios (reps interleaved: each point's variants in turn, then the next point); a failed
+    run is recorded and the run goes on. Returns the report and the failures."""
+    report: Result = {"machine": info, "args": vars(args), "scenarios": {}}
+    failures: list[str] = []
+    bootstrap = broker.bootstrap_servers
+    for scenario in scenarios:
+        clients = curve_variants(scenario, broker.kind, only)
+        if not clients:
+            print(f"\n## {scenario}: no variant to run (--clients)")
+            continue
+        points = tuple(args.size_members) if scenario == "size" else tuple(args.regex_topics)
+        runs: list[Result] = []
+        setup: Result = {}
+        if scenario == "size":
+            topic = f"bench-groups-size-{uuid.uuid4().hex[:8]}"
+            broker.create_topic(topic, SIZE_PARTITIONS)
+            produce(bootstrap, topic, SIZE_PARTITIONS, SIZE_RECORDS)
+            setup = {"topic": topic, "partitions": SIZE_PARTITIONS, "records": SIZE_RECORDS}
+            print(f"\n## size: topic {topic}, {SIZE_PARTITIONS} partitions, {SIZE_RECORDS} records; members {points}")
+        else:
+            tag = uuid.uuid4().hex[:6]
+            t0 = time.perf_counter()
+            for n in points:
+                create_regex_topics(broker, regex_topics(tag, n))
+            setup = {"tag": tag, "patterns": {n: regex_pattern(tag, n) for n in points}}
+            print(
+                f"\n## regex: {sum(points)} single-partition topics, one record each, created in "
+                f"{time.perf_counter() - t0:.1f} s; patterns {setup['patterns']}"
+            )
+        for rep in range(1, args.reps + 1):
+            for n in points:
+                for client in clients:
+                    try:
+                        if scenario == "size":
+                            result = run_size(client, broker, setup["topic"], n, args.kip848_group_config)
+                        else:
+                            pattern = regex_pattern(setup["tag"], n)
+                            result = spawn_regex(client, broker, pattern, n, args.timeout, args.kip848_group_config)
+                    except (ChildFailed, ScenarioTimeout) as exc:
+                        message = f"FAILED [{scenario} {CURVE_X[scenario]}={n} rep {rep}] {client}: {exc}"
+                        print(message[:3000], file=sys.stderr, flush=True)
+                        failures.append(message)
+                        result = {"failed": True, "error": str(exc).splitlines()[0][:500], CURVE_X[scenario]: n}
+                    result.update(client=client, rep=rep, scenario=scenario)
+                    runs.append(result)
+                    print(_curve_progress(scenario, rep, result), flush=True)
+        summary = summarise_curve(scenario, runs)
+        report["scenarios"][scenario] = {**setup, "points": list(points), "runs": runs, "summary": summary}
+        print(f"\n### {scenario} — {args.reps} reps, medians (min-max)\n")
+        print(curve_wide_table(scenario, summary))
+        print()
+        print(curve_table(scenario, summary), flush=True)
+    return report, failures
+
+
+def write_curves(report: Result, json_path: Path) -> list[Path]:
+    """The report as JSON, its tables as markdown beside it, one PNG per curve: the paths written."""
+    info = report["machine"]
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(report, indent=2))
+    written = [json_path]
+    lines = [
+        f"# bench_groups.py curves — {info.get('broker', '?')}, asyncconsumer at {info.get('code', '?')}",
+        "",
+        f"{info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, {info['platform']}; "
+        f"confluent-kafka {info.get('confluent_kafka', '?')} (librdkafka {info.get('librdkafka', '?')}); "
+        f"{report['args'].get('reps')} reps.",
+    ]
+    if report["args"].get("kip848_group_config"):
+        lines.append(
+            "KIP-848 groups' configs: "
+            + ", ".join(f"{k}={v}" for k, v in report["args"]["kip848_group_config"].items())
+        )
+    for scenario, data in report["scenarios"].items():
+        summary = {c: {int(p): e for p, e in pts.items()} for c, pts in data["summary"].items()}
+        png = json_path.with_name(json_path.stem + f"-{scenario}.png")
+        title = (
+            f"{'group size: go → settled' if scenario == 'size' else 'regex subscription: subscribe → records'} "
+            f"({info.get('broker', '?')}, {info.get('code', '?')})"
+        )
+        if report["args"].get("kip848_group_config"):
+            title += "\nKIP-848 groups: " + ", ".join(
+                f"{k}={v}" for k, v in report["args"]["kip848_group_config"].items()
+            )
+        plot_curve(scenario, summary, png, title)
+        written.append(png)
+        lines += [
+            "",
+            f"## {scenario}",
+            "",
+            curve_wide_table(scenario, summary),
+            "",
+            curve_table(scenario, summary),
+            "",
+            f"![{scenario}]({png.name})",
+        ]
+    md = json_path.with_suffix(".md")
+    md.write_text("\n".join(lines) + "\n")
+    written.append(md)
+    return written
+
+
 def parent_main(args: argparse.Namespace) -> int:
     import structlog
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))  # warnings and up only
-    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-    unknown = sorted(set(scenarios) - set(VARIANTS))
+    requested = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    unknown = sorted(set(requested) - set(VARIANTS) - set(CURVE_SCENARIOS))
     if unknown:
-        print(f"unknown scenario(s) {unknown}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
+        print(f"unknown scenario(s) {unknown}; choose from {', '.join((*VARIANTS, *CURVE_SCENARIOS))}", file=sys.stderr)
         return 2
+    scenarios = [s for s in requested if s in VARIANTS]
+    curves = [s for s in requested if s in CURVE_SCENARIOS]
     only = [c.strip() for c in args.clients.split(",") if c.strip()] if args.clients else None
-    every = {v for names in VARIANTS.values() for v in names}
+    every = {v for names in (*VARIANTS.values(), *CURVE_VARIANTS.values()) for v in names}
     if only is not None and set(only) - every:
         print(f"unknown client(s) {sorted(set(only) - every)}; choose from {', '.join(sorted(every))}", file=sys.stderr)
         return 2
@@ -925,6 +1659,12 @@ def parent_main(args: argparse.Namespace) -> int:
             args.warmup = WARMUP[broker.kind]
         if args.warmup:
             report["warmup"] = warm_up(broker, args.warmup, args.timeout)
+        if curves:
+            curve_report, curve_failures = run_curves(curves, broker, args, only, info)
+            failures += curve_failures
+            path = Path(args.curves_json or default_results_path("groups-curves", info["code"], broker=broker.kind))
+            for written in write_curves(curve_report, path):
+                print(f"# wrote {written}")
         for scenario in scenarios:
             clients = variants(scenario, broker.kind, only)
             if not clients:
@@ -990,6 +1730,13 @@ def report_main(path: str) -> int:
     print(f"# machine: {info['cpus']} CPUs ({info['cpu_model']}), Python {info['python']}, {info['platform']}")
     print(f"# broker: {info.get('broker', '?')}; asyncconsumer code at {info.get('code', '?')}")
     for scenario, data in saved["scenarios"].items():
+        if scenario in CURVE_SCENARIOS:
+            summary = {
+                c: {int(p): e for p, e in pts.items()} for c, pts in summarise_curve(scenario, data["runs"]).items()
+            }
+            print(f"\n### {scenario}\n")
+            print(curve_wide_table(scenario, summary) + "\n\n" + curve_table(scenario, summary))
+            continue
         print(f"\n### {scenario} (ratio to aiokafka)\n")
         print(table(scenario, summarise(scenario, data["runs"], data.get("failed"))))
     return 0
@@ -997,7 +1744,34 @@ def report_main(path: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenarios", default=",".join(VARIANTS), help=f"comma-separated: {', '.join(VARIANTS)}")
+    parser.add_argument(
+        "--scenarios",
+        default=",".join(VARIANTS),
+        help=f"comma-separated: {', '.join(VARIANTS)} (the default), and the curves {', '.join(CURVE_SCENARIOS)}",
+    )
+    parser.add_argument(
+        "--size-members",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=list(SIZE_MEMBERS),
+        help=f"size: the group sizes, comma-separated (default {','.join(map(str, SIZE_MEMBERS))})",
+    )
+    parser.add_argument(
+        "--regex-topics",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=list(REGEX_TOPICS),
+        help=f"regex: the topic counts, comma-separated (default {','.join(map(str, REGEX_TOPICS))})",
+    )
+    parser.add_argument(
+        "--kip848-group-config",
+        type=parse_group_config,
+        help="size, regex: group configs set on each KIP-848 group before it forms, e.g. "
+        "consumer.heartbeat.interval.ms=500,consumer.assignment.interval.ms=0 (Kafka; default: the broker's)",
+    )
+    parser.add_argument(
+        "--curves-json",
+        help="size, regex: write the report here (default results/groups-curves-<commit>[-kafka].json), the tables "
+        "(.md) and one PNG per curve beside it",
+    )
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument(
         "--broker",
@@ -1006,7 +1780,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="tansu (embedded Tansu, the default) or kafka (one-node Apache Kafka from tests/support/kafka_broker.py; "
         "adds the consumer-protocol variants)",
     )
-    every = sorted({v for names in VARIANTS.values() for v in names})
+    every = sorted({v for names in (*VARIANTS.values(), *CURVE_VARIANTS.values()) for v in names})
     parser.add_argument(
         "--clients",
         help=f"comma-separated variants to run: {', '.join(every)} (default: every one the broker can run)",
@@ -1025,7 +1799,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep-going", action="store_true", help="record a failed run and go on (exit 1 at end)")
     parser.add_argument("--json", help="write every run and the summary here")
     parser.add_argument("--report", metavar="JSON", help="print the tables of a saved --json file and exit")
-    parser.add_argument("--child", choices=tuple(VARIANTS), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=(*VARIANTS, *CURVE_SCENARIOS), help=argparse.SUPPRESS)
+    parser.add_argument("--group", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
