@@ -130,7 +130,7 @@ def medians_of(point_report: Result) -> dict[str, dict[str, dict[str, float | No
     return out
 
 
-def run_point(args: argparse.Namespace, broker: Any, out_dir: Path, label: str, **shape: Any) -> Result:
+def run_point(broker: Any, out_dir: Path, label: str, **shape: Any) -> Result:
     """Runs one point and returns ``{"medians": ..., "file": ..., "failures": ...}``; deletes its topics after."""
     json_path = out_dir / f"{label}.json"
     argv = point_argv(bootstrap=broker.bootstrap_servers, broker=broker.kind, json_path=json_path, **shape)
@@ -218,6 +218,14 @@ def curve_section(name: str, curve: Result) -> str:
         parts.append(f"### {workload}: {curve['workload_describe'][workload]}")
         for metric in curve["metrics"]:
             parts.append(metric_table(curve, workload, metric))
+        metric = curve["metrics"][0] if curve["axis"] == "backlog" else "steady_records_per_s"
+        changes = [
+            f"{LABELS.get(client, client)} {change:.2f}x"
+            for client in curve["clients"]
+            if (change := growth(curve, workload, client, metric)) is not None
+        ]
+        if changes:
+            parts.append(f"From the first point to the last, {METRICS[metric][0]}: " + ", ".join(changes) + ".")
     return "\n\n".join(parts)
 
 
@@ -345,7 +353,6 @@ def parent_main(args: argparse.Namespace) -> int:
             report["curves"]["partitions"] = curve
             for partitions in partition_points:
                 curve["points"][str(partitions)] = run_point(
-                    args,
                     broker,
                     out_dir,
                     f"partitions-{partitions}",
@@ -371,7 +378,6 @@ def parent_main(args: argparse.Namespace) -> int:
             report["curves"]["backlog"] = curve
             for gb in backlogs:
                 curve["points"][f"{gb:g}"] = run_point(
-                    args,
                     broker,
                     out_dir,
                     f"backlog-{gb:g}gb",
