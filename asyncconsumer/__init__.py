@@ -26,6 +26,7 @@ from asyncconsumer.errors import (
 )
 from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, ShareConsumerMetrics
+from asyncconsumer.network.oauthbearer import OAuthBearerToken
 from asyncconsumer.records import (
     AcknowledgeType,
     ConsumerRecord,
@@ -68,6 +69,7 @@ __all__ = [
     "KafkaTimeoutError",
     "LogTruncationError",
     "NoOffsetForPartitionError",
+    "OAuthBearerToken",
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "OffsetOutOfRangeError",

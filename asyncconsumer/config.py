@@ -24,7 +24,7 @@ Deserializer = Callable[[bytes | None], Any]
 _RESET = ("earliest", "latest", "none")
 _ISOLATION = ("read_uncommitted", "read_committed")
 _SECURITY = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 _SSL_FILES = ("ssl_cafile", "ssl_certfile", "ssl_keyfile")
 _GROUP_PROTOCOLS = ("classic", "consumer")
 _PLUGIN_ERRORS = ("isolate", "fatal")
@@ -113,6 +113,11 @@ def _hidden(value: object) -> str:
 def _ssl_context_or_none(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and not isinstance(value, ssl.SSLContext):
         raise ConfigError(attribute.name, f"must be an ssl.SSLContext or None, got {type(value).__name__}")
+
+
+def _callable_or_none(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value):
+        raise ConfigError(attribute.name, f"must be a callable or None, got {type(value).__name__}")
 
 
 def _servers(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -334,11 +339,17 @@ class ConsumerConfig:
     ssl_check_hostname: bool = True
     """ssl.endpoint.identification.algorithm: False ("") skips the host name check; the CA check stays on."""
     sasl_mechanism: str = attrs.field(default="PLAIN", converter=_upper, validator=_one_of(*_SASL_MECHANISMS))
-    """sasl.mechanism: "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"."""
+    """sasl.mechanism: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512" or "OAUTHBEARER"."""
     sasl_username: str | None = attrs.field(default=None, validator=_optional_name)
     """No Java twin (Java's sasl.jaas.config): the SASL user."""
     sasl_password: str | None = attrs.field(default=None, repr=_hidden)
     """No Java twin (Java's sasl.jaas.config): the SASL password; never shown in reprs or logs."""
+    sasl_oauthbearer_token_provider: Callable[[], Any] | None = attrs.field(
+        default=None, repr=False, validator=_callable_or_none
+    )
+    """No Java twin (Java's sasl.login.callback.handler.class): with ``sasl_mechanism="OAUTHBEARER"``, the callable,
+    plain or ``async``, that returns an ``OAuthBearerToken`` or a JWT string. It is called when a connection needs
+    a token and the one held has lived 80% of its lifetime; a plain one runs in a worker thread."""
     plugins: tuple[str | Plugin, ...] = attrs.field(default=(), converter=_plugins, validator=_check_plugin_list)
     """No Java twin: request managers to run in the background loop, by installed name (entry-point group
     ``asyncconsumer.managers``, e.g. "lag-monitor") or as ``Plugin(name, factory)`` objects."""
@@ -433,12 +444,21 @@ class ConsumerConfig:
 
     def _check_security(self) -> None:
         protocol = self.security_protocol
-        if protocol.startswith("SASL_"):
+        provider = "sasl_oauthbearer_token_provider"
+        if protocol.startswith("SASL_") and self.sasl_mechanism == "OAUTHBEARER":
+            if self.sasl_oauthbearer_token_provider is None:
+                raise ConfigError(provider, "is required when sasl_mechanism is OAUTHBEARER")
+            for key in ("sasl_username", "sasl_password"):
+                if getattr(self, key) is not None:
+                    raise ConfigError(key, "does not apply to OAUTHBEARER: the token provider gives the identity")
+        elif protocol.startswith("SASL_"):
             for key in ("sasl_username", "sasl_password"):
                 if not getattr(self, key):
                     raise ConfigError(key, f"is required when security_protocol is {protocol}")
+            if self.sasl_oauthbearer_token_provider is not None:
+                raise ConfigError(provider, f"applies only to sasl_mechanism OAUTHBEARER, not {self.sasl_mechanism}")
         else:
-            for key in ("sasl_username", "sasl_password"):
+            for key in ("sasl_username", "sasl_password", provider):
                 if getattr(self, key) is not None:
                     raise ConfigError(
                         key, f"is set but security_protocol is {protocol}; use SASL_SSL or SASL_PLAINTEXT"
@@ -519,9 +539,10 @@ class ConsumerSettings(TypedDict, total=False):
     ssl_certfile: str | None
     ssl_keyfile: str | None
     ssl_check_hostname: bool
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
     sasl_username: str | None
     sasl_password: str | None
+    sasl_oauthbearer_token_provider: Callable[[], Any] | None
     plugins: str | Sequence[str | Plugin]
     plugin_options: Mapping[str, Mapping[str, Any]]
     plugin_errors: Literal["isolate", "fatal"]
@@ -561,9 +582,10 @@ class ShareConsumerSettings(TypedDict, total=False):
     ssl_certfile: str | None
     ssl_keyfile: str | None
     ssl_check_hostname: bool
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
     sasl_username: str | None
     sasl_password: str | None
+    sasl_oauthbearer_token_provider: Callable[[], Any] | None
     key_deserializer: Deserializer | None
     value_deserializer: Deserializer | None
     share_acknowledgement_mode: Literal["implicit", "explicit"]

@@ -203,7 +203,8 @@ class BrokerConnection:
 
     async def _authenticate(self, stream: FrameStream) -> None:
         # Late: only SASL connections need these (a consumer without SASL never loads them).
-        from asyncconsumer.network.sasl import mechanism_for
+        from asyncconsumer.network.oauthbearer import OAuthBearerLogin, OAuthBearerMechanism
+        from asyncconsumer.network.sasl import SaslMechanism, mechanism_for
         from asyncconsumer.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
         from asyncconsumer.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 
@@ -226,16 +227,23 @@ class BrokerConnection:
                 handshake.error_code,
                 f"{where} offers SASL mechanisms [{offered}]; sasl_mechanism is {credentials.mechanism}",
             )
-        mechanism = mechanism_for(credentials)
+        if isinstance(credentials, OAuthBearerLogin):
+            bearer = OAuthBearerMechanism(await credentials.token())
+            mechanism: SaslMechanism = bearer
+            who = f"as {credentials.principal!r} " if credentials.principal else ""
+        else:
+            bearer = None
+            mechanism = mechanism_for(credentials)
+            who = f"as {credentials.username!r} "
         token: bytes | None = mechanism.initial()
         while token is not None:
             response = await self._exchange(stream, SaslAuthenticateRequest(auth_bytes=token))
             assert isinstance(response, SaslAuthenticateResponse)
             if response.error_code:
+                detail = f" ({bearer.failure})" if bearer is not None and bearer.failure else ""
                 raise for_code(
                     response.error_code,
-                    f"SASL {credentials.mechanism} as {credentials.username!r} to {where}: "
-                    f"{response.error_message or 'refused'}",
+                    f"SASL {credentials.mechanism} {who}to {where}: {response.error_message or 'refused'}{detail}",
                 )
             token = mechanism.respond(response.auth_bytes)
         log.debug("connection.authenticated", node=self.node_id, mechanism=credentials.mechanism)

@@ -7,11 +7,15 @@ Building the context here (at construction, not at the first connection) makes a
 from __future__ import annotations
 
 import ssl
+from typing import TYPE_CHECKING
 
 import attrs
 
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import ConfigError
+
+if TYPE_CHECKING:
+    from asyncconsumer.network.oauthbearer import OAuthBearerLogin
 
 __all__ = ["ConnectionSecurity"]
 
@@ -30,7 +34,7 @@ class ConnectionSecurity:
     """TLS (when ``ssl_context`` is set) and SASL (when ``sasl`` is set) for every broker connection."""
 
     ssl_context: ssl.SSLContext | None = None
-    sasl: SaslCredentials | None = None
+    sasl: SaslCredentials | OAuthBearerLogin | None = None
 
     @classmethod
     def from_config(cls, config: ConsumerConfig) -> ConnectionSecurity:
@@ -38,8 +42,13 @@ class ConnectionSecurity:
         context = None
         if protocol.endswith("SSL"):
             context = config.ssl_context or _default_context(config)
-        sasl = None
-        if protocol.startswith("SASL_"):
+        sasl: SaslCredentials | OAuthBearerLogin | None = None
+        if protocol.startswith("SASL_") and config.sasl_mechanism == "OAUTHBEARER":
+            from asyncconsumer.network.oauthbearer import OAuthBearerLogin  # late: only OAUTHBEARER needs it
+
+            assert config.sasl_oauthbearer_token_provider is not None  # the config checked
+            sasl = OAuthBearerLogin(config.sasl_oauthbearer_token_provider)
+        elif protocol.startswith("SASL_"):
             assert config.sasl_username is not None and config.sasl_password is not None  # the config checked
             sasl = SaslCredentials(config.sasl_mechanism, config.sasl_username, config.sasl_password)
         return cls(context, sasl)

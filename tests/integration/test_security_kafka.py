@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import attrs
 import pytest
 import trustme
@@ -32,6 +33,7 @@ from asyncconsumer import (
     Consumer,
     ConsumerConfig,
     ConsumerRecord,
+    OAuthBearerToken,
     ShareRecord,
     TopicPartition,
 )
@@ -39,6 +41,7 @@ from asyncconsumer.errors import SaslAuthenticationFailedError, UnsupportedSaslM
 from tests.conftest import _run_broker, unique_topic_name
 from tests.support.consume import consume_blocking, consume_until
 from tests.support.kafka_broker import KafkaCluster, Listener
+from tests.support.oauth import unsecured_jwt
 from tests.support.produce import ProducedRecord, ProduceHelper
 from tests.support.waiting import wait_for, wait_for_async
 
@@ -115,12 +118,24 @@ def _sasl(listener: str, mechanisms: tuple[str, ...]) -> dict[str, str]:
     return settings
 
 
+def _oauthbearer(listener: str) -> dict[str, str]:
+    """OAUTHBEARER with Kafka's default validator, which takes unsecured JWTs (``alg: none``) naming a subject."""
+    prefix = f"listener.name.{listener.lower()}."
+    return {
+        f"{prefix}sasl.enabled.mechanisms": "OAUTHBEARER",
+        f"{prefix}oauthbearer.sasl.jaas.config": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+        ),
+    }
+
+
 def listeners(pki: Pki) -> list[Listener]:
     return [
         Listener("SSL", _tls("SSL", pki.server_pem, pki.ca_file)),
         Listener("WRONG_NAME", _tls("WRONG_NAME", pki.wrong_name_pem, pki.ca_file), protocol="SSL"),
         Listener("SASL_SSL", {**_tls("SASL_SSL", pki.server_pem, pki.ca_file), **_sasl("SASL_SSL", MECHANISMS)}),
         Listener("SASL_PLAINTEXT", _sasl("SASL_PLAINTEXT", SCRAM)),
+        Listener("OAUTH", _oauthbearer("OAUTH"), protocol="SASL_PLAINTEXT"),
     ]
 
 
@@ -467,3 +482,82 @@ async def test_a_share_consumer_reads_over_sasl_ssl(kafka: KafkaCluster, pki: Pk
     assert set(results.values()) == {None}
     after = seen(kafka, "SASL_SSL")
     assert after.accepted >= before.accepted + 2 and after.refused == before.refused
+
+
+# --- SASL/OAUTHBEARER ------------------------------------------------------------------------------------------
+
+
+def oauth_settings(provider: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "OAUTHBEARER",
+        "sasl_oauthbearer_token_provider": provider,
+        "auto_offset_reset": "earliest",
+        **extra,
+    }
+
+
+async def test_oauthbearer_consumes_and_commits_with_a_plain_provider_s_jwt(kafka: KafkaCluster) -> None:
+    calls: list[str] = []
+
+    def provider() -> str:
+        calls.append("token")
+        return unsecured_jwt("alice", 3600)
+
+    before = seen(kafka, "OAUTH")
+    await consume_and_commit(kafka, kafka.listener_address("OAUTH"), oauth_settings(provider), "oauth-plain")
+    after = seen(kafka, "OAUTH")
+    # two connections at least (the partitions' leader and the group coordinator), one token for both
+    assert after.accepted >= before.accepted + 2 and after.refused == before.refused
+    assert calls == ["token"]
+
+
+async def test_oauthbearer_with_an_async_provider_and_extensions(kafka: KafkaCluster) -> None:
+    async def provider() -> OAuthBearerToken:
+        await anyio.sleep(0)
+        return OAuthBearerToken.from_jwt(unsecured_jwt("carol", 600), {"traceId": "abc123"})
+
+    await consume_and_commit(kafka, kafka.listener_address("OAUTH"), oauth_settings(provider), "oauth-async")
+
+
+@pytest.mark.parametrize(
+    ("token", "match"),
+    [
+        (lambda: unsecured_jwt("dave", -60), "expired"),  # refused before it is sent
+        (lambda: OAuthBearerToken("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl", 2**42, "x"), "invalid_token"),
+    ],
+    ids=["expired", "signed-unverifiable"],
+)
+async def test_a_token_the_broker_cannot_take_is_one_authentication_error_naming_the_mechanism(
+    kafka: KafkaCluster, token: Any, match: str
+) -> None:
+    topic = new_topic(kafka, 1, "oauth-refused")
+    before = seen(kafka, "OAUTH")
+    async with AsyncConsumer(kafka.listener_address("OAUTH"), **oauth_settings(token, **QUICK_RETRIES)) as consumer:
+        await consumer.assign([TopicPartition(topic, 0)])
+        with pytest.raises(AuthenticationError, match=match) as info:
+            await consume_until(consumer, 1, timeout_s=10)
+        assert "OAUTHBEARER" in str(info.value)
+        await expect_one_attempt(kafka, "OAUTH", before, consumer, refused=0 if match == "expired" else 1)
+
+
+async def test_a_provider_that_raises_is_surfaced_once_with_its_exception_chained(kafka: KafkaCluster) -> None:
+    calls = 0
+
+    def provider() -> str:
+        nonlocal calls
+        calls += 1
+        raise ConnectionError("the identity provider is unreachable")
+
+    topic = new_topic(kafka, 1, "oauth-raises")
+    before = seen(kafka, "OAUTH")
+    settings = oauth_settings(provider, group_id="g-oauth-raises", **QUICK_RETRIES)
+    async with AsyncConsumer(kafka.listener_address("OAUTH"), **settings) as consumer:
+        await consumer.assign([TopicPartition(topic, 0)])
+        with pytest.raises(AuthenticationError, match="token provider raised ConnectionError") as info:
+            await consume_until(consumer, 1, timeout_s=10)
+        assert isinstance(info.value.__cause__, ConnectionError)
+        await expect_one_attempt(kafka, "OAUTH", before, consumer, refused=0)
+        with pytest.raises(AuthenticationError):  # calls that need the network fail at once, with the cause
+            await consumer.committed({TopicPartition(topic, 0)}, timeout_ms=5_000)
+    assert calls == 1

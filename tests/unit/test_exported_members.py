@@ -41,6 +41,7 @@ def test_public_api_is_pinned() -> None:
         "KafkaTimeoutError",
         "LogTruncationError",
         "NoOffsetForPartitionError",
+        "OAuthBearerToken",
         "OffsetAndTimestamp",
         "OffsetOutOfRangeError",
         "PartitionInfo",
