@@ -115,11 +115,6 @@ def _ssl_context_or_none(instance: object, attribute: attrs.Attribute[Any], valu
         raise ConfigError(attribute.name, f"must be an ssl.SSLContext or None, got {type(value).__name__}")
 
 
-def _callable_or_none(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not callable(value):
-        raise ConfigError(attribute.name, f"must be a callable or None, got {type(value).__name__}")
-
-
 def _servers(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     return tuple(s.strip() for s in items if isinstance(s, str) and s.strip())
