@@ -115,6 +115,17 @@ def _ssl_context_or_none(instance: object, attribute: attrs.Attribute[Any], valu
         raise ConfigError(attribute.name, f"must be an ssl.SSLContext or None, got {type(value).__name__}")
 
 
+def _extensions(value: Any) -> dict[str, str]:
+    if isinstance(value, str):
+        pairs = [item.split("=", 1) for item in value.split(",") if item.strip()]
+        if any(len(pair) != 2 for pair in pairs):
+            raise ConfigError("sasl_oauthbearer_extensions", f"{value!r} is not 'key=value,key=value'")
+        return {key.strip(): val.strip() for key, val in pairs}
+    if isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return dict(value)
+    raise ConfigError("sasl_oauthbearer_extensions", f"must be a mapping of str to str or 'k=v,...', got {value!r}")
+
+
 def _servers(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     return tuple(s.strip() for s in items if isinstance(s, str) and s.strip())
@@ -345,6 +356,18 @@ class ConsumerConfig:
     """No Java twin (Java's sasl.login.callback.handler.class): with ``sasl_mechanism="OAUTHBEARER"``, the callable,
     plain or ``async``, that returns an ``OAuthBearerToken`` or a JWT string. It is called when a connection needs
     a token and the one held has lived 80% of its lifetime; a plain one runs in a worker thread."""
+    sasl_oauthbearer_token_endpoint_url: str | None = attrs.field(default=None, validator=_optional_name)
+    """sasl.oauthbearer.token.endpoint.url: with ``sasl_mechanism="OAUTHBEARER"`` and no token provider, the OIDC
+    token endpoint the built-in provider asks with the client-credentials grant."""
+    sasl_oauthbearer_client_credentials_client_id: str | None = attrs.field(default=None, validator=_optional_name)
+    """sasl.oauthbearer.client.credentials.client.id: the built-in provider's client id."""
+    sasl_oauthbearer_client_credentials_client_secret: str | None = attrs.field(default=None, repr=_hidden)
+    """sasl.oauthbearer.client.credentials.client.secret: the built-in provider's client secret; never shown."""
+    sasl_oauthbearer_scope: str | None = attrs.field(default=None, validator=_optional_name)
+    """sasl.oauthbearer.scope: the scope the built-in provider asks for (None: the endpoint's default)."""
+    sasl_oauthbearer_extensions: dict[str, str] = attrs.field(factory=dict, converter=_extensions)
+    """No Java twin (Java's JAAS ``extension_<name>`` options; librdkafka's sasl.oauthbearer.extensions): SASL
+    extensions the built-in provider's tokens carry, as a mapping or ``"key=value,key=value"``."""
     plugins: tuple[str | Plugin, ...] = attrs.field(default=(), converter=_plugins, validator=_check_plugin_list)
     """No Java twin: request managers to run in the background loop, by installed name (entry-point group
     ``asyncconsumer.managers``, e.g. "lag-monitor") or as ``Plugin(name, factory)`` objects."""
@@ -440,9 +463,20 @@ class ConsumerConfig:
     def _check_security(self) -> None:
         protocol = self.security_protocol
         provider = "sasl_oauthbearer_token_provider"
+        url = "sasl_oauthbearer_token_endpoint_url"
+        client = ("sasl_oauthbearer_client_credentials_client_id", "sasl_oauthbearer_client_credentials_client_secret")
+        oidc = [url, *client, "sasl_oauthbearer_scope"]
         if protocol.startswith("SASL_") and self.sasl_mechanism == "OAUTHBEARER":
-            if self.sasl_oauthbearer_token_provider is None:
-                raise ConfigError(provider, "is required when sasl_mechanism is OAUTHBEARER")
+            if self.sasl_oauthbearer_token_provider is None and self.sasl_oauthbearer_token_endpoint_url is None:
+                raise ConfigError(provider, f"or {url} is required when sasl_mechanism is OAUTHBEARER")
+            if self.sasl_oauthbearer_token_provider is not None:
+                for key in [*oidc, "sasl_oauthbearer_extensions"]:
+                    if getattr(self, key):
+                        raise ConfigError(key, f"is for the built-in token provider, but {provider} is set")
+            else:
+                for key in client:
+                    if not getattr(self, key):
+                        raise ConfigError(key, f"is required with {url}")
             for key in ("sasl_username", "sasl_password"):
                 if getattr(self, key) is not None:
                     raise ConfigError(key, "does not apply to OAUTHBEARER: the token provider gives the identity")
@@ -450,10 +484,11 @@ class ConsumerConfig:
             for key in ("sasl_username", "sasl_password"):
                 if not getattr(self, key):
                     raise ConfigError(key, f"is required when security_protocol is {protocol}")
-            if self.sasl_oauthbearer_token_provider is not None:
-                raise ConfigError(provider, f"applies only to sasl_mechanism OAUTHBEARER, not {self.sasl_mechanism}")
+            for key in [provider, *oidc]:
+                if getattr(self, key) is not None:
+                    raise ConfigError(key, f"applies only to sasl_mechanism OAUTHBEARER, not {self.sasl_mechanism}")
         else:
-            for key in ("sasl_username", "sasl_password", provider):
+            for key in ("sasl_username", "sasl_password", provider, *oidc):
                 if getattr(self, key) is not None:
                     raise ConfigError(
                         key, f"is set but security_protocol is {protocol}; use SASL_SSL or SASL_PLAINTEXT"
@@ -538,6 +573,11 @@ class ConsumerSettings(TypedDict, total=False):
     sasl_username: str | None
     sasl_password: str | None
     sasl_oauthbearer_token_provider: Callable[[], Any] | None
+    sasl_oauthbearer_token_endpoint_url: str | None
+    sasl_oauthbearer_client_credentials_client_id: str | None
+    sasl_oauthbearer_client_credentials_client_secret: str | None
+    sasl_oauthbearer_scope: str | None
+    sasl_oauthbearer_extensions: str | Mapping[str, str]
     plugins: str | Sequence[str | Plugin]
     plugin_options: Mapping[str, Mapping[str, Any]]
     plugin_errors: Literal["isolate", "fatal"]
@@ -581,6 +621,11 @@ class ShareConsumerSettings(TypedDict, total=False):
     sasl_username: str | None
     sasl_password: str | None
     sasl_oauthbearer_token_provider: Callable[[], Any] | None
+    sasl_oauthbearer_token_endpoint_url: str | None
+    sasl_oauthbearer_client_credentials_client_id: str | None
+    sasl_oauthbearer_client_credentials_client_secret: str | None
+    sasl_oauthbearer_scope: str | None
+    sasl_oauthbearer_extensions: str | Mapping[str, str]
     key_deserializer: Deserializer | None
     value_deserializer: Deserializer | None
     share_acknowledgement_mode: Literal["implicit", "explicit"]

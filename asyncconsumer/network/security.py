@@ -46,8 +46,23 @@ class ConnectionSecurity:
         if protocol.startswith("SASL_") and config.sasl_mechanism == "OAUTHBEARER":
             from asyncconsumer.network.oauthbearer import OAuthBearerLogin  # late: only OAUTHBEARER needs it
 
-            assert config.sasl_oauthbearer_token_provider is not None  # the config checked
-            sasl = OAuthBearerLogin(config.sasl_oauthbearer_token_provider)
+            provider = config.sasl_oauthbearer_token_provider
+            if provider is None:
+                from asyncconsumer.network.oidc import ClientCredentialsProvider
+
+                url = config.sasl_oauthbearer_token_endpoint_url
+                client_id = config.sasl_oauthbearer_client_credentials_client_id
+                secret = config.sasl_oauthbearer_client_credentials_client_secret
+                assert url is not None and client_id is not None and secret is not None  # the config checked
+                provider = ClientCredentialsProvider(
+                    url,
+                    client_id,
+                    secret,
+                    scope=config.sasl_oauthbearer_scope,
+                    extensions=config.sasl_oauthbearer_extensions,
+                    timeout_s=config.request_timeout_ms / 1000,
+                )
+            sasl = OAuthBearerLogin(provider)
         elif protocol.startswith("SASL_"):
             assert config.sasl_username is not None and config.sasl_password is not None  # the config checked
             sasl = SaslCredentials(config.sasl_mechanism, config.sasl_username, config.sasl_password)

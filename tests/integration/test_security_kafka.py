@@ -42,6 +42,7 @@ from tests.conftest import _run_broker, unique_topic_name
 from tests.support.consume import consume_blocking, consume_until
 from tests.support.kafka_broker import KafkaCluster, Listener
 from tests.support.oauth import unsecured_jwt
+from tests.support.oidc_server import AUDIENCE, OidcServer
 from tests.support.produce import ProducedRecord, ProduceHelper
 from tests.support.waiting import wait_for, wait_for_async
 
@@ -53,6 +54,8 @@ BOB = ("bob", "b0b=,pw ü")
 """A SCRAM user created on the running broker with AlterUserScramCredentials: '=' ',' and non-ASCII in the password
 (which ``--add-scram`` could not carry: it splits on ',')."""
 WRONG = "not-the-password-42"
+APP_SECRET = "app-s3cret:/+="
+"""The OIDC client ``app``'s secret, with characters its form encoding must carry."""
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")
 SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 QUICK_RETRIES: dict[str, Any] = {"reconnect_backoff_ms": 20, "reconnect_backoff_max_ms": 50}
@@ -129,8 +132,21 @@ def _oauthbearer(listener: str) -> dict[str, str]:
     }
 
 
+def _oidc(listener: str) -> dict[str, str]:
+    """OAUTHBEARER checked by Kafka's ``OAuthBearerValidatorCallbackHandler`` against the test's JWKS endpoint
+    (``sasl.oauthbearer.jwks.endpoint.url``, a broker setting, and the JVM property that allows the URL)."""
+    prefix = f"listener.name.{listener.lower()}.oauthbearer."
+    return {
+        **_oauthbearer(listener),
+        f"{prefix}sasl.server.callback.handler.class": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+        ),
+    }
+
+
 def listeners(pki: Pki) -> list[Listener]:
     return [
+        Listener("OIDC", _oidc("OIDC"), protocol="SASL_PLAINTEXT"),
         Listener("SSL", _tls("SSL", pki.server_pem, pki.ca_file)),
         Listener("WRONG_NAME", _tls("WRONG_NAME", pki.wrong_name_pem, pki.ca_file), protocol="SSL"),
         Listener("SASL_SSL", {**_tls("SASL_SSL", pki.server_pem, pki.ca_file), **_sasl("SASL_SSL", MECHANISMS)}),
@@ -164,12 +180,26 @@ def _create_scram_user(kafka: KafkaCluster, user: str, password: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def kafka(pki: Pki) -> Iterator[KafkaCluster]:
+def oidc() -> Iterator[OidcServer]:
+    """The identity provider of the OIDC listener: ``app`` gets good tokens, ``mallory`` badly signed ones."""
+    server = OidcServer({"app": APP_SECRET, "mallory": "m-secret"}, forged=frozenset({"mallory"})).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def kafka(pki: Pki, oidc: OidcServer) -> Iterator[KafkaCluster]:
     """One Kafka node with every listener of this module (starting one costs seconds; topics are per test)."""
 
     def start() -> KafkaCluster:
         cluster = KafkaCluster.start(
             listeners=listeners(pki),
+            settings={
+                "sasl.oauthbearer.jwks.endpoint.url": oidc.jwks_url,
+                "sasl.oauthbearer.expected.audience": AUDIENCE,
+                "sasl.oauthbearer.expected.issuer": oidc.url,
+            },
+            system_properties={"org.apache.kafka.sasl.oauthbearer.allowed.urls": oidc.jwks_url},
             scram_users=[f"{mechanism}=[name=alice,password={ALICE}]" for mechanism in SCRAM],
             log_levels={"kafka.network.DataPlaneAcceptor": "DEBUG"},  # a line per accepted connection: see Seen
         )
@@ -561,3 +591,47 @@ async def test_a_provider_that_raises_is_surfaced_once_with_its_exception_chaine
         with pytest.raises(AuthenticationError):  # calls that need the network fail at once, with the cause
             await consumer.committed({TopicPartition(topic, 0)}, timeout_ms=5_000)
     assert calls == 1
+
+
+def oidc_settings(oidc: OidcServer, client_id: str, secret: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "OAUTHBEARER",
+        "sasl_oauthbearer_token_endpoint_url": oidc.token_url,
+        "sasl_oauthbearer_client_credentials_client_id": client_id,
+        "sasl_oauthbearer_client_credentials_client_secret": secret,
+        "auto_offset_reset": "earliest",
+        **extra,
+    }
+
+
+async def test_the_built_in_oidc_provider_logs_in_with_a_token_kafka_checks_against_the_jwks(
+    kafka: KafkaCluster, oidc: OidcServer
+) -> None:
+    before = len(oidc.token_requests)
+    oidc.fail_next = 2  # the identity provider answers 503 twice first: retried with backoff
+    settings = oidc_settings(oidc, "app", APP_SECRET, sasl_oauthbearer_scope="kafka.read")
+    assert APP_SECRET not in repr(ConsumerConfig.from_kwargs(kafka.listener_address("OIDC"), **settings))
+    await consume_and_commit(kafka, kafka.listener_address("OIDC"), settings, "oidc")
+    asked = oidc.token_requests[before:]
+    assert [r["client_id"] for r in asked] == ["app"] * 3  # two refused, then one token for every connection
+    assert asked[-1]["scope"] == "kafka.read" and asked[-1]["grant_type"] == "client_credentials"
+
+
+@pytest.mark.parametrize(
+    ("client", "secret", "match"),
+    [("app", "wrong", "HTTP 401"), ("mallory", "m-secret", "invalid_token")],
+    ids=["wrong-secret", "badly-signed"],
+)
+async def test_a_refused_oidc_login_is_one_authentication_error(
+    kafka: KafkaCluster, oidc: OidcServer, client: str, secret: str, match: str
+) -> None:
+    topic = new_topic(kafka, 1, "oidc-refused")
+    before = seen(kafka, "OIDC")
+    settings = oidc_settings(oidc, client, secret, **QUICK_RETRIES)
+    async with AsyncConsumer(kafka.listener_address("OIDC"), **settings) as consumer:
+        await consumer.assign([TopicPartition(topic, 0)])
+        with pytest.raises(AuthenticationError, match=match) as info:
+            await consume_until(consumer, 1, timeout_s=30)
+        assert "OAUTHBEARER" in str(info.value) and secret not in str(info.value)
+        await expect_one_attempt(kafka, "OIDC", before, consumer, refused=0 if client == "app" else 1)

@@ -279,6 +279,7 @@ class KafkaCluster:
         self._stopped = False
         self._lock = threading.Lock()
         self.controller_ids: frozenset[int] = frozenset(n.node_id for n in nodes)
+        self.system_properties: dict[str, str] = {}
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
     @classmethod
@@ -311,6 +312,7 @@ class KafkaCluster:
         node_settings: Mapping[int, Mapping[str, str]] | None = None,
         controllers: Sequence[int] | None = None,
         features: Mapping[str, int] | None = None,
+        system_properties: Mapping[str, str] | None = None,
         startup_timeout_s: float = 120.0,
     ) -> KafkaCluster:
         """Formats storage and starts ``nodes`` nodes, returning once Metadata lists them all.
@@ -323,7 +325,8 @@ class KafkaCluster:
         ``controllers`` names the nodes that are also controllers (default: every node); the others are brokers only,
         so a test can stop brokers without losing the controller quorum. ``features`` are ``--feature name=level``
         arguments for the storage format, beside the release's defaults (4.4.0 formats ``share.version=2``, so share
-        groups need nothing here; ``{"share.version": 1}`` pins the first level).
+        groups need nothing here; ``{"share.version": 1}`` pins the first level). ``system_properties`` are the
+        nodes' JVM ``-D`` properties (``org.apache.kafka.sasl.oauthbearer.allowed.urls`` for a JWKS endpoint).
         """
         libs = fetch_jars(version)
         root = Path(tempfile.mkdtemp(prefix="asyncconsumer-kafka-"))
@@ -340,6 +343,7 @@ class KafkaCluster:
             for i in range(nodes)
         ]
         cluster = cls(members, root, libs, version)
+        cluster.system_properties = dict(system_properties or {})
         voters = set(controllers) if controllers is not None else {n.node_id for n in members}
         if not voters or not voters <= {n.node_id for n in members}:
             raise ValueError(f"controllers must name some of the nodes 1..{nodes}, got {controllers}")
@@ -448,6 +452,7 @@ class KafkaCluster:
                     self.libs,
                     f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
                     f"-Dkafka.logs.dir={node.directory}",
+                    *(f"-D{key}={value}" for key, value in self.system_properties.items()),
                     "kafka.Kafka",
                     str(node.properties_path),
                 ),
