@@ -74,17 +74,28 @@ _GROUP_KEYS = ("group.id",)
 """Accepted and not given to our consumers: see ``_consumer_settings``."""
 _JAAS = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<rest>.*?);?\s*$")
 _JAAS_OPTION = re.compile(r'\s*(?P<key>[\w.\-]+)\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s;"]+))')
+_OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 _LOGIN_MODULES = {
     "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
     "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
+    _OAUTH_MODULE: ("OAUTHBEARER",),
 }
+_OAUTH_LOGIN_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+"""Java's client-credentials login handler: what our built-in OAUTHBEARER provider does."""
+_OAUTH_JAAS = {
+    "clientId": "sasl.oauthbearer.client.credentials.client.id",
+    "clientSecret": "sasl.oauthbearer.client.credentials.client.secret",
+    "scope": "sasl.oauthbearer.scope",
+}
+"""The OAuthBearerLoginModule options Java's login handler reads, as our settings (Kafka 4.1's own names)."""
+_SECRETS = ("sasl.password", "sasl.oauthbearer.client.credentials.client.secret")
 _DURATION = re.compile(r"^\s*(\d+)\s*(us|ms|s|sec|m|min|h|d)?\s*$")
 _DURATION_MS = {"us": 0.001, "ms": 1, None: 1, "s": 1000, "sec": 1000, "m": 60_000, "min": 60_000}
 _DURATION_MS |= {"h": 3_600_000, "d": 86_400_000}
 
 
 def _hide_password(consumer: dict[str, Any]) -> str:
-    return repr({k: ("***" if k == "sasl.password" else v) for k, v in consumer.items()})
+    return repr({k: ("***" if k in _SECRETS else v) for k, v in consumer.items()})
 
 
 @attrs.define(frozen=True, slots=True)
@@ -219,7 +230,7 @@ def _consumer_settings(kafka: dict[str, str]) -> dict[str, Any]:
     return consumer
 
 
-def _jaas(text: str | None, consumer: Mapping[str, str]) -> dict[str, str]:
+def _jaas(text: str | None, consumer: dict[str, str]) -> dict[str, str]:
     """``sasl.jaas.config`` (Java's ``<LoginModule> required username="..." password="...";``) as our
     ``sasl.username``/``sasl.password``: SCRAM and PLAIN login modules only, matching ``sasl.mechanism``."""
     if text is None:
@@ -230,7 +241,9 @@ def _jaas(text: str | None, consumer: Mapping[str, str]) -> dict[str, str]:
         raise ConfigError(key, 'expected "<LoginModule class> required username=\\"...\\" password=\\"...\\";"')
     module = match["module"]
     if module not in _LOGIN_MODULES:
-        raise ConfigError(key, f"login module {module} is not supported; asyncconsumer speaks SCRAM and PLAIN")
+        raise ConfigError(
+            key, f"login module {module} is not supported; asyncconsumer speaks SCRAM, PLAIN and OAUTHBEARER"
+        )
     mechanism = consumer.get("sasl.mechanism", "GSSAPI").strip().upper()  # Java's default mechanism is GSSAPI
     if mechanism not in _LOGIN_MODULES[module]:
         raise ConfigError(key, f"{module.rsplit('.', 1)[-1]} does not serve kafka.sasl.mechanism={mechanism}")
@@ -244,12 +257,41 @@ def _jaas(text: str | None, consumer: Mapping[str, str]) -> dict[str, str]:
         value = option["quoted"] if option["quoted"] is not None else option["bare"]
         found[option["key"]] = re.sub(r"\\(.)", r"\1", value)
         position = option.end()
+    if module == _OAUTH_MODULE:
+        return _oauth_jaas(found, consumer)
     for name in ("username", "password"):
         if name not in found:
             raise ConfigError(key, f"has no {name}")
         if f"sasl.{name}" in consumer:
             raise ConfigError(f"kafka.sasl.{name}", "given twice: also in kafka.sasl.jaas.config")
     return {"sasl.username": found["username"], "sasl.password": found["password"]}
+
+
+def _oauth_jaas(found: dict[str, str], consumer: dict[str, str]) -> dict[str, str]:
+    """OAuthBearerLoginModule's options with Java's client-credentials login handler (``clientId``,
+    ``clientSecret``, ``scope``, ``extension_<name>``) as our built-in provider's settings. The handler class is
+    Java's; any other (a custom one, or the unsecured-JWT default) is Java code we cannot run."""
+    handler = consumer.pop("sasl.login.callback.handler.class", "").strip()
+    if handler != _OAUTH_LOGIN_HANDLER:
+        raise ConfigError(
+            "kafka.sasl.login.callback.handler.class",
+            f"must be {_OAUTH_LOGIN_HANDLER} (the client-credentials grant) for OAUTHBEARER; "
+            + ("custom handlers are Java classes" if handler else "Java's unsecured-token default is for tests"),
+        )
+    settings: dict[str, str] = {}
+    extensions: list[str] = []
+    for option, value in found.items():
+        if option.startswith("extension_"):
+            extensions.append(f"{option.removeprefix('extension_')}={value}")
+        elif option in _OAUTH_JAAS:
+            if _OAUTH_JAAS[option] in consumer:
+                raise ConfigError(f"kafka.{_OAUTH_JAAS[option]}", "given twice: also in kafka.sasl.jaas.config")
+            settings[_OAUTH_JAAS[option]] = value
+        else:
+            raise ConfigError("kafka.sasl.jaas.config", f"OAuthBearerLoginModule option {option!r} is not supported")
+    if extensions:
+        settings["sasl.oauthbearer.extensions"] = ",".join(extensions)
+    return settings
 
 
 def _store(kind: str, consumer: dict[str, str], ours: str) -> dict[str, str]:

@@ -42,7 +42,7 @@ from tests.conftest import _run_broker, unique_topic_name
 from tests.support.consume import consume_blocking, consume_until
 from tests.support.kafka_broker import KafkaCluster, Listener
 from tests.support.oauth import unsecured_jwt
-from tests.support.oidc_server import AUDIENCE, OidcServer
+from tests.support.oidc_server import OidcServer
 from tests.support.produce import ProducedRecord, ProduceHelper
 from tests.support.waiting import wait_for, wait_for_async
 
@@ -194,12 +194,8 @@ def kafka(pki: Pki, oidc: OidcServer) -> Iterator[KafkaCluster]:
     def start() -> KafkaCluster:
         cluster = KafkaCluster.start(
             listeners=listeners(pki),
-            settings={
-                "sasl.oauthbearer.jwks.endpoint.url": oidc.jwks_url,
-                "sasl.oauthbearer.expected.audience": AUDIENCE,
-                "sasl.oauthbearer.expected.issuer": oidc.url,
-            },
-            system_properties={"org.apache.kafka.sasl.oauthbearer.allowed.urls": oidc.jwks_url},
+            settings=oidc.broker_settings(),
+            system_properties=oidc.broker_system_properties(),
             scram_users=[f"{mechanism}=[name=alice,password={ALICE}]" for mechanism in SCRAM],
             log_levels={"kafka.network.DataPlaneAcceptor": "DEBUG"},  # a line per accepted connection: see Seen
         )

@@ -18,9 +18,10 @@ import pytest
 import trustme
 
 from tests.conftest import Broker, TopicFactory, _run_broker, unique_topic_name
-from tests.integration.test_security_kafka import SCRAM, _key_store, _sasl, _tls
+from tests.integration.test_security_kafka import SCRAM, _key_store, _oidc, _sasl, _tls
 from tests.integration.test_spark_differential import SOURCES, assert_same, read_both
 from tests.support.kafka_broker import KafkaCluster, Listener
+from tests.support.oidc_server import OidcServer
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.broker, pytest.mark.kafka_only("Spark's Kafka source is the reference on Kafka")]
@@ -206,17 +207,31 @@ ALICE = ("alice", "alice-spark-secret")
 
 
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, Path]]:
-    """A Kafka node with a SASL_SSL listener (SCRAM, a certificate from a trustme CA); the CA's PEM file."""
+def oidc() -> Iterator[OidcServer]:
+    server = OidcServer({"spark-app": "spark-app-secret"}).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory, oidc: OidcServer) -> Iterator[tuple[KafkaCluster, Path]]:
+    """A Kafka node with a SASL_SSL listener (SCRAM, a certificate from a trustme CA) and an OAUTHBEARER one
+    checking tokens from ``oidc`` (``OIDC``); the CA's PEM file."""
     directory = tmp_path_factory.mktemp("spark-pki")
     ca = trustme.CA()
     ca.cert_pem.write_to_path(str(directory / "ca.pem"))
     server = _key_store(ca, directory / "server.pem", "127.0.0.1", "localhost")
     listener = Listener("SASL_SSL", {**_tls("SASL_SSL", server, directory / "ca.pem"), **_sasl("SASL_SSL", SCRAM)})
+    oauth = Listener("OIDC", _oidc("OIDC"), protocol="SASL_PLAINTEXT")
 
     def start() -> KafkaCluster:
         users = [f"{mechanism}=[name={ALICE[0]},password={ALICE[1]}]" for mechanism in SCRAM]
-        return KafkaCluster.start(listeners=[listener], scram_users=users)
+        return KafkaCluster.start(
+            listeners=[listener, oauth],
+            scram_users=users,
+            settings=oidc.broker_settings(),
+            system_properties=oidc.broker_system_properties(),
+        )
 
     for cluster in _run_broker(start):
         yield cluster, directory / "ca.pem"
@@ -246,3 +261,33 @@ def test_sasl_ssl_with_scram_through_java_security_options(spark: Any, secured: 
     wrong = {**options, "kafka.sasl.jaas.config": options["kafka.sasl.jaas.config"].replace(password, "nope")}
     with pytest.raises(Exception, match=r"SaslAuthenticationFailed|[Aa]uthentication failed"):
         spark.read.format("asyncconsumer").options(**wrong, **{"fetchOffset.numRetries": "1"}).load().collect()
+
+
+def test_oauthbearer_through_java_s_client_credentials_options(
+    spark: Any, secured: tuple[KafkaCluster, Path], oidc: OidcServer
+) -> None:
+    """Java's OAUTHBEARER options for the client-credentials grant, as a Spark user writes them for Spark's source:
+    the driver and the executors each get a token from the identity provider and read with it."""
+    cluster, _ = secured
+    name = unique_topic_name("spark-oauth")
+    cluster.create_topic(name, 2)
+    produce_uneven(cluster.bootstrap_servers, name, (12, 8))
+    before = len(oidc.token_requests)
+    options = {
+        "kafka.bootstrap.servers": cluster.listener_address("OIDC"),
+        "subscribe": name,
+        "kafka.security.protocol": "SASL_PLAINTEXT",
+        "kafka.sasl.mechanism": "OAUTHBEARER",
+        "kafka.sasl.oauthbearer.token.endpoint.url": oidc.token_url,
+        "kafka.sasl.login.callback.handler.class": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+        ),
+        "kafka.sasl.jaas.config": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'clientId="spark-app" clientSecret="spark-app-secret" scope="kafka";'
+        ),
+    }
+    rows = spark.read.format("asyncconsumer").options(**options).load().collect()
+    assert sorted((r.partition, r.offset) for r in rows) == [(0, o) for o in range(12)] + [(1, o) for o in range(8)]
+    asked = oidc.token_requests[before:]
+    assert asked and {r["client_id"] for r in asked} == {"spark-app"} and {r["scope"] for r in asked} == {"kafka"}

@@ -58,6 +58,18 @@ class OidcServer:
     def jwks_url(self) -> str:
         return self.url + "/jwks"
 
+    def broker_settings(self) -> dict[str, str]:
+        """What a Kafka 4.4 broker needs to check this provider's tokens (it wants the audience and the issuer)."""
+        return {
+            "sasl.oauthbearer.jwks.endpoint.url": self.jwks_url,
+            "sasl.oauthbearer.expected.audience": AUDIENCE,
+            "sasl.oauthbearer.expected.issuer": self.url,
+        }
+
+    def broker_system_properties(self) -> dict[str, str]:
+        """The JVM property Kafka 4.x needs before it fetches the JWKS URL."""
+        return {"org.apache.kafka.sasl.oauthbearer.allowed.urls": self.jwks_url}
+
     def start(self) -> OidcServer:
         self._thread.start()
         return self

@@ -233,7 +233,7 @@ def test_java_security_settings_become_ours() -> None:
                 "kafka.sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required;",
             },
             "kafka.sasl.jaas.config",
-            "SCRAM and PLAIN",
+            "SCRAM, PLAIN and OAUTHBEARER",
         ),
         (
             {"kafka.sasl.mechanism": "PLAIN", "kafka.sasl.jaas.config": SCRAM_JAAS},
@@ -262,3 +262,63 @@ def test_security_settings_our_client_cannot_honour_are_refused_by_name(
     with pytest.raises(ConfigError, match=says) as caught:
         parse_options({**BASE, "subscribe": "a", "kafka.security.protocol": "SASL_SSL", **settings}, streaming=False)
     assert caught.value.key == key
+
+
+OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+OAUTH_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+OAUTH_BASE = {
+    **BASE,
+    "subscribe": "a",
+    "kafka.security.protocol": "SASL_SSL",
+    "kafka.sasl.mechanism": "OAUTHBEARER",
+    "kafka.sasl.oauthbearer.token.endpoint.url": "https://idp.example/token",
+}
+
+
+def test_java_s_oauthbearer_client_credentials_settings_become_the_built_in_provider_s() -> None:
+    options = parse_options(
+        {
+            **OAUTH_BASE,
+            "kafka.sasl.login.callback.handler.class": OAUTH_HANDLER,
+            "kafka.sasl.jaas.config": f'{OAUTH_MODULE} required clientId="app" clientSecret="s3cr=t" scope="kafka" '
+            'extension_logicalCluster="lkc-1" extension_identityPoolId="pool-2";',
+        },
+        streaming=False,
+    )
+    assert options.consumer == {
+        "bootstrap.servers": "h:1",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.oauthbearer.token.endpoint.url": "https://idp.example/token",
+        "sasl.oauthbearer.client.credentials.client.id": "app",
+        "sasl.oauthbearer.client.credentials.client.secret": "s3cr=t",
+        "sasl.oauthbearer.scope": "kafka",
+        "sasl.oauthbearer.extensions": "logicalCluster=lkc-1,identityPoolId=pool-2",
+    }
+    assert "s3cr=t" not in repr(options)
+
+
+@pytest.mark.parametrize(
+    ("extra", "key", "match"),
+    [
+        ({"kafka.sasl.jaas.config": f"{OAUTH_MODULE} required;"}, "kafka.sasl.login.callback.handler.class", "tests"),
+        (
+            {"kafka.sasl.jaas.config": f"{OAUTH_MODULE} required;", "kafka.sasl.login.callback.handler.class": "x.Y"},
+            "kafka.sasl.login.callback.handler.class",
+            "Java classes",
+        ),
+        (
+            {
+                "kafka.sasl.jaas.config": f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="a";',
+                "kafka.sasl.login.callback.handler.class": OAUTH_HANDLER,
+            },
+            "kafka.sasl.jaas.config",
+            "unsecuredLoginStringClaim_sub",
+        ),
+    ],
+    ids=["no-handler", "custom-handler", "unsecured-option"],
+)
+def test_oauthbearer_logins_we_cannot_run_are_named(extra: dict[str, str], key: str, match: str) -> None:
+    with pytest.raises(ConfigError, match=match) as info:
+        parse_options({**OAUTH_BASE, **extra}, streaming=False)
+    assert info.value.key == key
