@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import enum
 import errno
+import random
 import socket
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
+from functools import partial
+from typing import cast
 
 import anyio
 import anyio.abc
@@ -53,6 +56,9 @@ CLIENT_VERSION = "0.1.0"
 class ConnectionState(enum.Enum):
     CONNECTING = "connecting"
     READY = "ready"
+    REAUTHENTICATING = "reauthenticating"
+    """KIP-368: the broker's SASL session is ending; no new request goes out until the connection has logged in
+    again on the same socket."""
     CLOSED = "closed"
 
 
@@ -62,6 +68,12 @@ class InFlight:
     request_type: type[Request]
     version: int
     deadline_ms: int
+    waiter: Callable[[object], None] | None = None
+    """For the connection's own requests (re-authentication): takes the answer instead of ``complete``."""
+
+
+REAUTH_AT = (0.85, 0.95)
+"""When to log in again, as a share of the session lifetime the broker gave (Java's client picks the same range)."""
 
 
 Completion = Callable[[UnsentRequest, object], None]
@@ -150,6 +162,12 @@ class BrokerConnection:
         self._max_response_bytes = max_response_bytes
         """``receive_message_max_bytes``: a frame announcing more fails the connection before it is read."""
         self.close_reason: KafkaError | None = None
+        self.reauthenticate_in_ms: int | None = None
+        """From the last login, when to log in again (KIP-368): a share of the SASL session the broker gave; None
+        when the broker gave no session end. The delegate keeps the time by its clock in ``reauthenticate_at_ms``."""
+        self.reauthenticate_at_ms: int | None = None
+        self.reauthentications = 0
+        self._drained: anyio.Event | None = None
 
     def __repr__(self) -> str:
         return f"<BrokerConnection node={self.node_id} {self.host}:{self.port} {self.state.value}>"
@@ -165,7 +183,7 @@ class BrokerConnection:
                 self._stream = stream
                 self.versions = await self._negotiate(stream)
                 if self._security.sasl is not None:
-                    await self._authenticate(stream)
+                    await self._authenticate(lambda request: self._exchange(stream, request))
         self.state = ConnectionState.READY
         log.debug("connection.ready", node=self.node_id, host=self.host, port=self.port)
 
@@ -201,7 +219,54 @@ class BrokerConnection:
             raise CorruptResponseError(f"node {self.node_id} answered another request during authentication")
         return decode_response(payload, type(request), version)
 
-    async def _authenticate(self, stream: FrameStream) -> None:
+    def begin_reauthentication(self) -> None:
+        """From now on no request goes out until ``reauthenticate`` has logged in again."""
+        self.state = ConnectionState.REAUTHENTICATING
+        self.reauthenticate_in_ms = self.reauthenticate_at_ms = None
+
+    async def reauthenticate(self, timeout_s: float, deadline_ms: int) -> None:
+        """Logs in again on the open connection (KIP-368): no request goes out meanwhile, the answers to those in
+        flight are delivered as usual, then the SASL exchange runs through the reader. ``deadline_ms`` (the
+        delegate's clock) bounds each of its requests. Raises as ``connect`` does."""
+        self.begin_reauthentication()
+        with map_exceptions(self.node_id, self.host, self.port, "lost the connection to"):
+            with anyio.fail_after(timeout_s):
+                if self.in_flight:
+                    self._drained = anyio.Event()
+                    await self._drained.wait()
+                await self._authenticate(lambda request: self._call(request, deadline_ms))
+        if self.state is ConnectionState.REAUTHENTICATING:
+            self.state = ConnectionState.READY
+            self.reauthentications += 1
+            log.debug("connection.reauthenticated", node=self.node_id, count=self.reauthentications)
+
+    async def _call(self, request: Request, deadline_ms: int) -> Response:
+        """One request of the connection's own, sent while the reader runs; its answer comes back here."""
+        stream = self._stream
+        if stream is None or self.state is not ConnectionState.REAUTHENTICATING:
+            raise KafkaConnectionError(f"node {self.node_id} is not connected")
+        version = self.version_for(type(request))
+        answered = anyio.Event()
+        result: list[object] = []
+
+        def take(answer: object) -> None:
+            result.append(answer)
+            answered.set()
+
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+        frame = encode_request(request, version, correlation_id, self._client_id)
+        unsent = UnsentRequest(request, self.node_id, _ignore)
+        self.in_flight[correlation_id] = InFlight(unsent, type(request), version, deadline_ms, take)
+        async with self._send_lock:
+            await stream.send(frame)
+        await answered.wait()
+        answer = result[0]
+        if isinstance(answer, KafkaError):
+            raise answer
+        return cast(Response, answer)
+
+    async def _authenticate(self, exchange: Callable[[Request], Awaitable[Response]]) -> None:
         # Late: only SASL connections need these (a consumer without SASL never loads them).
         from asyncconsumer.network.oauthbearer import OAuthBearerLogin, OAuthBearerMechanism
         from asyncconsumer.network.sasl import SaslMechanism, mechanism_for
@@ -212,7 +277,7 @@ class BrokerConnection:
         assert credentials is not None
         where = f"node {self.node_id} at {self.host}:{self.port}"
         try:
-            handshake = await self._exchange(stream, SaslHandshakeRequest(mechanism=credentials.mechanism))
+            handshake = await exchange(SaslHandshakeRequest(mechanism=credentials.mechanism))
         except UnsupportedVersionError as exc:
             raise AuthenticationError(f"{where} does not offer SASL (no SaslHandshake v1): {exc}") from exc
         except (OSError, anyio.EndOfStream, anyio.BrokenResourceError, anyio.IncompleteRead) as exc:
@@ -237,7 +302,7 @@ class BrokerConnection:
             who = f"as {credentials.username!r} "
         token: bytes | None = mechanism.initial()
         while token is not None:
-            response = await self._exchange(stream, SaslAuthenticateRequest(auth_bytes=token))
+            response = await exchange(SaslAuthenticateRequest(auth_bytes=token))
             assert isinstance(response, SaslAuthenticateResponse)
             if response.error_code:
                 detail = f" ({bearer.failure})" if bearer is not None and bearer.failure else ""
@@ -246,6 +311,8 @@ class BrokerConnection:
                     f"SASL {credentials.mechanism} {who}to {where}: {response.error_message or 'refused'}{detail}",
                 )
             token = mechanism.respond(response.auth_bytes)
+            if response.session_lifetime_ms > 0:
+                self.reauthenticate_in_ms = int(response.session_lifetime_ms * random.uniform(*REAUTH_AT))
         log.debug("connection.authenticated", node=self.node_id, mechanism=credentials.mechanism)
 
     async def _negotiate(self, stream: FrameStream) -> dict[int, tuple[int, int]]:
@@ -328,17 +395,20 @@ class BrokerConnection:
                         raise CorruptResponseError(
                             f"node {self.node_id} answered unknown correlation id {correlation_id}"
                         )
+                    deliver = entry.waiter or partial(self._complete, entry.unsent)
                     try:
                         response: object = decode_response(payload, entry.request_type, entry.version)
                     except CorruptResponseError:
-                        self._complete(
-                            entry.unsent,
+                        deliver(
                             CorruptResponseError(
                                 f"undecodable {entry.request_type.API_KEY.name} response from node {self.node_id}"
-                            ),
+                            )
                         )
                         raise
-                    self._complete(entry.unsent, response)
+                    deliver(response)
+                    if self._drained is not None and not self.in_flight:
+                        self._drained.set()
+                        self._drained = None
         except KafkaError as exc:
             await self.close(exc)
         except anyio.get_cancelled_exc_class():
@@ -356,7 +426,12 @@ class BrokerConnection:
         self.close_reason = reason
         pending, self.in_flight = self.in_flight, {}
         for entry in pending.values():
-            self._complete(entry.unsent, reason)
+            if entry.waiter is not None:
+                entry.waiter(reason)
+            else:
+                self._complete(entry.unsent, reason)
+        if self._drained is not None:
+            self._drained.set()
         log.info("connection.closed", node=self.node_id, host=self.host, port=self.port, reason=str(reason))
         self._on_closed(self, reason)
         return True
@@ -373,3 +448,7 @@ class BrokerConnection:
     async def close(self, reason: KafkaError) -> None:
         self.fail(reason)
         await self.close_stream()
+
+
+def _ignore(result: object, now_ms: int) -> None:
+    """The connection's own requests are answered through their ``InFlight.waiter``, never through here."""

@@ -112,7 +112,8 @@ class NetworkClientDelegate:
 
     @property
     def connection_count(self) -> int:
-        return sum(1 for c in self._connections.values() if c.state is ConnectionState.READY)
+        live = (ConnectionState.READY, ConnectionState.REAUTHENTICATING)
+        return sum(1 for c in self._connections.values() if c.state in live)
 
     @property
     def in_flight_count(self) -> int:
@@ -160,6 +161,7 @@ class NetworkClientDelegate:
         self._wake.set()
 
     async def _send_ready(self, now_ms: int) -> None:
+        self._reauthenticate_due(now_ms)
         if not self._unsent:
             return
         if self.fatal_error is not None:
@@ -272,8 +274,39 @@ class NetworkClientDelegate:
             self._wake.set()
             return
         self._backoff.pop(conn.node_id, None)
+        self._note_session(conn)
         self._wake.set()
         await conn.read_loop()
+
+    def _note_session(self, conn: BrokerConnection) -> None:
+        """When to log ``conn`` in again (KIP-368), by this clock, if the broker's SASL session ends."""
+        if conn.reauthenticate_in_ms is not None:
+            conn.reauthenticate_at_ms = self._clock.now_ms() + conn.reauthenticate_in_ms
+
+    def _reauthenticate_due(self, now_ms: int) -> None:
+        """Starts logging in again the connections whose SASL session is near its end (KIP-368)."""
+        if self._tg is None:
+            return
+        for conn in self._connections.values():
+            at = conn.reauthenticate_at_ms
+            if at is not None and now_ms >= at and conn.state is ConnectionState.READY:
+                conn.begin_reauthentication()  # now, so the next turn neither sends on it nor starts this again
+                self._tg.start_soon(self._reauthenticate, conn, now_ms)
+
+    async def _reauthenticate(self, conn: BrokerConnection, now_ms: int) -> None:
+        try:
+            await conn.reauthenticate(self._setup_timeout_ms / 1000, now_ms + self._setup_timeout_ms)
+        except AuthenticationError as exc:
+            await conn.close(exc)
+            self._stop_on(exc, conn)
+            return
+        except KafkaError as exc:
+            log.info("connection.reauthentication_failed", node=conn.node_id, error=str(exc))
+            await conn.close(exc)
+            return
+        finally:
+            self._wake.set()
+        self._note_session(conn)
 
     def _stop_on(self, error: AuthenticationError, conn: BrokerConnection) -> None:
         """An authentication failure will not heal by retrying: stop all traffic and report it once."""
@@ -310,6 +343,8 @@ class NetworkClientDelegate:
         for conn in self._connections.values():
             for entry in conn.in_flight.values():
                 deadline = min(deadline, entry.deadline_ms)
+            if conn.reauthenticate_at_ms is not None:
+                deadline = min(deadline, conn.reauthenticate_at_ms)
         for pending in self._unsent:
             deadline = min(deadline, pending.enqueued_ms + (pending.unsent.timeout_ms or self._request_timeout_ms))
         if self._unsent:

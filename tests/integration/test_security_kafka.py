@@ -152,6 +152,11 @@ def listeners(pki: Pki) -> list[Listener]:
         Listener("SASL_SSL", {**_tls("SASL_SSL", pki.server_pem, pki.ca_file), **_sasl("SASL_SSL", MECHANISMS)}),
         Listener("SASL_PLAINTEXT", _sasl("SASL_PLAINTEXT", SCRAM)),
         Listener("OAUTH", _oauthbearer("OAUTH"), protocol="SASL_PLAINTEXT"),
+        Listener(
+            "REAUTH",
+            {**_oauthbearer("REAUTH"), "listener.name.reauth.oauthbearer.connections.max.reauth.ms": "2500"},
+            protocol="SASL_PLAINTEXT",
+        ),
     ]
 
 
@@ -631,3 +636,35 @@ async def test_a_refused_oidc_login_is_one_authentication_error(
             await consume_until(consumer, 1, timeout_s=30)
         assert "OAUTHBEARER" in str(info.value) and secret not in str(info.value)
         await expect_one_attempt(kafka, "OIDC", before, consumer, refused=0 if client == "app" else 1)
+
+
+async def test_an_ending_sasl_session_is_renewed_on_the_open_connection(
+    kafka: KafkaCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """KIP-368: the listener ends SASL sessions after 2.5 s and tokens live 3 s. The consumer logs in again on its
+    open connections, with a fresh token when the one held is due, and reads on: no connection is closed or made
+    again, and every record arrives once, in order."""
+    caplog.set_level(logging.DEBUG, logger="asyncconsumer")
+    tokens: list[str] = []
+
+    def provider() -> str:
+        tokens.append(unsecured_jwt("erin", 3))
+        return tokens[-1]
+
+    topic = new_topic(kafka, 1, "oauth-reauth")
+    producer = ProduceHelper(kafka.bootstrap_servers)
+    got: list[ConsumerRecord] = []
+    async with AsyncConsumer(kafka.listener_address("REAUTH"), **oauth_settings(provider)) as consumer:
+        await consumer.assign([TopicPartition(topic, 0)])
+        await producer.values_async(topic, 5, 1)
+        got += await consume_until(consumer, 5)
+        connected = seen(kafka, "REAUTH")
+        deadline = time.monotonic() + 30
+        while caplog.text.count("connection.reauthenticated") < 4:  # two sessions renewed on each connection
+            assert time.monotonic() < deadline, f"{caplog.text.count('connection.reauthenticated')} renewals"
+            await producer.values_async(topic, 5, 1)
+            got += await consume_until(consumer, 5)
+        after = seen(kafka, "REAUTH")
+    assert after == connected and after.refused == 0  # nothing closed, nothing refused
+    assert [r.offset for r in got] == list(range(len(got)))
+    assert len(set(tokens)) == len(tokens) >= 2  # fresh tokens for the later sessions
