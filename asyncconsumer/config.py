@@ -295,6 +295,14 @@ class ConsumerConfig:
     """default.api.timeout.ms: the timeout of calls that take no timeout argument."""
     metadata_max_age_ms: int = attrs.field(default=300_000, validator=_positive)
     """metadata.max.age.ms"""
+    metadata_recovery_strategy: str = attrs.field(
+        default="rebootstrap", converter=_lower, validator=_one_of("rebootstrap", "none")
+    )
+    """metadata.recovery.strategy: "rebootstrap" (Java 4.x's default) asks the bootstrap servers for metadata again
+    when every broker the consumer knew fails, when none answers metadata for the trigger time below, or when a
+    broker answers REBOOTSTRAP_REQUIRED (KIP-899, KIP-1102); "none" keeps asking the known brokers."""
+    metadata_recovery_rebootstrap_trigger_ms: int = attrs.field(default=300_000, validator=_positive)
+    """metadata.recovery.rebootstrap.trigger.ms: how long wanted metadata may fail to come before a rebootstrap."""
     retry_backoff_ms: int = attrs.field(default=100, validator=_non_negative)
     """retry.backoff.ms"""
     retry_backoff_max_ms: int = attrs.field(default=1_000, validator=_non_negative)
@@ -424,6 +432,7 @@ class ConsumerConfig:
             "request_timeout_ms",
             "default_api_timeout_ms",
             "metadata_max_age_ms",
+            "metadata_recovery_rebootstrap_trigger_ms",
             "retry_backoff_ms",
             "retry_backoff_max_ms",
             "reconnect_backoff_ms",
@@ -459,6 +468,13 @@ class ConsumerConfig:
                     raise ConfigError(field.name, _CLASSIC_ONLY_MESSAGE)
         elif self.group_remote_assignor is not None:
             raise ConfigError("group_remote_assignor", "applies only to group_protocol='consumer'")
+
+    @property
+    def rebootstrap_trigger_ms(self) -> int | None:
+        """The metadata manager's rebootstrap trigger under the ``rebootstrap`` strategy; None under ``none``."""
+        if self.metadata_recovery_strategy == "rebootstrap":
+            return self.metadata_recovery_rebootstrap_trigger_ms
+        return None
 
     def _check_security(self) -> None:
         protocol = self.security_protocol
@@ -547,6 +563,8 @@ class ConsumerSettings(TypedDict, total=False):
     request_timeout_ms: int
     default_api_timeout_ms: int
     metadata_max_age_ms: int
+    metadata_recovery_strategy: Literal["rebootstrap", "none"]
+    metadata_recovery_rebootstrap_trigger_ms: int
     retry_backoff_ms: int
     retry_backoff_max_ms: int
     reconnect_backoff_ms: int
@@ -605,6 +623,8 @@ class ShareConsumerSettings(TypedDict, total=False):
     request_timeout_ms: int
     default_api_timeout_ms: int
     metadata_max_age_ms: int
+    metadata_recovery_strategy: Literal["rebootstrap", "none"]
+    metadata_recovery_rebootstrap_trigger_ms: int
     retry_backoff_ms: int
     retry_backoff_max_ms: int
     reconnect_backoff_ms: int

@@ -66,6 +66,11 @@ class ConsumerMetrics:
     last_connection_error: str | None = None
     """Why the most recent connection attempt or connection failed, while that broker stays unreachable (None when
     every broker the consumer needs answers): what to show a person waiting for a consumer to connect."""
+    rebootstraps: int = 0
+    """Times the consumer asked its bootstrap servers for metadata again (KIP-899): every broker it knew failed,
+    wanted metadata did not come for ``metadata_recovery_rebootstrap_trigger_ms``, or a broker asked for it."""
+    rebootstrapping: bool = False
+    """A rebootstrap is under way: no metadata has answered since it began."""
     fetch_requests_full: int = 0
     """Fetch requests sent naming every partition they fetch: the first of each fetch session (KIP-227), every
     fetch when a broker gives no session or ``fetch_sessions`` is off, and the one after a session error."""

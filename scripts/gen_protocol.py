@@ -72,7 +72,7 @@ def _api(name: str, versions: tuple[int, int] | None) -> Api:
 
 APIS: tuple[Api, ...] = (
     _api("ApiVersions", (0, 3)),
-    _api("Metadata", (1, 12)),
+    _api("Metadata", (1, 13)),
     _api("Fetch", (4, 12)),
     _api("ListOffsets", (1, 9)),
     _api("OffsetCommit", (2, 9)),

@@ -65,6 +65,9 @@ class NodeDirectory:
     def candidate_nodes(self) -> list[int]:
         return self._metadata.candidate_nodes()
 
+    def rebootstrap(self, reason: str) -> None:
+        self._metadata.rebootstrap(reason)
+
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class BackgroundParts:
@@ -145,7 +148,9 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
     published = Published()
     activity = CallerActivity()
     retry = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
-    metadata = MetadataManager(config.bootstrap_servers, config.metadata_max_age_ms, retry)
+    metadata = MetadataManager(
+        config.bootstrap_servers, config.metadata_max_age_ms, retry, config.rebootstrap_trigger_ms
+    )
     offsets = OffsetsManager(subscriptions, metadata, config.isolation_level, retry, background_events.stage)
     validation = OffsetValidationManager(
         subscriptions, metadata, config.auto_offset_reset, retry, background_events.stage
@@ -240,7 +245,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         delegate=network,
         processor=processor,
     )
-    publisher = SnapshotPublisher(published, fetch, network, group)
+    publisher = SnapshotPublisher(published, fetch, network, group, metadata)
 
     def publish(now_ms: int) -> None:
         """The end of a loop iteration: the snapshot first, then what the caller may now see goes with it."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from asyncconsumer._state.snapshot import NO_PARTITIONS, BackgroundSnapshot, Published
 from asyncconsumer.managers.fetch import FetchManager
+from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.network.delegate import NetworkClientDelegate
 
 if TYPE_CHECKING:
@@ -27,9 +28,11 @@ class SnapshotPublisher:
         fetch: FetchManager,
         delegate: NetworkClientDelegate,
         group: ConsumerGroup | None,
+        metadata: MetadataManager,
     ) -> None:
         self._published = published
         self._fetch = fetch
+        self._metadata = metadata
         self._delegate = delegate
         self._group = group
         self._fetched_from = NO_PARTITIONS
@@ -74,6 +77,8 @@ class SnapshotPublisher:
             fetched_from=self._fetched_from,
             connection_count=self._delegate.connection_count,
             last_connection_error=None if last_error is None else str(last_error),
+            rebootstraps=self._metadata.rebootstraps,
+            rebootstrapping=self._metadata.rebootstrapping,
             coordinator_id=coordinator_id,
             last_heartbeat_ms=last_heartbeat_ms,
             rebalances=rebalances,

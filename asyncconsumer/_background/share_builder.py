@@ -70,7 +70,9 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
     published = PublishedShare()
     demand = ShareDemand()
     retry = ExponentialBackoff(settings.retry_backoff_ms, settings.retry_backoff_max_ms)
-    metadata = MetadataManager(settings.bootstrap_servers, settings.metadata_max_age_ms, retry)
+    metadata = MetadataManager(
+        settings.bootstrap_servers, settings.metadata_max_age_ms, retry, settings.rebootstrap_trigger_ms
+    )
     coordinator = CoordinatorManager(config.group_id, retry, background_events.stage)
     membership = ShareMembershipManager(
         config.group_id,

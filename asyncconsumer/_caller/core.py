@@ -465,6 +465,8 @@ class ConsumerCore(ClientCore[Components]):
             coordinator_id=background.coordinator_id,
             connection_count=background.connection_count,
             last_connection_error=background.last_connection_error,
+            rebootstraps=background.rebootstraps,
+            rebootstrapping=background.rebootstrapping,
             fetch_requests_full=background.fetch_requests_full,
             fetch_requests_incremental=background.fetch_requests_incremental,
             fetch_session_errors=background.fetch_session_errors,

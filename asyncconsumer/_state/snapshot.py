@@ -34,6 +34,8 @@ class BackgroundSnapshot:
     """Partition -> the node whose fetch last brought it records."""
     connection_count: int = 0
     last_connection_error: str | None = None
+    rebootstraps: int = 0
+    rebootstrapping: bool = False
     coordinator_id: int | None = None
     last_heartbeat_ms: int | None = None
     rebalances: int = 0

@@ -38,6 +38,7 @@ class MetadataManager:
         bootstrap_servers: Iterable[str],
         metadata_max_age_ms: int,
         backoff: ExponentialBackoff,
+        rebootstrap_trigger_ms: int | None = None,
     ) -> None:
         self.bootstrap: dict[int, tuple[str, int]] = {}
         for i, server in enumerate(bootstrap_servers):
@@ -58,6 +59,14 @@ class MetadataManager:
         self._waiters: list[_TopicWaiter] = []
         self._listeners: list[MetadataListener] = []
         self.last_error: KafkaError | None = None
+        self._rebootstrap_trigger_ms = rebootstrap_trigger_ms
+        """``metadata_recovery_rebootstrap_trigger_ms`` under the ``rebootstrap`` strategy; None: never."""
+        self.rebootstrapping = False
+        """Asking the bootstrap servers again (KIP-899): every known broker failed, or no metadata came for too long,
+        or a broker said REBOOTSTRAP_REQUIRED. Ends with the next metadata response."""
+        self.rebootstraps = 0
+        self._wanted_since_ms: int | None = None
+        """Since when a refresh is wanted and none has succeeded (KIP-1102's trigger counts from here)."""
 
     # --- the delegate's node directory ----------------------------------------------------------------------
     def address(self, node_id: int) -> tuple[str, int] | None:
@@ -67,8 +76,20 @@ class MetadataManager:
         return self.bootstrap.get(node_id)
 
     def candidate_nodes(self) -> list[int]:
-        """Nodes a request for 'any node' may go to: known brokers, else the bootstrap servers."""
+        """Nodes a request for 'any node' may go to: known brokers, else the bootstrap servers; while
+        rebootstrapping, the bootstrap servers first."""
+        if self.rebootstrapping:
+            return [*self.bootstrap, *self.cluster.brokers]
         return list(self.cluster.brokers) or list(self.bootstrap)
+
+    def rebootstrap(self, reason: str) -> None:
+        """Asks the bootstrap servers for metadata again (KIP-899), when the strategy allows it."""
+        if self._rebootstrap_trigger_ms is None or self.rebootstrapping:
+            return
+        self.rebootstrapping = True
+        self.rebootstraps += 1
+        self._update_requested = True
+        log.info("metadata.rebootstrap", reason=reason, bootstrap=[f"{h}:{p}" for h, p in self.bootstrap.values()])
 
     # --- interest ------------------------------------------------------------------------------------------
     def add_listener(self, listener: MetadataListener) -> None:
@@ -97,7 +118,14 @@ class MetadataManager:
     def poll(self, now_ms: int) -> PollResult:
         due = self._update_requested or self._last_refresh_ms is None or now_ms >= self._refresh_due_ms()
         if not due:
+            self._wanted_since_ms = None
             return PollResult(self._refresh_due_ms() - now_ms)
+        if self._wanted_since_ms is None:
+            self._wanted_since_ms = now_ms
+        trigger = self._rebootstrap_trigger_ms
+        if trigger is not None and self._last_refresh_ms is not None and now_ms - self._wanted_since_ms >= trigger:
+            self._wanted_since_ms = now_ms
+            self.rebootstrap(f"no metadata for {trigger} ms")
         if not self._state.can_send_request(now_ms):
             wait = self._state.remaining_backoff_ms(now_ms)
             return PollResult(wait if wait > 0 else self._max_age_ms)
@@ -134,7 +162,14 @@ class MetadataManager:
             log.info("metadata.failed", error=str(result))
             return
         assert isinstance(result, MetadataResponse)
+        if result.error_code == ErrorCode.REBOOTSTRAP_REQUIRED:
+            self._state.on_failed_attempt(now_ms)
+            self._update_requested = True
+            self.rebootstrap("the broker answered REBOOTSTRAP_REQUIRED")
+            return
         self._state.on_successful_attempt(now_ms)
+        self.rebootstrapping = False
+        self._wanted_since_ms = None
         self._last_refresh_ms = now_ms
         self.last_error = None
         brokers = {b.node_id: Broker(b.node_id, b.host, b.port, b.rack) for b in result.brokers}

@@ -41,6 +41,8 @@ class NodeDirectory(Protocol):
 
     def candidate_nodes(self) -> list[int]: ...
 
+    def rebootstrap(self, reason: str) -> None: ...
+
 
 @attrs.define(slots=True)
 class _Pending:
@@ -228,6 +230,10 @@ class NetworkClientDelegate:
                 return node
         ready = [n for n in candidates if now_ms >= self._backoff.get(n, _NodeBackoff()).retry_at_ms]
         if not ready:
+            if candidates and all(n >= 0 and n in self._backoff for n in candidates):
+                # every broker the metadata named has failed since it last answered: ask the bootstrap servers
+                # again (KIP-899), if the strategy allows; the next turn finds them among the candidates
+                self._nodes.rebootstrap(f"none of the {len(candidates)} known broker(s) is reachable")
             return None
         return min(ready, key=lambda n: self._backoff.get(n, _NodeBackoff()).failures)
 

@@ -464,6 +464,10 @@ class _Directory:
     def candidate_nodes(self) -> list[int]:
         return list(self.brokers) or list(self.bootstrap)
 
+    def rebootstrap(self, reason: str) -> None:
+        """The admin tools ask each call afresh: a moved cluster is found through the bootstrap servers anyway."""
+        self.brokers = {}
+
 
 class AdminClient:
     """``async with AdminClient("host:9092") as admin: await admin.describe_group("g")``.

@@ -553,6 +553,24 @@ class KafkaCluster:
         self._launch(node)
         self._wait_ready(time.monotonic() + startup_timeout_s, starting=[node_id])
 
+    def move(self, node_id: int, startup_timeout_s: float = 120.0, *, crash: bool = True) -> None:
+        """Stops one node (SIGKILL, or a controlled shutdown with ``crash=False``) and starts it again with its
+        PLAINTEXT listener on a new port, advertised there: the broker clients knew is gone, and the same broker
+        (its id, its data) is back at another address. A crash gives clients no last metadata: a node shutting
+        down answers Metadata without itself, which sends clients back to their bootstrap servers anyway."""
+        node = self.node(node_id)
+        if node.advertised_port != node.port:
+            raise ValueError(f"node {node_id} is advertised behind a front; move the front instead")
+        if crash:
+            self.kill(node_id)
+        else:
+            self.shut_down(node_id)
+        old, node.port = node.port, free_port()
+        node.advertised_port = node.port
+        text = node.properties_path.read_text()
+        node.properties_path.write_text(text.replace(f"PLAINTEXT://{HOST}:{old}", f"PLAINTEXT://{HOST}:{node.port}"))
+        self.restart(node_id, startup_timeout_s)
+
     # --- what tests ask of a broker -----------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:

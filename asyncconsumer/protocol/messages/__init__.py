@@ -4,7 +4,7 @@ do not edit.
 One module per API, at the versions we speak; ``api_keys`` holds every API key.
 
 - ``api_versions`` (API key 18): v0-3 of Kafka's 0-5
-- ``metadata`` (API key 3): v1-12 of Kafka's 0-13
+- ``metadata`` (API key 3): v1-13 of Kafka's 0-13
 - ``fetch`` (API key 1): v4-12 of Kafka's 4-18
 - ``list_offsets`` (API key 2): v1-9 of Kafka's 1-11
 - ``offset_commit`` (API key 8): v2-9 of Kafka's 2-10

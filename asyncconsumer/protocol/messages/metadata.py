@@ -1,7 +1,7 @@
 """Generated from Apache Kafka's MetadataRequest.json/MetadataResponse.json (kafka-clients 4.4.0) by
 scripts/gen_protocol.py; do not edit.
 
-Metadata (API key 3) at v1-12 of the v0-13 Kafka defines; flexible from v9.
+Metadata (API key 3) at v1-13 of the v0-13 Kafka defines; flexible from v9.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ class MetadataResponseTopic:
 
 @attrs.define(frozen=True, slots=True)
 class MetadataResponse:
-    """The Metadata response (API key 3), v1-12."""
+    """The Metadata response (API key 3), v1-13."""
 
     throttle_time_ms: int = 0
     """The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the
@@ -184,6 +184,8 @@ class MetadataResponse:
     """Each topic in the response. (v0+)"""
     cluster_authorized_operations: int = -2147483648
     """32-bit bitfield to represent authorized operations for this cluster. (v8-10)"""
+    error_code: int = 0
+    """The top-level error code, or 0 if there was no error. (v13+)"""
 
     def encode(self, w: Writer, version: int) -> None:
         flexible = version >= 9
@@ -194,7 +196,9 @@ class MetadataResponse:
             w.nullable_string(self.cluster_id, flexible)
         w.int32(self.controller_id)
         w.structs(self.topics, version, flexible)
-        if 8 <= version <= 10:
+        if version >= 13:
+            w.int16(self.error_code)
+        elif 8 <= version <= 10:
             w.int32(self.cluster_authorized_operations)
         if version >= 9:
             w.empty_tags()
@@ -207,10 +211,20 @@ class MetadataResponse:
         cluster_id = r.nullable_string(flexible) if version >= 2 else None
         controller_id = r.int32()
         topics = r.structs(MetadataResponseTopic, version, flexible)
-        cluster_authorized_operations = -2147483648 if version <= 7 or version >= 11 else r.int32()
+        if version >= 13:
+            error_code = r.int16()
+            cluster_authorized_operations = -2147483648
+        elif version <= 7 or 11 <= version <= 12:
+            cluster_authorized_operations = -2147483648
+            error_code = 0
+        else:
+            cluster_authorized_operations = r.int32()
+            error_code = 0
         if version >= 9:
             r.skip_tags()
-        return cls(throttle_time_ms, brokers, cluster_id, controller_id, topics, cluster_authorized_operations)
+        return cls(
+            throttle_time_ms, brokers, cluster_id, controller_id, topics, cluster_authorized_operations, error_code
+        )
 
 
 @attrs.define(frozen=True, slots=True)
@@ -245,11 +259,11 @@ class MetadataRequestTopic:
 
 @attrs.define(frozen=True, slots=True)
 class MetadataRequest:
-    """The Metadata request (API key 3), v1-12."""
+    """The Metadata request (API key 3), v1-13."""
 
     API_KEY: ClassVar[ApiKey] = ApiKey.METADATA
     MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 12
+    MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_FROM: ClassVar[int] = 9
     RESPONSE: ClassVar[type[Response]] = MetadataResponse
 

@@ -39,7 +39,8 @@ def fetch_manager() -> FetchManager:
 
 def test_without_a_group_the_snapshot_carries_the_fetch_and_network_facts_only() -> None:
     published, network, fetch = Published(), Network(), fetch_manager()
-    publisher = SnapshotPublisher(published, fetch, network, None)  # type: ignore[arg-type]
+    metadata = fetch._metadata
+    publisher = SnapshotPublisher(published, fetch, network, None, metadata)  # type: ignore[arg-type]
     publisher.publish(0)
     assert published.current == BackgroundSnapshot()
     network.connection_count = 2
@@ -53,11 +54,15 @@ def test_without_a_group_the_snapshot_carries_the_fetch_and_network_facts_only()
     assert (now.connection_count, now.last_connection_error) == (2, str(network.error))
     assert (now.fetch_latency_avg_ms, now.fetch_latency_max_ms) == (20.0, 30)
     assert (now.coordinator_id, now.generation_id, now.member_id, now.rebalances) == (None, -1, "", 0)
+    assert (now.rebootstraps, now.rebootstrapping) == (0, False)
+    metadata.rebootstrap("every known broker failed")
+    publisher.publish(2)
+    assert (published.current.rebootstraps, published.current.rebootstrapping) == (1, True)
 
 
 def test_where_partitions_were_fetched_from_is_copied_only_when_it_changed() -> None:
     published, fetch = Published(), fetch_manager()
-    publisher = SnapshotPublisher(published, fetch, Network(), None)  # type: ignore[arg-type]
+    publisher = SnapshotPublisher(published, fetch, Network(), None, fetch._metadata)  # type: ignore[arg-type]
     publisher.publish(0)
     first = published.current.fetched_from
     publisher.publish(1)
@@ -77,7 +82,7 @@ def test_where_partitions_were_fetched_from_is_copied_only_when_it_changed() -> 
 def test_with_a_group_the_snapshot_names_the_coordinators_broker_and_the_members_generation() -> None:
     wired = WiredGroup(enable_auto_commit=False)
     published = Published()
-    publisher = SnapshotPublisher(published, fetch_manager(), Network(), wired.group)  # type: ignore[arg-type]
+    publisher = SnapshotPublisher(published, fetch_manager(), Network(), wired.group, wired.metadata)  # type: ignore[arg-type]
     publisher.publish(0)
     assert (published.current.coordinator_id, published.current.generation_id) == (None, -1)
     wired.join_as_leader(listener=False)

@@ -3,7 +3,9 @@ topics."""
 
 from __future__ import annotations
 
-from asyncconsumer.errors import KafkaConnectionError
+import attrs
+
+from asyncconsumer.errors import ErrorCode, KafkaConnectionError
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.protocol.messages.metadata import MetadataRequest
 from asyncconsumer.records import TopicPartition
@@ -60,3 +62,48 @@ def test_metadata_asks_again_at_the_backoff_maximum_while_a_wanted_topic_is_unkn
     assert "missing" not in manager.cluster.unknown_topics
     assert manager.poll(2_100).unsent_requests == ()  # known now: back to metadata_max_age_ms
     assert manager.poll(2_100).time_until_next_poll_ms == 58_920
+
+
+def test_a_rebootstrap_puts_the_bootstrap_servers_first_until_metadata_answers() -> None:
+    manager = MetadataManager(["boot:9092"], 60_000, no_jitter(), rebootstrap_trigger_ms=300_000)
+    only(manager.poll(0).unsent_requests).on_response(metadata_response(), 1)
+    assert manager.candidate_nodes() == [1, 2]
+    manager.rebootstrap("every known broker failed")
+    manager.rebootstrap("again, while it is under way: counted once")
+    assert manager.rebootstrapping and manager.rebootstraps == 1
+    assert manager.candidate_nodes() == [-1, 1, 2]
+    only(manager.poll(2).unsent_requests).on_response(metadata_response(), 3)
+    assert not manager.rebootstrapping and manager.candidate_nodes() == [1, 2]
+
+
+def test_the_none_strategy_never_rebootstraps() -> None:
+    manager = MetadataManager(["boot:9092"], 1_000, no_jitter(), rebootstrap_trigger_ms=None)
+    only(manager.poll(0).unsent_requests).on_response(metadata_response(), 1)
+    manager.rebootstrap("every known broker failed")
+    assert not manager.rebootstrapping and manager.candidate_nodes() == [1, 2]
+
+
+def test_wanted_metadata_that_does_not_come_for_the_trigger_time_rebootstraps() -> None:
+    manager = MetadataManager(["boot:9092"], 60_000, no_jitter(100), rebootstrap_trigger_ms=5_000)
+    only(manager.poll(0).unsent_requests).on_response(metadata_response(), 1)
+    manager.request_update()
+    now = 10
+    while now < 4_900:  # every attempt fails (the brokers hang up)
+        for request in manager.poll(now).unsent_requests:
+            request.on_response(KafkaConnectionError("down"), now + 1)
+        now += 100
+        assert not manager.rebootstrapping
+    while not manager.rebootstrapping:
+        for request in manager.poll(now).unsent_requests:
+            request.on_response(KafkaConnectionError("down"), now + 1)
+        now += 100
+    assert 5_010 <= now <= 5_200 and manager.candidate_nodes()[0] == -1
+
+
+def test_rebootstrap_required_from_a_broker_rebootstraps() -> None:
+    manager = MetadataManager(["boot:9092"], 60_000, no_jitter(), rebootstrap_trigger_ms=300_000)
+    only(manager.poll(0).unsent_requests).on_response(metadata_response(), 1)
+    manager.request_update()
+    stale = attrs.evolve(metadata_response(), error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
+    only(manager.poll(2).unsent_requests).on_response(stale, 3)
+    assert manager.rebootstrapping and manager.candidate_nodes()[0] == -1

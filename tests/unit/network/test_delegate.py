@@ -116,6 +116,9 @@ class Nodes:
     def candidate_nodes(self) -> list[int]:
         return [-1]
 
+    def rebootstrap(self, reason: str) -> None:
+        raise AssertionError(f"a bootstrap server is no known broker: no rebootstrap ({reason})")
+
 
 def metadata_answer() -> MetadataResponse:
     return MetadataResponse(brokers=(MetadataResponseBroker(node_id=1, host="127.0.0.1", port=1),), topics=())
@@ -296,3 +299,56 @@ def test_the_connections_close_shuts_are_not_reported_as_lost(scripted: Any) -> 
 
     heard = anyio.run(run)
     assert len(heard) == 1 and heard[0][0] == -1, heard  # the broker's hang-up, and nothing from the close
+
+
+class MovedCluster:
+    """Metadata that names broker 1 at an address where nothing listens any more; the bootstrap server (-1) is a
+    live broker. ``rebootstrap`` records why and puts the bootstrap server first, as the metadata manager does."""
+
+    def __init__(self, bootstrap_port: int, gone_port: int) -> None:
+        self.bootstrap_port = bootstrap_port
+        self.gone_port = gone_port
+        self.reasons: list[str] = []
+
+    def address(self, node_id: int) -> tuple[str, int] | None:
+        return {-1: ("127.0.0.1", self.bootstrap_port), 1: ("127.0.0.1", self.gone_port)}.get(node_id)
+
+    def candidate_nodes(self) -> list[int]:
+        return [-1, 1] if self.reasons else [1]
+
+    def rebootstrap(self, reason: str) -> None:
+        self.reasons.append(reason)
+
+
+def test_when_every_known_broker_fails_the_bootstrap_servers_are_asked_again(scripted: Any) -> None:
+    broker = scripted(lambda key, version, request: metadata_answer())
+    with socket.create_server(("127.0.0.1", 0)) as placeholder:
+        gone = placeholder.getsockname()[1]
+    nodes = MovedCluster(broker.port, gone)
+
+    async def run() -> object:
+        clock = SystemClock()
+        delegate = NetworkClientDelegate(
+            clock,
+            nodes,
+            client_id="t",
+            request_timeout_ms=5_000,
+            connection_setup_timeout_ms=2_000,
+            max_in_flight=5,
+            reconnect_backoff=ExponentialBackoff(50, 200),
+        )
+        results: list[object] = []
+        async with anyio.create_task_group() as tg:
+            delegate.attach(tg)
+            request = MetadataRequest(topics=(), allow_auto_topic_creation=False)
+            delegate.add_all([UnsentRequest(request, None, lambda r, now: results.append(r))], clock.now_ms())
+            with anyio.fail_after(10):
+                while not results:
+                    await delegate.poll(100, clock.now_ms())
+            await delegate.close()
+            tg.cancel_scope.cancel()
+        return results[0]
+
+    assert isinstance(anyio.run(run), MetadataResponse)
+    assert nodes.reasons == ["none of the 1 known broker(s) is reachable"]
+    assert broker.connections == 1

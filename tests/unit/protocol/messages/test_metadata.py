@@ -92,7 +92,7 @@ def responses(v: int) -> st.SearchStrategy[MetadataResponse]:
 
 
 def test_the_request_class_declares_the_contract() -> None:
-    assert (MetadataRequest.API_KEY, MetadataRequest.MIN_VERSION, MetadataRequest.MAX_VERSION) == (3, 1, 12)
+    assert (MetadataRequest.API_KEY, MetadataRequest.MIN_VERSION, MetadataRequest.MAX_VERSION) == (3, 1, 13)
     assert MetadataRequest.FLEXIBLE_FROM == 9
     assert MetadataRequest.RESPONSE is MetadataResponse
 
