@@ -124,11 +124,13 @@ def metadata_answer() -> MetadataResponse:
     return MetadataResponse(brokers=(MetadataResponseBroker(node_id=1, host="127.0.0.1", port=1),), topics=())
 
 
-def new_delegate(clock: SystemClock, port: int, request_timeout_ms: int = 2_000, **extra: Any) -> NetworkClientDelegate:
-    """A delegate whose only node is the bootstrap broker on ``port``."""
+def new_delegate(
+    clock: SystemClock, port: int, request_timeout_ms: int = 2_000, *, nodes: Any = None, **extra: Any
+) -> NetworkClientDelegate:
+    """A delegate whose only node is the bootstrap broker on ``port`` (or whose directory is ``nodes``)."""
     return NetworkClientDelegate(
         clock,
-        Nodes(port),
+        nodes if nodes is not None else Nodes(port),
         client_id="t",
         request_timeout_ms=request_timeout_ms,
         connection_setup_timeout_ms=2_000,
@@ -138,10 +140,12 @@ def new_delegate(clock: SystemClock, port: int, request_timeout_ms: int = 2_000,
     )
 
 
-async def exchange(broker: ScriptedBroker, request: Request, request_timeout_ms: int = 2_000) -> object:
+async def exchange(
+    broker: ScriptedBroker, request: Request, request_timeout_ms: int = 2_000, nodes: Any = None
+) -> object:
     """Sends one request through a fresh delegate and returns what its callback received."""
     clock = SystemClock()
-    delegate = new_delegate(clock, broker.port, request_timeout_ms)
+    delegate = new_delegate(clock, broker.port, request_timeout_ms, nodes=nodes)
     results: list[object] = []
     async with anyio.create_task_group() as tg:
         delegate.attach(tg)
@@ -326,29 +330,7 @@ def test_when_every_known_broker_fails_the_bootstrap_servers_are_asked_again(scr
         gone = placeholder.getsockname()[1]
     nodes = MovedCluster(broker.port, gone)
 
-    async def run() -> object:
-        clock = SystemClock()
-        delegate = NetworkClientDelegate(
-            clock,
-            nodes,
-            client_id="t",
-            request_timeout_ms=5_000,
-            connection_setup_timeout_ms=2_000,
-            max_in_flight=5,
-            reconnect_backoff=ExponentialBackoff(50, 200),
-        )
-        results: list[object] = []
-        async with anyio.create_task_group() as tg:
-            delegate.attach(tg)
-            request = MetadataRequest(topics=(), allow_auto_topic_creation=False)
-            delegate.add_all([UnsentRequest(request, None, lambda r, now: results.append(r))], clock.now_ms())
-            with anyio.fail_after(10):
-                while not results:
-                    await delegate.poll(100, clock.now_ms())
-            await delegate.close()
-            tg.cancel_scope.cancel()
-        return results[0]
-
-    assert isinstance(anyio.run(run), MetadataResponse)
+    request = MetadataRequest(topics=(), allow_auto_topic_creation=False)
+    assert isinstance(anyio.run(exchange, broker, request, 5_000, nodes), MetadataResponse)
     assert nodes.reasons == ["none of the 1 known broker(s) is reachable"]
     assert broker.connections == 1
