@@ -72,6 +72,16 @@ def _attributes(record: ConsumerRecord, group_id: str | None) -> dict[str, Any]:
     return attributes
 
 
+def _process_span(tracer: trace.Tracer, record: ConsumerRecord, group_id: str | None) -> Any:
+    """The record's ``"<topic> process"`` span, current while it is open, parented by its producer's span."""
+    return tracer.start_as_current_span(
+        f"{record.topic} process",
+        context=record_context(record),
+        kind=trace.SpanKind.CONSUMER,
+        attributes=_attributes(record, group_id),
+    )
+
+
 async def traced(
     consumer: AsyncConsumer, *, tracer_provider: trace.TracerProvider | None = None
 ) -> AsyncIterator[ConsumerRecord]:
@@ -81,12 +91,7 @@ async def traced(
     tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
     group_id = consumer.config.group_id
     async for record in consumer:
-        with tracer.start_as_current_span(
-            f"{record.topic} process",
-            context=record_context(record),
-            kind=trace.SpanKind.CONSUMER,
-            attributes=_attributes(record, group_id),
-        ):
+        with _process_span(tracer, record, group_id):
             yield record
 
 
@@ -99,12 +104,7 @@ def traced_records(
     """The same for records already polled (``for record in traced_records(consumer.poll(...).records())``)."""
     tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
     for record in records:
-        with tracer.start_as_current_span(
-            f"{record.topic} process",
-            context=record_context(record),
-            kind=trace.SpanKind.CONSUMER,
-            attributes=_attributes(record, group_id),
-        ):
+        with _process_span(tracer, record, group_id):
             yield record
 
 
