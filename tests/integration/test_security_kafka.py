@@ -638,13 +638,12 @@ async def test_a_refused_oidc_login_is_one_authentication_error(
         await expect_one_attempt(kafka, "OIDC", before, consumer, refused=0 if client == "app" else 1)
 
 
-async def test_an_ending_sasl_session_is_renewed_on_the_open_connection(
-    kafka: KafkaCluster, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_an_ending_sasl_session_is_renewed_on_the_open_connection(kafka: KafkaCluster) -> None:
     """KIP-368: the listener ends SASL sessions after 2.5 s and tokens live 3 s. The consumer logs in again on its
     open connections, with a fresh token when the one held is due, and reads on: no connection is closed or made
-    again, and every record arrives once, in order."""
-    caplog.set_level(logging.DEBUG, logger="asyncconsumer")
+    again, and every record arrives once, in order. A token is asked for only when a connection logs in, so fresh
+    tokens while the broker saw no new connection are renewals on open connections (without them, the broker
+    closes the connections and the consumer connects again, which ``seen`` counts)."""
     tokens: list[str] = []
 
     def provider() -> str:
@@ -660,11 +659,11 @@ async def test_an_ending_sasl_session_is_renewed_on_the_open_connection(
         got += await consume_until(consumer, 5)
         connected = seen(kafka, "REAUTH")
         deadline = time.monotonic() + 30
-        while caplog.text.count("connection.reauthenticated") < 4:  # two sessions renewed on each connection
-            assert time.monotonic() < deadline, f"{caplog.text.count('connection.reauthenticated')} renewals"
+        while len(tokens) < 3:  # two refreshes: sessions renewed past two token lifetimes
+            assert time.monotonic() < deadline, f"{len(tokens)} tokens; the broker saw {seen(kafka, 'REAUTH')}"
             await producer.values_async(topic, 5, 1)
             got += await consume_until(consumer, 5)
         after = seen(kafka, "REAUTH")
     assert after == connected and after.refused == 0  # nothing closed, nothing refused
     assert [r.offset for r in got] == list(range(len(got)))
-    assert len(set(tokens)) == len(tokens) >= 2  # fresh tokens for the later sessions
+    assert len(set(tokens)) == len(tokens)

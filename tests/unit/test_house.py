@@ -23,14 +23,14 @@ LAYERS: list[set[str]] = [
     {"_background"},
     {"_caller"},
     {"consumer", "sync", "share"},
-    {"tools", "spark", "__init__"},
+    {"tools", "spark", "otel", "__init__"},
 ]
 """Low to high: a module may import its own layer or a lower one, never a higher one."""
 
 LAYER_OF = {part: i for i, parts in enumerate(LAYERS) for part in parts}
 
 THREADS: dict[str, set[str]] = {
-    "caller": {"_caller", "consumer", "sync", "share"},
+    "caller": {"_caller", "consumer", "sync", "share", "otel"},
     "background": {"_background", "managers", "network", "assignors", "plugins"},
     "both": {"_state", "events"},
 }
