@@ -12,7 +12,6 @@ import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
-from functools import partial
 from typing import cast
 
 import anyio
@@ -242,9 +241,6 @@ class BrokerConnection:
 
     async def _call(self, request: Request, deadline_ms: int) -> Response:
         """One request of the connection's own, sent while the reader runs; its answer comes back here."""
-        stream = self._stream
-        if stream is None or self.state is not ConnectionState.REAUTHENTICATING:
-            raise KafkaConnectionError(f"node {self.node_id} is not connected")
         version = self.version_for(type(request))
         answered = anyio.Event()
         result: list[object] = []
@@ -253,13 +249,7 @@ class BrokerConnection:
             result.append(answer)
             answered.set()
 
-        correlation_id = self._next_correlation_id
-        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
-        frame = encode_request(request, version, correlation_id, self._client_id)
-        unsent = UnsentRequest(request, self.node_id, _ignore)
-        self.in_flight[correlation_id] = InFlight(unsent, type(request), version, deadline_ms, take)
-        async with self._send_lock:
-            await stream.send(frame)
+        await self.send(UnsentRequest(request, self.node_id, _ignore), version, deadline_ms, waiter=take)
         await answered.wait()
         answer = result[0]
         if isinstance(answer, KafkaError):
@@ -368,15 +358,19 @@ class BrokerConnection:
             )
         return high
 
-    async def send(self, unsent: UnsentRequest, version: int, deadline_ms: int) -> None:
-        """Writes one request; its response arrives through ``complete``."""
+    async def send(
+        self, unsent: UnsentRequest, version: int, deadline_ms: int, *, waiter: Callable[[object], None] | None = None
+    ) -> None:
+        """Writes one request; its response arrives through ``complete``, or ``waiter`` for the connection's own
+        requests, the only ones sent while it re-authenticates."""
         stream = self._stream
-        if stream is None or self.state is not ConnectionState.READY:
+        wanted = ConnectionState.READY if waiter is None else ConnectionState.REAUTHENTICATING
+        if stream is None or self.state is not wanted:
             raise KafkaConnectionError(f"node {self.node_id} is not connected")
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         frame = encode_request(unsent.request, version, correlation_id, self._client_id)
-        self.in_flight[correlation_id] = InFlight(unsent, type(unsent.request), version, deadline_ms)
+        self.in_flight[correlation_id] = InFlight(unsent, type(unsent.request), version, deadline_ms, waiter)
         with map_exceptions(self.node_id, self.host, self.port, "lost the connection to"):
             async with self._send_lock:
                 await stream.send(frame)
@@ -395,17 +389,17 @@ class BrokerConnection:
                         raise CorruptResponseError(
                             f"node {self.node_id} answered unknown correlation id {correlation_id}"
                         )
-                    deliver = entry.waiter or partial(self._complete, entry.unsent)
                     try:
                         response: object = decode_response(payload, entry.request_type, entry.version)
                     except CorruptResponseError:
-                        deliver(
+                        self._deliver(
+                            entry,
                             CorruptResponseError(
                                 f"undecodable {entry.request_type.API_KEY.name} response from node {self.node_id}"
-                            )
+                            ),
                         )
                         raise
-                    deliver(response)
+                    self._deliver(entry, response)
                     if self._drained is not None and not self.in_flight:
                         self._drained.set()
                         self._drained = None
@@ -414,6 +408,12 @@ class BrokerConnection:
         except anyio.get_cancelled_exc_class():
             await self.close(KafkaConnectionError(f"connection to node {self.node_id} closed by the client"))
             raise
+
+    def _deliver(self, entry: InFlight, result: object) -> None:
+        if entry.waiter is None:
+            self._complete(entry.unsent, result)
+        else:
+            entry.waiter(result)
 
     def fail(self, reason: KafkaError) -> bool:
         """Marks the connection closed and fails what is in flight, at once; False if it already was.
@@ -426,10 +426,7 @@ class BrokerConnection:
         self.close_reason = reason
         pending, self.in_flight = self.in_flight, {}
         for entry in pending.values():
-            if entry.waiter is not None:
-                entry.waiter(reason)
-            else:
-                self._complete(entry.unsent, reason)
+            self._deliver(entry, reason)
         if self._drained is not None:
             self._drained.set()
         log.info("connection.closed", node=self.node_id, host=self.host, port=self.port, reason=str(reason))
