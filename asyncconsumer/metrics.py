@@ -66,6 +66,16 @@ class ConsumerMetrics:
     last_connection_error: str | None = None
     """Why the most recent connection attempt or connection failed, while that broker stays unreachable (None when
     every broker the consumer needs answers): what to show a person waiting for a consumer to connect."""
+    connections_created: int = 0
+    """Broker connections opened and authenticated since the consumer started (Java's connection-creation-total)."""
+    connection_errors: int = 0
+    """Connection attempts that failed and open connections lost, the consumer's own closes not counted."""
+    commit_latency_avg_ms: float | None = None
+    """OffsetCommit request to successful response, over the last 100 commits (None before any; Java's
+    commit-latency-avg)."""
+    commit_latency_max_ms: int | None = None
+    commits: int = 0
+    """Commits the group coordinator accepted, auto-commits included (Java's commit-total)."""
     rebootstraps: int = 0
     """Times the consumer asked its bootstrap servers for metadata again (KIP-899): every broker it knew failed,
     wanted metadata did not come for ``metadata_recovery_rebootstrap_trigger_ms``, or a broker asked for it."""

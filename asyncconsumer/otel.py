@@ -112,8 +112,8 @@ def instrument(
     consumer: AsyncConsumer | Consumer, *, meter_provider: metrics.MeterProvider | None = None
 ) -> metrics.Meter:
     """Registers the consumer's metrics as observable instruments, read from ``consumer.metrics()`` when the SDK
-    collects: records and bytes consumed, lag per partition, fetch latency, rebalances, connections and
-    rebootstraps. Returns the meter they belong to."""
+    collects: records and bytes consumed, lag per partition, fetch and commit latency, commits, rebalances,
+    connections made, open and failed, and rebootstraps. Returns the meter they belong to."""
     meter = metrics.get_meter(_SCOPE, meter_provider=meter_provider)
     client = {"messaging.system": "kafka", "messaging.client.id": consumer.config.client_id}
     if consumer.config.group_id is not None:
@@ -141,6 +141,16 @@ def instrument(
     counter("kafka.consumer.rebootstraps", lambda m: m.rebootstraps, "{rebootstrap}", "Rebootstraps (KIP-899)")
     gauge("kafka.consumer.fetch.latency", lambda m: m.fetch_latency_avg_ms, "ms", "Fetch round trip, recent average")
     gauge("kafka.consumer.connections", lambda m: m.connection_count, "{connection}", "Open broker connections")
+    counter("kafka.consumer.connection.creations", lambda m: m.connections_created, "{connection}", "Connections made")
+    counter(
+        "kafka.consumer.connection.errors",
+        lambda m: m.connection_errors,
+        "{error}",
+        "Connection attempts failed and connections lost",
+    )
+    counter("kafka.consumer.commits", lambda m: m.commits, "{commit}", "Offset commits the coordinator accepted")
+    gauge("kafka.consumer.commit.latency", lambda m: m.commit_latency_avg_ms, "ms", "Commit round trip, recent average")
+    gauge("kafka.consumer.commit.latency.max", lambda m: m.commit_latency_max_ms, "ms", "Commit round trip, recent max")
     gauge("kafka.consumer.buffered.bytes", lambda m: m.buffered_bytes, "By", "Fetched bytes waiting for poll")
 
     def lag(options: CallbackOptions) -> Iterable[Observation]:

@@ -53,7 +53,12 @@ class SnapshotPublisher:
         rebalances = 0
         generation_id, member_id, instance_id = -1, "", None
         rejoin_on_poll = False
+        commit_avg: float | None = None
+        commit_max: int | None = None
+        commits = 0
         if group is not None:
+            commit_avg, commit_max = group.commit.commit_latency.summary()
+            commits = group.commit.commits
             coordinator = group.coordinator.coordinator
             coordinator_id = None if coordinator is None else coordinator.broker_node_id
             last_heartbeat_ms = group.heartbeat.last_heartbeat_ms
@@ -77,6 +82,11 @@ class SnapshotPublisher:
             fetched_from=self._fetched_from,
             connection_count=self._delegate.connection_count,
             last_connection_error=None if last_error is None else str(last_error),
+            connections_created=self._delegate.connections_created,
+            connection_errors=self._delegate.connection_errors,
+            commit_latency_avg_ms=commit_avg,
+            commit_latency_max_ms=commit_max,
+            commits=commits,
             rebootstraps=self._metadata.rebootstraps,
             rebootstrapping=self._metadata.rebootstrapping,
             coordinator_id=coordinator_id,

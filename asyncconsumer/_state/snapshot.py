@@ -34,6 +34,11 @@ class BackgroundSnapshot:
     """Partition -> the node whose fetch last brought it records."""
     connection_count: int = 0
     last_connection_error: str | None = None
+    connections_created: int = 0
+    connection_errors: int = 0
+    commit_latency_avg_ms: float | None = None
+    commit_latency_max_ms: int | None = None
+    commits: int = 0
     rebootstraps: int = 0
     rebootstrapping: bool = False
     coordinator_id: int | None = None

@@ -28,6 +28,7 @@ from asyncconsumer.errors import (
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.metrics import LatencyWindow
 from asyncconsumer.protocol.layouts import offsets_for_group
 from asyncconsumer.protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -85,6 +86,7 @@ class _Job:
     sent: int = 0
     last_error: KafkaError | None = None
     retry_at_ms: int = 0
+    sent_at_ms: int = 0
     in_flight: bool = False
     done: bool = False
     auto: bool = False
@@ -135,6 +137,10 @@ class CommitManager:
         self._looking_up: set[TopicPartition] = set()
         self._quiet_waiters: list[Callable[[], None]] = []
         """Called once no auto-commit is left in flight (``set_auto_commit(None, on_quiet=...)``)."""
+        self.commit_latency = LatencyWindow()
+        """OffsetCommit request to successful response, over the last 100 commits (Java's commit-latency)."""
+        self.commits = 0
+        """Commits the coordinator accepted, auto-commits included."""
 
     def fetch_committed(
         self,
@@ -286,6 +292,7 @@ class CommitManager:
                 continue  # the coordinator manager is looking for it
             job.in_flight = True
             job.sent += 1
+            job.sent_at_ms = now_ms
             requests.append(UnsentRequest(self._request(job), coordinator.node_id, self._callback(job)))
         self._jobs = [job for job in self._jobs if not job.done]
         self._notify_quiet()
@@ -400,6 +407,9 @@ class CommitManager:
                 if self._handle(job, p.error_code, now_ms, f"OffsetCommit for {tp}"):
                     return
         log.debug("commit.completed", partitions=len(job.partitions))
+        if not job.done:
+            self.commits += 1
+            self.commit_latency.add(max(0, now_ms - job.sent_at_ms))
         job.finish(None)
 
     def _timed_out(self, job: _Job) -> KafkaTimeoutError:

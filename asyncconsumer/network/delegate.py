@@ -96,6 +96,10 @@ class NetworkClientDelegate:
         self.fatal_error: KafkaError | None = None
         """Set by the first authentication failure: from then on nothing is sent and no connection is made."""
         self.requests_sent = 0
+        self.connections_created = 0
+        """Connections opened and ready (authenticated), as Java's connection-creation-total."""
+        self.connection_errors = 0
+        """Connection attempts that failed and open connections lost, not counting the consumer's own closes."""
 
     # --- wiring ----------------------------------------------------------------------------------------------
     def attach(self, task_group: anyio.abc.TaskGroup) -> None:
@@ -280,6 +284,7 @@ class NetworkClientDelegate:
             self._wake.set()
             return
         self._backoff.pop(conn.node_id, None)
+        self.connections_created += 1
         self._note_session(conn)
         self._wake.set()
         await conn.read_loop()
@@ -340,6 +345,7 @@ class NetworkClientDelegate:
         backoff.failed_at_ms = self._clock.now_ms()
         backoff.retry_at_ms = backoff.failed_at_ms + self._reconnect_backoff.backoff_ms(backoff.failures)
         if not self._closing:  # a normal close is no coordinator lost, no read replica gone
+            self.connection_errors += 1
             for listener in self._disconnect_listeners:
                 listener(conn.node_id, reason)
         self._wake.set()

@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import Broker, TopicFactory, unique_topic_name
 from tests.support.extras import requires_extra
+from tests.support.waiting import wait_for_async
 
 sdk = requires_extra("test", "opentelemetry.sdk")
 
@@ -23,7 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
 
-from asyncconsumer import AsyncConsumer, TopicPartition  # noqa: E402
+from asyncconsumer import AsyncConsumer, OffsetAndMetadata, TopicPartition  # noqa: E402
 from asyncconsumer.otel import instrument, traced  # noqa: E402
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
@@ -109,3 +110,35 @@ async def test_the_consumer_s_metrics_reach_the_sdk(broker: Broker, topic: Topic
     assert [p.value > 0 for p in points["kafka.consumer.consumed.bytes"]] == [True]
     assert [p.value >= 1 for p in points["kafka.consumer.connections"]] == [True]
     assert {"kafka.consumer.rebalances", "kafka.consumer.rebootstraps", "kafka.consumer.fetch.latency"} <= set(points)
+
+
+async def test_commit_latency_commits_and_connections_reach_the_sdk(broker: Broker, topic: TopicFactory) -> None:
+    name = topic(1)
+    produce_traced(broker.bootstrap_servers, name, 3, TracerProvider())
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    group = unique_topic_name("otel-group")
+    async with AsyncConsumer(
+        broker.bootstrap_servers, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False
+    ) as consumer:
+        instrument(consumer, meter_provider=provider)
+        await consumer.assign([TopicPartition(name, 0)])
+        got = 0
+        while got < 3:
+            got += (await consumer.poll(timeout_ms=1_000)).count()
+        await consumer.commit({TopicPartition(name, 0): OffsetAndMetadata(1)})
+        await consumer.commit()
+        # metrics() reads the background's snapshot, published once per loop turn: it may trail the commit's future
+        await wait_for_async(lambda: consumer.metrics().commits == 2, message="two commits in metrics()")
+        data = reader.get_metrics_data()
+    assert data is not None
+    values: dict[str, list[Any]] = {}
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                values[metric.name] = [p.value for p in metric.data.data_points]
+    assert values["kafka.consumer.commits"] == [2]
+    assert [v >= 0 for v in values["kafka.consumer.commit.latency"]] == [True]
+    assert [v >= 0 for v in values["kafka.consumer.commit.latency.max"]] == [True]
+    assert [v >= 1 for v in values["kafka.consumer.connection.creations"]] == [True]
+    assert values["kafka.consumer.connection.errors"] == [0]

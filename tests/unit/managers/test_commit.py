@@ -132,6 +132,23 @@ def test_a_lost_connection_retries_and_a_load_in_progress_waits() -> None:
     assert results == [{TP0: OffsetAndMetadata(5, "m", 3)}]
 
 
+def test_commit_latency_is_the_accepted_attempt_s_round_trip_and_failures_count_no_commit() -> None:
+    manager, _ = setup()
+    done: list[Any] = []
+    assert (manager.commit_latency.summary(), manager.commits) == ((None, None), 0)
+    manager.commit({TP0: OffsetAndMetadata(1)}, 10_000, done.append, done.append)
+    one(manager.poll(0).unsent_requests).on_response(committed_answer(error_code=14), 40)  # retried after backoff
+    assert (manager.commit_latency.summary(), manager.commits) == ((None, None), 0)
+    one(manager.poll(200).unsent_requests).on_response(committed_answer(), 230)
+    assert (manager.commit_latency.summary(), manager.commits) == ((30.0, 30), 1)
+    manager.commit({TP0: OffsetAndMetadata(2)}, 10_000, done.append, done.append)
+    one(manager.poll(300).unsent_requests).on_response(committed_answer(), 310)
+    assert (manager.commit_latency.summary(), manager.commits) == ((20.0, 30), 2)
+    manager.fetch_committed((TP0,), 10_000, done.append, done.append)
+    one(manager.poll(400).unsent_requests).on_response(fetched({TP0: 2}), 900)  # a fetch is no commit
+    assert (manager.commit_latency.summary(), manager.commits) == ((20.0, 30), 2)
+
+
 @pytest.mark.parametrize("code", [22, 25, 27, 82, 110])
 def test_a_commit_the_group_no_longer_accepts_fails_with_commit_failed(code: int) -> None:
     manager, _ = setup(Generation(3, "m"))

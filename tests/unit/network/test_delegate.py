@@ -299,10 +299,35 @@ def test_the_connections_close_shuts_are_not_reported_as_lost(scripted: Any) -> 
             await delegate.close()
             tg.cancel_scope.cancel()
         assert heard == lost_before_close
+        # metrics(): two connections made (the second after the hang-up), one error (the hang-up, not the close)
+        assert (delegate.connections_created, delegate.connection_errors) == (2, 1)
         return heard
 
     heard = anyio.run(run)
     assert len(heard) == 1 and heard[0][0] == -1, heard  # the broker's hang-up, and nothing from the close
+
+
+def test_a_refused_connection_counts_as_a_connection_error_and_nothing_as_created() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as placeholder:
+        port = placeholder.getsockname()[1]
+
+    async def run() -> tuple[int, int]:
+        clock = SystemClock()
+        delegate = new_delegate(clock, port, 300)
+        results: list[object] = []
+        async with anyio.create_task_group() as tg:
+            delegate.attach(tg)
+            request = MetadataRequest(topics=(), allow_auto_topic_creation=False)
+            delegate.add_all([UnsentRequest(request, None, lambda r, now: results.append(r))], clock.now_ms())
+            with anyio.fail_after(10):
+                while not results:
+                    await delegate.poll(50, clock.now_ms())
+            await delegate.close()
+            tg.cancel_scope.cancel()
+        return delegate.connections_created, delegate.connection_errors
+
+    created, errors = anyio.run(run)
+    assert created == 0 and errors >= 1, (created, errors)
 
 
 class MovedCluster:
