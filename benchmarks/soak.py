@@ -81,6 +81,8 @@ class Member:
     slot: int
     argv: list[str]
     directory: Path
+    tail: list[str] = field(default_factory=list)
+    """Arguments after the output file's path (``share_member.py``'s mode)."""
     proc: subprocess.Popen[bytes] | None = None
     outputs: list[Path] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)
@@ -94,7 +96,7 @@ class Member:
         self.logs.append(log)
         self._log = log.open("wb")
         self.proc = subprocess.Popen(
-            [*self.argv, str(out)], stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
+            [*self.argv, str(out), *self.tail], stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
         )
 
     def exited(self) -> int | None:

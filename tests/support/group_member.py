@@ -2,7 +2,7 @@
 (``test_groups_killed_member.py`` and ``test_group_faults.py`` through ``member_process.py``; ``benchmarks/soak.py``).
 
     python group_member.py BOOTSTRAP GROUP_ID TOPIC OUT_FILE [--session-timeout-ms MS] [--commit-interval-ms MS]
-                           [--timestamps] [--tolerate-errors]
+                           [--timestamps] [--tolerate-errors] [--group-protocol classic|consumer]
 
 Consumes ``TOPIC`` as a member of ``GROUP_ID`` and appends JSON lines to ``OUT_FILE``, flushed as they are written:
 
@@ -100,14 +100,16 @@ async def run(args: argparse.Namespace, out: IO[str]) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     _write(out, "started", pid=os.getpid())
+    if args.group_protocol == "consumer":  # KIP-848: the coordinator assigns and times the session
+        timing: dict[str, Any] = {"group_protocol": "consumer", "group_remote_assignor": "range"}
+    else:
+        timing = {
+            "session_timeout_ms": args.session_timeout_ms,
+            "heartbeat_interval_ms": min(HEARTBEAT_INTERVAL_MS, args.session_timeout_ms // 3),
+            "partition_assignment_strategy": ("range",),
+        }
     consumer = AsyncConsumer(
-        args.bootstrap,
-        group_id=args.group_id,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        session_timeout_ms=args.session_timeout_ms,
-        heartbeat_interval_ms=min(HEARTBEAT_INTERVAL_MS, args.session_timeout_ms // 3),
-        partition_assignment_strategy=("range",),
+        args.bootstrap, group_id=args.group_id, auto_offset_reset="earliest", enable_auto_commit=False, **timing
     )
     committer = Committer(out, args.commit_interval_ms / 1000)
     committer.consumer = consumer
@@ -154,6 +156,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--commit-interval-ms", type=int, default=0, help="0: commit after every batch")
     parser.add_argument("--timestamps", action="store_true", help="write each record's timestamp too")
     parser.add_argument("--tolerate-errors", action="store_true", help="carry on after retriable poll errors")
+    parser.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
     return parser.parse_args(argv)
 
 

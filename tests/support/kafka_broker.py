@@ -547,11 +547,37 @@ class KafkaCluster:
 
     def restart(self, node_id: int, startup_timeout_s: float = 120.0) -> None:
         """Starts a stopped node again on its ports, with its data."""
+        self.restart_nodes([node_id], startup_timeout_s)
+
+    def restart_nodes(self, node_ids: Sequence[int], startup_timeout_s: float = 120.0) -> None:
+        """Starts stopped nodes again together (a controller quorum lost whole needs its voters back at once)."""
+        nodes = [self.node(node_id) for node_id in node_ids]
+        running = [node.node_id for node in nodes if node.alive]
+        if running:
+            raise RuntimeError(f"node(s) {running} are running")
+        for node in nodes:
+            self._launch(node)
+        self._wait_ready(time.monotonic() + startup_timeout_s, starting=list(node_ids))
+
+    def readvertise(self, node_id: int, port: int) -> None:
+        """Names ``port`` as a stopped node's PLAINTEXT address from its next start (a new front, say)."""
         node = self.node(node_id)
         if node.alive:
             raise RuntimeError(f"node {node_id} is running")
-        self._launch(node)
-        self._wait_ready(time.monotonic() + startup_timeout_s, starting=[node_id])
+        self._rewrite(node, "advertised.listeners", node.advertised_port, port)
+        node.advertised_port = port
+
+    @staticmethod
+    def _rewrite(node: KafkaNode, key: str, old: int, new: int) -> None:
+        """Replaces the PLAINTEXT port in one listeners line of a node's properties."""
+        before = f"{key}=PLAINTEXT://{HOST}:{old},"
+        lines = node.properties_path.read_text().splitlines(keepends=True)
+        if not any(line.startswith(before) for line in lines):
+            raise ValueError(f"node {node.node_id}'s properties have no {before!r}")
+        after = f"{key}=PLAINTEXT://{HOST}:{new},"
+        node.properties_path.write_text(
+            "".join(after + ln[len(before) :] if ln.startswith(before) else ln for ln in lines)
+        )
 
     def move(self, node_id: int, startup_timeout_s: float = 120.0, *, crash: bool = True) -> None:
         """Stops one node (SIGKILL, or a controlled shutdown with ``crash=False``) and starts it again with its
@@ -566,9 +592,8 @@ class KafkaCluster:
         else:
             self.shut_down(node_id)
         old, node.port = node.port, free_port()
-        node.advertised_port = node.port
-        text = node.properties_path.read_text()
-        node.properties_path.write_text(text.replace(f"PLAINTEXT://{HOST}:{old}", f"PLAINTEXT://{HOST}:{node.port}"))
+        self._rewrite(node, "listeners", old, node.port)
+        self.readvertise(node_id, node.port)
         self.restart(node_id, startup_timeout_s)
 
     # --- what tests ask of a broker -----------------------------------------------------------------------------
