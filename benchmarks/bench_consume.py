@@ -1194,14 +1194,15 @@ def decoder_note(report: Result) -> str | None:
 
 @dataclass(frozen=True)
 class Target:
-    """One of issue 32's targets: ``client``'s median ``metric`` at least ``at_least`` times ``reference``'s (at most,
-    for a cost: ``lower_is_better``), on ``workload`` (set for ``records`` x ``size`` B; another shape only hints)."""
+    """One of issue 32's targets: ``client``'s median ``metric`` over ``reference``'s, a ratio of at least ``bound``
+    (at most, for a cost: ``lower_is_better``), on ``workload`` (set for ``records`` x ``size`` B; another shape only
+    hints)."""
 
     workload: str
     client: str
     reference: str
     metric: str
-    at_least: float
+    bound: float
     what: str
     records: int
     size: int
@@ -1307,7 +1308,7 @@ def target_results(name: str, entry: Result, summary: dict[str, Result]) -> list
                 "value": value,
                 "reference_value": reference,
                 "ratio": ratio,
-                "met": ratio <= target.at_least if target.lower_is_better else ratio >= target.at_least,
+                "met": ratio <= target.bound if target.lower_is_better else ratio >= target.bound,
                 "whole_run_ratio": whole,
                 "same_shape": (entry["records"], entry["value_size"]) == (target.records, target.size),
                 "decoder": _decoder_of(entry["runs"].get(target.client, [])),
@@ -1324,13 +1325,13 @@ def target_lines(name: str, entry: Result, summary: dict[str, Result]) -> list[s
     for t in target_results(name, entry, summary):
         target: Target = t["target"]
         verdict = "**met**" if t["met"] else "**not met**"
-        margin = t["ratio"] / target.at_least - 1
+        margin = t["ratio"] / target.bound - 1
         scale, unit = (1.0, "") if target.lower_is_better else (1e6, " M")
         line = (
             f"- target: {target.what}: {target.client} / {target.reference} "
             f"{_METRIC_NAMES.get(target.metric, target.metric)} = {t['ratio']:.2f}x "
             f"({t['value'] / scale:.3f}{unit} / {t['reference_value'] / scale:.3f}{unit}), "
-            f"wanted {'<=' if target.lower_is_better else '>='} {target.at_least:.2f}x: {verdict} ({margin:+.0%})"
+            f"wanted {'<=' if target.lower_is_better else '>='} {target.bound:.2f}x: {verdict} ({margin:+.0%})"
         )
         if t["whole_run_ratio"] is not None:
             line += f"; whole run, start included: {t['whole_run_ratio']:.2f}x"
@@ -1464,7 +1465,7 @@ def write_chart(report: Result, summaries: dict[str, dict[str, Result]], path: P
         verdicts = "; ".join(
             f"{t['target'].client} / {t['target'].reference} {t['ratio']:.2f}x "
             f"({'met' if t['met'] else 'not met'}: {'<=' if t['target'].lower_is_better else '>='} "
-            f"{t['target'].at_least:.1f}x)"
+            f"{t['target'].bound:.1f}x)"
             for t in target_results(name, entry, summary)
         )
         row.suptitle(

@@ -69,8 +69,9 @@ class TriggerDelay:
 
 def split(spans: list[Span], *, min_partitions: int | None, max_records: int | None) -> list[Span]:
     """Spark tasks for ``spans`` (empty ones dropped): each span cut into ``ceil(size / max_records)`` pieces, then,
-    while there are fewer pieces than ``min_partitions``, the large ones cut further in proportion to their share.
-    Pieces of one span differ in size by at most one, the remainder going to the last, as Spark's source."""
+    if there are fewer pieces than ``min_partitions``, one pass cutting each piece into its share of
+    ``min_partitions`` (pieces whose share rounds to one stay whole). Pieces of one span differ in size by at most
+    one, the remainder going to the last, as Spark's source."""
     spans = [s for s in spans if s.size > 0]
     if (min_partitions is None or len(spans) >= min_partitions) and max_records is None:
         return spans
@@ -80,9 +81,8 @@ def split(spans: list[Span], *, min_partitions: int | None, max_records: int | N
         return spans
     total = sum(s.size for s in spans)
     whole = [s for s in spans if _parts(s.size, total, min_partitions) == 1]
-    whole_tps = {
-        s.tp for s in whole
-    }  # by partition, as Spark: a partition cut above stays as it is when one piece is small
+    # by partition, as Spark: a partition cut above stays as it is when one piece is small
+    whole_tps = {s.tp for s in whole}
     rest_total = total - sum(s.size for s in whole)
     rest_parts = max(min_partitions - len(whole), 1)
     out: list[Span] = []
