@@ -102,6 +102,17 @@ class Member:
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 
+    def respawn_if_crashed(self) -> str | None:
+        """A process that exited on its own (not SIGKILLed by a fault) is replaced; returns why it ended, with the
+        tail of its log (None when it is running or was killed on purpose)."""
+        code = self.exited()
+        if code is None or code == -signal.SIGKILL:
+            return None
+        tail = self.logs[-1].read_text(errors="replace").splitlines()[-15:]
+        self.kill()
+        self.spawn()
+        return f"member {self.slot} exited with {code}: " + "\n".join(tail)
+
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
@@ -355,13 +366,9 @@ async def soak(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
 
         def watch_members() -> None:
             for member in members:
-                code = member.exited()
-                if code is not None and member.proc is not None and member.proc.returncode != -signal.SIGKILL:
-                    tail = member.logs[-1].read_text(errors="replace").splitlines()[-15:]
-                    crashes.append(f"member {member.slot} exited with {code}: " + "\n".join(tail))
-                    print(f"  member {member.slot} exited on its own with {code}; respawned", flush=True)
-                    member.kill()
-                    member.spawn()
+                if (crash := member.respawn_if_crashed()) is not None:
+                    crashes.append(crash)
+                    print(f"  {crash.splitlines()[0]}; respawned", flush=True)
 
         last_report = started
         while not producing.done():

@@ -36,7 +36,6 @@ import asyncio
 import json
 import random
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -233,13 +232,9 @@ async def soak(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
         def watch_members() -> None:
             for group, members in groups.items():
                 for member in members:
-                    code = member.exited()
-                    if code is not None and member.proc is not None and member.proc.returncode != -signal.SIGKILL:
-                        tail = member.logs[-1].read_text(errors="replace").splitlines()[-15:]
-                        crashes[group].append(f"member {member.slot} exited with {code}: " + "\n".join(tail))
-                        print(f"  {group} member {member.slot} exited on its own with {code}; respawned", flush=True)
-                        member.kill()
-                        member.spawn()
+                    if (crash := member.respawn_if_crashed()) is not None:
+                        crashes[group].append(crash)
+                        print(f"  {group} {crash.splitlines()[0]}; respawned", flush=True)
 
         last_report = started
         while not producing.done():

@@ -48,6 +48,18 @@ def produce_traced(bootstrap: str, topic: str, count: int, provider: TracerProvi
     return spans
 
 
+def collected(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
+    """What the SDK collects now: each instrument's data points, by name."""
+    data = reader.get_metrics_data()
+    assert data is not None
+    return {
+        metric.name: list(metric.data.data_points)
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+    }
+
+
 async def test_each_record_is_processed_in_a_span_continuing_its_producer_s_trace(
     broker: Broker, topic: TopicFactory
 ) -> None:
@@ -95,13 +107,7 @@ async def test_the_consumer_s_metrics_reach_the_sdk(broker: Broker, topic: Topic
         got = 0
         while got < 7:
             got += (await consumer.poll(timeout_ms=1_000)).count()
-        data = reader.get_metrics_data()
-    assert data is not None
-    points: dict[str, list[Any]] = {}
-    for resource in data.resource_metrics:
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                points[metric.name] = list(metric.data.data_points)
+        points = collected(reader)
     consumed = points["messaging.client.consumed.messages"]
     assert [p.value for p in consumed] == [7]
     assert dict(consumed[0].attributes) == {"messaging.system": "kafka", "messaging.client.id": "otel-test"}
@@ -130,13 +136,7 @@ async def test_commit_latency_commits_and_connections_reach_the_sdk(broker: Brok
         await consumer.commit()
         # metrics() reads the background's snapshot, published once per loop turn: it may trail the commit's future
         await wait_for_async(lambda: consumer.metrics().commits == 2, message="two commits in metrics()")
-        data = reader.get_metrics_data()
-    assert data is not None
-    values: dict[str, list[Any]] = {}
-    for resource in data.resource_metrics:
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                values[metric.name] = [p.value for p in metric.data.data_points]
+        values = {name: [p.value for p in found] for name, found in collected(reader).items()}
     assert values["kafka.consumer.commits"] == [2]
     assert [v >= 0 for v in values["kafka.consumer.commit.latency"]] == [True]
     assert [v >= 0 for v in values["kafka.consumer.commit.latency.max"]] == [True]
