@@ -1,11 +1,12 @@
 """ConsumerGroupHeartbeat requests (KIP-848), sent from the background thread, and what their answers mean.
 
 The first heartbeat of a membership carries every field; later ones only what changed (subscription, owned
-partitions), and after any failure everything again, since the coordinator may have missed the last one. Errors,
-as Kafka's consumer treats them: a moved or unavailable coordinator is looked up again and the member keeps its
-partitions; a loading one is retried after a backoff; FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID lose the
-partitions and join again; anything else is fatal and reaches the caller once. ``max_poll_interval_ms`` is
-enforced here too: a caller that stops polling makes the member leave, and its next ``poll`` is told so.
+partitions), and after any failure everything again, since the coordinator may have missed the last one. Errors, as
+Kafka's consumer treats them: a moved or unavailable coordinator is looked up again and the member keeps its
+partitions; a loading one is retried after a backoff; FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID lose the partitions
+and join again, as GROUP_ID_NOT_FOUND does once the member had joined; anything else is fatal and reaches the caller
+once. ``max_poll_interval_ms`` is enforced here too: a caller that stops polling makes the member leave, and its
+next ``poll`` is told so.
 """
 
 from __future__ import annotations
@@ -239,7 +240,8 @@ class ConsumerHeartbeatManager:
             self._failed(now_ms, for_code(code).kafka_name, coordinator_moved=True)
         elif code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             self._failed(now_ms, for_code(code).kafka_name, coordinator_moved=False)
-        elif code in _FENCED:
+        elif code in _FENCED or (code == ErrorCode.GROUP_ID_NOT_FOUND and request.member_epoch > 0):
+            # a group the coordinator lost (seen after a whole cluster crashed) is rejoined too; Java stops there
             self._sent = None
             self._next_at = now_ms  # rejoin at once
             self._membership.fenced(code)

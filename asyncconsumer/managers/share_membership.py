@@ -3,8 +3,10 @@
 Simpler than KIP-848's: members of a share group share partitions, so an assignment takes effect at once, with no
 revocation to reconcile and nothing to commit first. The member id is made here (as Kafka's clients do), epoch 0
 joins and -1 leaves. Errors, as Kafka's share consumer treats them: a moved coordinator is looked up again, a loading
-one retried after a backoff; UNKNOWN_MEMBER_ID and FENCED_MEMBER_EPOCH lose the assignment and join again; anything
-else (no share-group support, authorization, a full group) is fatal and reaches the caller once.
+one retried after a backoff; UNKNOWN_MEMBER_ID and FENCED_MEMBER_EPOCH lose the assignment and join again, and so
+does GROUP_ID_NOT_FOUND to a member (the coordinator lost the group: seen after a whole cluster crashed; Java's
+share consumer stops there); anything else (no share-group support, authorization, a full group) is fatal and
+reaches the caller once.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ DEFAULT_INTERVAL_MS = 5_000
 
 _COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 _FENCED = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
+
+
+def _fenced(code: int, epoch: int) -> bool:
+    """The coordinator no longer knows this member: join again. A group it no longer knows counts too once the
+    member had joined (epoch > 0): a join (epoch 0) creates the group, so the group was lost, not refused."""
+    return code in _FENCED or (code == ErrorCode.GROUP_ID_NOT_FOUND and epoch > 0)
 
 
 class ShareMemberState(enum.Enum):
@@ -215,9 +223,9 @@ class ShareMembershipManager:
                 pass
             elif self.state is _S.UNSUBSCRIBED:
                 pass  # the answer to a join the caller gave up (unsubscribed before it was answered)
-            elif code in _FENCED and self.state is _S.LEAVING:
+            elif _fenced(code, epoch) and self.state is _S.LEAVING:
                 self._left()  # the coordinator forgot the member already: nothing left to leave
-            elif code in _FENCED:
+            elif _fenced(code, epoch):
                 log.info("share.fenced", group=self.group_id, member=self.member_id, error=str(error))
                 self.member_epoch = 0
                 self._set_assignment({})

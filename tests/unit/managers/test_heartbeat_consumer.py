@@ -95,6 +95,31 @@ def test_load_in_progress_backs_off_without_forgetting_the_coordinator() -> None
     assert retry.member_epoch == 0
 
 
+def test_a_group_the_coordinator_lost_is_joined_again_once_the_member_had_joined() -> None:
+    """GROUP_ID_NOT_FOUND to a member with an epoch: the coordinator lost the group (a whole cluster crashed, in
+    the cluster soak); the partitions are lost and the member joins again with epoch 0, as when fenced."""
+    h = Harness()
+    h.join({T_ID: (0,)})
+    h.finish_callbacks()
+    _, unsent = h.send(1)
+    unsent.on_response(answer(1), 2)
+    _, unsent = h.send(1002)
+    unsent.on_response(answer(1, code=69), 1003)  # GROUP_ID_NOT_FOUND
+    assert h.errors == [] and h.membership.owned == frozenset()
+    assert [kind for kind, _, _ in h.calls][-1] == "lost"
+    h.finish_callbacks()
+    rejoin, _ = h.send(1004)
+    assert rejoin.member_epoch == 0 and rejoin.subscribed_topic_names == ("t",)
+
+
+def test_a_group_not_found_to_a_join_is_fatal() -> None:
+    h = Harness()
+    h.membership.subscribe()
+    _, unsent = h.send(0)
+    unsent.on_response(answer(0, code=69), 1)  # a join (epoch 0) creates the group: not found is no loss
+    assert h.membership.state is S.FATAL and len(h.errors) == 1
+
+
 @pytest.mark.parametrize(
     ("code", "error_type"),
     [(112, UnsupportedAssignorError), (30, GroupAuthorizationFailedError), (42, None), (81, None)],

@@ -123,7 +123,9 @@ def test_the_same_assignment_again_keeps_the_partitions() -> None:
     assert m.assignments == [frozenset({T0})]  # no change reported
 
 
-@pytest.mark.parametrize("code", [ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID])
+@pytest.mark.parametrize(
+    "code", [ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.GROUP_ID_NOT_FOUND]
+)
 def test_a_fenced_member_loses_its_assignment_and_joins_again_at_once_with_epoch_zero(code: int) -> None:
     m = Member()
     m.join({T_ID: (0, 1)}, epoch=4)
