@@ -558,15 +558,16 @@ class ConsumerConfig:
             raise ConfigError("ssl_keyfile", "needs ssl_certfile (the certificate the key belongs to)")
 
     def _check_kerberos(self) -> None:
-        try:
-            import gssapi  # noqa: F401 - only whether it imports (a build without its C library fails here too)
-        except (ImportError, OSError) as exc:
-            raise ConfigError("sasl_mechanism", f"GSSAPI needs the gssapi package: {EXTRA_GSSAPI} ({exc})") from exc
+        """The settings first, then the package: a wrong setting is reported the same with or without it."""
         if self.sasl_kerberos_keytab is not None:
             if not os.path.isfile(self.sasl_kerberos_keytab):
                 raise ConfigError("sasl_kerberos_keytab", f"no such file: {self.sasl_kerberos_keytab!r}")
             if self.sasl_kerberos_principal is None:
                 raise ConfigError("sasl_kerberos_principal", "is required with sasl_kerberos_keytab")
+        try:
+            import gssapi  # noqa: F401 - only whether it imports (a build without its C library fails here too)
+        except (ImportError, OSError) as exc:
+            raise ConfigError("sasl_mechanism", f"GSSAPI needs the gssapi package: {EXTRA_GSSAPI} ({exc})") from exc
 
     def with_changes(self, **changes: Any) -> ConsumerConfig:
         if (

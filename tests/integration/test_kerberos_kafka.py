@@ -9,6 +9,7 @@ Without the Kerberos programs these tests skip, naming them; under CI they fail 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,9 +130,23 @@ async def consume_and_commit(kafka: KafkaCluster, bootstrap: str, settings: dict
     assert {tp: c.offset for tp, c in committed.items() if c is not None} == {tp: 10 for tp in partitions}
 
 
-async def test_a_keytab_login_consumes_and_commits(kafka: KafkaCluster, realm: Realm) -> None:
-    """No ticket in the default cache (the realm fixture's KRB5CCNAME): the keytab alone logs in."""
+async def test_a_keytab_login_consumes_and_commits_its_steps_off_the_background_loop(
+    kafka: KafkaCluster, realm: Realm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ticket in the default cache (the realm fixture's KRB5CCNAME): the keytab alone logs in. Every step (which
+    may ask the KDC) runs in a worker thread, never on the consumer's background thread."""
+    threads: list[str] = []
+    for name in ("initial", "respond"):
+        original = getattr(GssapiMechanism, name)
+
+        def recorded(self: GssapiMechanism, *args: Any, _original: Any = original) -> Any:
+            threads.append(threading.current_thread().name)
+            return _original(self, *args)
+
+        monkeypatch.setattr(GssapiMechanism, name, recorded)
     await consume_and_commit(kafka, kafka.listener_address("GSSAPI"), keytab_settings(realm), "gssapi-keytab")
+    assert len(threads) >= 8  # two logins (bootstrap and coordinator) of four steps each
+    assert not [name for name in threads if name.startswith("asyncconsumer-network")], threads
 
 
 async def test_a_kinit_credentials_cache_logs_in_without_settings(
@@ -222,10 +237,10 @@ async def test_an_ending_session_is_renewed_on_the_open_connection(
         await consumer.assign([TopicPartition(topic, 0)])
         await producer.values_async(topic, 5, 1)
         got += await consume_until(consumer, 5)
-        connected, first = accepted(kafka, "REAUTH"), len(logins)
+        connected, connections = accepted(kafka, "REAUTH"), len(logins)  # one login per connection so far
         deadline = time.monotonic() + 30
-        while len(logins) < first + 2:  # two renewals on the open connections
-            assert time.monotonic() < deadline, f"{len(logins) - first} renewals"
+        while len(logins) < 3 * connections:  # each open connection renewed twice (or some more often)
+            assert time.monotonic() < deadline, f"{len(logins) - connections} renewals of {connections} connections"
             await producer.values_async(topic, 5, 1)
             got += await consume_until(consumer, 5)
         assert accepted(kafka, "REAUTH") == connected  # nothing closed and made again
