@@ -9,6 +9,7 @@ Without the Kerberos programs these tests skip, naming them; under CI they fail 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -165,6 +166,34 @@ async def test_the_domain_name_names_the_service_host_when_connecting_by_address
     address = f"127.0.0.1:{kafka.nodes[0].listener_ports['GSSAPI']}"
     settings = keytab_settings(realm, sasl_kerberos_domain_name="localhost")
     await consume_and_commit(kafka, address, settings, "gssapi-domain")
+
+
+def test_the_cli_takes_kerberos_properties(kafka: KafkaCluster, realm: Realm) -> None:
+    from tests.support.cli import run_cli
+
+    topic = unique_topic_name("gssapi-cli")
+    kafka.create_topic(topic, 1)
+    ProduceHelper(kafka.bootstrap_servers).values(topic, 3, 1)
+    common = [
+        "--bootstrap-server",
+        kafka.listener_address("GSSAPI"),
+        "--timeout-ms",
+        "10000",
+        "--property=security.protocol=SASL_PLAINTEXT",
+        "--property=sasl.mechanism=GSSAPI",
+        f"--property=sasl.kerberos.principal={realm.client}",
+        f"--property=sasl.kerberos.keytab={realm.client_keytab}",
+    ]
+    offsets = run_cli("offsets", topic, *common, "--format", "json")
+    assert offsets.returncode == 0, offsets.stderr
+    assert [(row["beginning"], row["end"]) for row in json.loads(offsets.stdout)] == [(0, 3)]
+    consumed = run_cli("consume", "--topic", topic, "--from-beginning", "--max-messages", "3", *common)
+    assert consumed.returncode == 0, consumed.stderr
+    assert len(consumed.stdout.splitlines()) == 3
+    refused = run_cli("offsets", topic, *common, "--property=sasl.kerberos.service.name=nope")
+    assert refused.returncode != 0
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "nope/localhost" in errors[0], refused.stderr
 
 
 async def expect_one_attempt(kafka: KafkaCluster, listener: str, before: int, consumer: AsyncConsumer) -> None:
