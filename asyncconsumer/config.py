@@ -7,6 +7,7 @@ docstring names the Java property it corresponds to, when there is one.
 from __future__ import annotations
 
 import difflib
+import os
 import ssl
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -24,7 +25,11 @@ Deserializer = Callable[[bytes | None], Any]
 _RESET = ("earliest", "latest", "none")
 _ISOLATION = ("read_uncommitted", "read_committed")
 _SECURITY = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+_KERBEROS = ("sasl_kerberos_principal", "sasl_kerberos_keytab", "sasl_kerberos_domain_name")
+"""The GSSAPI settings without a default (``sasl_kerberos_service_name`` has "kafka")."""
+EXTRA_GSSAPI = 'pip install "asyncconsumer[gssapi]"'
+"""What a user without the ``gssapi`` package is told to run."""
 _SSL_FILES = ("ssl_cafile", "ssl_certfile", "ssl_keyfile")
 _GROUP_PROTOCOLS = ("classic", "consumer")
 _PLUGIN_ERRORS = ("isolate", "fatal")
@@ -148,6 +153,11 @@ def _callable_or_none(instance: object, attribute: attrs.Attribute[Any], value: 
 def _optional_name(instance: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise ConfigError(attribute.name, f"must be a non-empty string or None, got {value!r}")
+
+
+def _name(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(attribute.name, f"must be a non-empty string, got {value!r}")
 
 
 def _strategies(value: Any) -> tuple[Any, ...]:
@@ -353,7 +363,8 @@ class ConsumerConfig:
     ssl_check_hostname: bool = True
     """ssl.endpoint.identification.algorithm: False ("") skips the host name check; the CA check stays on."""
     sasl_mechanism: str = attrs.field(default="PLAIN", converter=_upper, validator=_one_of(*_SASL_MECHANISMS))
-    """sasl.mechanism: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512" or "OAUTHBEARER"."""
+    """sasl.mechanism: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER" or "GSSAPI" (Kerberos: the
+    ``[gssapi]`` extra)."""
     sasl_username: str | None = attrs.field(default=None, validator=_optional_name)
     """No Java twin (Java's sasl.jaas.config): the SASL user."""
     sasl_password: str | None = attrs.field(default=None, repr=_hidden)
@@ -376,6 +387,17 @@ class ConsumerConfig:
     sasl_oauthbearer_extensions: dict[str, str] = attrs.field(factory=dict, converter=_extensions)
     """No Java twin (Java's JAAS ``extension_<name>`` options; librdkafka's sasl.oauthbearer.extensions): SASL
     extensions the built-in provider's tokens carry, as a mapping or ``"key=value,key=value"``."""
+    sasl_kerberos_service_name: str = attrs.field(default="kafka", validator=_name)
+    """sasl.kerberos.service.name: with ``sasl_mechanism="GSSAPI"``, the service part of the brokers' Kerberos
+    principals (``kafka/broker-host@REALM``)."""
+    sasl_kerberos_principal: str | None = attrs.field(default=None, validator=_optional_name)
+    """sasl.kerberos.principal (librdkafka; Java's JAAS ``principal``): the client's principal; None: the one the
+    credentials cache holds. Required with ``sasl_kerberos_keytab``."""
+    sasl_kerberos_keytab: str | None = attrs.field(default=None, validator=_optional_name)
+    """sasl.kerberos.keytab (librdkafka; Java's JAAS ``keyTab``): log in with this keytab's key for
+    ``sasl_kerberos_principal``; None: use the default credentials cache (a prior ``kinit``)."""
+    sasl_kerberos_domain_name: str | None = attrs.field(default=None, validator=_optional_name)
+    """No Java twin: the host part of the brokers' service principal; None: each broker's host as connected to."""
     plugins: tuple[str | Plugin, ...] = attrs.field(default=(), converter=_plugins, validator=_check_plugin_list)
     """No Java twin: request managers to run in the background loop, by installed name (entry-point group
     ``asyncconsumer.managers``, e.g. "lag-monitor") or as ``Plugin(name, factory)`` objects."""
@@ -482,7 +504,17 @@ class ConsumerConfig:
         url = "sasl_oauthbearer_token_endpoint_url"
         client = ("sasl_oauthbearer_client_credentials_client_id", "sasl_oauthbearer_client_credentials_client_secret")
         oidc = [url, *client, "sasl_oauthbearer_scope"]
-        if protocol.startswith("SASL_") and self.sasl_mechanism == "OAUTHBEARER":
+        kerberos_set = [key for key in _KERBEROS if getattr(self, key) is not None]
+        if self.sasl_kerberos_service_name != "kafka":
+            kerberos_set.append("sasl_kerberos_service_name")
+        if protocol.startswith("SASL_") and self.sasl_mechanism == "GSSAPI":
+            self._check_kerberos()
+            for key in ["sasl_username", "sasl_password", provider, *oidc]:
+                if getattr(self, key) is not None:
+                    raise ConfigError(key, "does not apply to GSSAPI: the Kerberos credentials give the identity")
+        elif kerberos_set:
+            raise ConfigError(kerberos_set[0], "applies only to sasl_mechanism GSSAPI, over SASL_PLAINTEXT or SASL_SSL")
+        elif protocol.startswith("SASL_") and self.sasl_mechanism == "OAUTHBEARER":
             if self.sasl_oauthbearer_token_provider is None and self.sasl_oauthbearer_token_endpoint_url is None:
                 raise ConfigError(provider, f"or {url} is required when sasl_mechanism is OAUTHBEARER")
             if self.sasl_oauthbearer_token_provider is not None:
@@ -524,6 +556,18 @@ class ConsumerConfig:
                 )
         if self.ssl_keyfile is not None and self.ssl_certfile is None:
             raise ConfigError("ssl_keyfile", "needs ssl_certfile (the certificate the key belongs to)")
+
+    def _check_kerberos(self) -> None:
+        """The settings first, then the package: a wrong setting is reported the same with or without it."""
+        if self.sasl_kerberos_keytab is not None:
+            if not os.path.isfile(self.sasl_kerberos_keytab):
+                raise ConfigError("sasl_kerberos_keytab", f"no such file: {self.sasl_kerberos_keytab!r}")
+            if self.sasl_kerberos_principal is None:
+                raise ConfigError("sasl_kerberos_principal", "is required with sasl_kerberos_keytab")
+        try:
+            import gssapi  # noqa: F401 - only whether it imports (a build without its C library fails here too)
+        except (ImportError, OSError) as exc:
+            raise ConfigError("sasl_mechanism", f"GSSAPI needs the gssapi package: {EXTRA_GSSAPI} ({exc})") from exc
 
     def with_changes(self, **changes: Any) -> ConsumerConfig:
         if (
@@ -587,7 +631,7 @@ class ConsumerSettings(TypedDict, total=False):
     ssl_certfile: str | None
     ssl_keyfile: str | None
     ssl_check_hostname: bool
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
     sasl_username: str | None
     sasl_password: str | None
     sasl_oauthbearer_token_provider: Callable[[], Any] | None
@@ -596,6 +640,10 @@ class ConsumerSettings(TypedDict, total=False):
     sasl_oauthbearer_client_credentials_client_secret: str | None
     sasl_oauthbearer_scope: str | None
     sasl_oauthbearer_extensions: str | Mapping[str, str]
+    sasl_kerberos_service_name: str
+    sasl_kerberos_principal: str | None
+    sasl_kerberos_keytab: str | None
+    sasl_kerberos_domain_name: str | None
     plugins: str | Sequence[str | Plugin]
     plugin_options: Mapping[str, Mapping[str, Any]]
     plugin_errors: Literal["isolate", "fatal"]
@@ -637,7 +685,7 @@ class ShareConsumerSettings(TypedDict, total=False):
     ssl_certfile: str | None
     ssl_keyfile: str | None
     ssl_check_hostname: bool
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
     sasl_username: str | None
     sasl_password: str | None
     sasl_oauthbearer_token_provider: Callable[[], Any] | None
@@ -646,6 +694,10 @@ class ShareConsumerSettings(TypedDict, total=False):
     sasl_oauthbearer_client_credentials_client_secret: str | None
     sasl_oauthbearer_scope: str | None
     sasl_oauthbearer_extensions: str | Mapping[str, str]
+    sasl_kerberos_service_name: str
+    sasl_kerberos_principal: str | None
+    sasl_kerberos_keytab: str | None
+    sasl_kerberos_domain_name: str | None
     key_deserializer: Deserializer | None
     value_deserializer: Deserializer | None
     share_acknowledgement_mode: Literal["implicit", "explicit"]

@@ -12,10 +12,12 @@ import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
+from functools import partial
 from typing import cast
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import attrs
 from anyio.streams.tls import TLSStream
 
@@ -258,6 +260,7 @@ class BrokerConnection:
 
     async def _authenticate(self, exchange: Callable[[Request], Awaitable[Response]]) -> None:
         # Late: only SASL connections need these (a consumer without SASL never loads them).
+        from asyncconsumer.network.kerberos import KerberosLogin
         from asyncconsumer.network.oauthbearer import OAuthBearerLogin, OAuthBearerMechanism
         from asyncconsumer.network.sasl import SaslMechanism, mechanism_for
         from asyncconsumer.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
@@ -282,15 +285,25 @@ class BrokerConnection:
                 handshake.error_code,
                 f"{where} offers SASL mechanisms [{offered}]; sasl_mechanism is {credentials.mechanism}",
             )
+        blocking = False  # GSSAPI's steps may ask the KDC for tickets: a worker thread runs them, not the loop
         if isinstance(credentials, OAuthBearerLogin):
             bearer = OAuthBearerMechanism(await credentials.token())
             mechanism: SaslMechanism = bearer
             who = f"as {credentials.principal!r} " if credentials.principal else ""
+        elif isinstance(credentials, KerberosLogin):
+            bearer = None
+            mechanism = credentials.mechanism_for(self.host)
+            who = f"as {credentials.principal!r} " if credentials.principal else ""
+            blocking = True
         else:
             bearer = None
             mechanism = mechanism_for(credentials)
             who = f"as {credentials.username!r} "
-        token: bytes | None = mechanism.initial()
+
+        async def step(call: Callable[[], bytes | None]) -> bytes | None:
+            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True) if blocking else call()
+
+        token: bytes | None = await step(mechanism.initial)
         while token is not None:
             response = await exchange(SaslAuthenticateRequest(auth_bytes=token))
             assert isinstance(response, SaslAuthenticateResponse)
@@ -300,7 +313,7 @@ class BrokerConnection:
                     response.error_code,
                     f"SASL {credentials.mechanism} {who}to {where}: {response.error_message or 'refused'}{detail}",
                 )
-            token = mechanism.respond(response.auth_bytes)
+            token = await step(partial(mechanism.respond, response.auth_bytes))
             if response.session_lifetime_ms > 0:
                 self.reauthenticate_in_ms = int(response.session_lifetime_ms * random.uniform(*REAUTH_AT))
         log.debug("connection.authenticated", node=self.node_id, mechanism=credentials.mechanism)

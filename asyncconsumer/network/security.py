@@ -15,6 +15,7 @@ from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import ConfigError
 
 if TYPE_CHECKING:
+    from asyncconsumer.network.kerberos import KerberosLogin
     from asyncconsumer.network.oauthbearer import OAuthBearerLogin
 
 __all__ = ["ConnectionSecurity"]
@@ -34,7 +35,7 @@ class ConnectionSecurity:
     """TLS (when ``ssl_context`` is set) and SASL (when ``sasl`` is set) for every broker connection."""
 
     ssl_context: ssl.SSLContext | None = None
-    sasl: SaslCredentials | OAuthBearerLogin | None = None
+    sasl: SaslCredentials | OAuthBearerLogin | KerberosLogin | None = None
 
     @classmethod
     def from_config(cls, config: ConsumerConfig) -> ConnectionSecurity:
@@ -42,8 +43,17 @@ class ConnectionSecurity:
         context = None
         if protocol.endswith("SSL"):
             context = config.ssl_context or _default_context(config)
-        sasl: SaslCredentials | OAuthBearerLogin | None = None
-        if protocol.startswith("SASL_") and config.sasl_mechanism == "OAUTHBEARER":
+        sasl: SaslCredentials | OAuthBearerLogin | KerberosLogin | None = None
+        if protocol.startswith("SASL_") and config.sasl_mechanism == "GSSAPI":
+            from asyncconsumer.network.kerberos import KerberosLogin  # late: only GSSAPI needs it
+
+            sasl = KerberosLogin(
+                config.sasl_kerberos_service_name,
+                config.sasl_kerberos_principal,
+                config.sasl_kerberos_keytab,
+                config.sasl_kerberos_domain_name,
+            )
+        elif protocol.startswith("SASL_") and config.sasl_mechanism == "OAUTHBEARER":
             from asyncconsumer.network.oauthbearer import OAuthBearerLogin  # late: only OAUTHBEARER needs it
 
             provider = config.sasl_oauthbearer_token_provider

@@ -75,7 +75,9 @@ _GROUP_KEYS = ("group.id",)
 _JAAS = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<rest>.*?);?\s*$")
 _JAAS_OPTION = re.compile(r'\s*(?P<key>[\w.\-]+)\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s;"]+))')
 _OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+_KRB5_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 _LOGIN_MODULES = {
+    _KRB5_MODULE: ("GSSAPI",),
     "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
     "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
     _OAUTH_MODULE: ("OAUTHBEARER",),
@@ -88,6 +90,8 @@ _OAUTH_JAAS = {
     "scope": "sasl.oauthbearer.scope",
 }
 """The OAuthBearerLoginModule options Java's login handler reads, as our settings (Kafka 4.1's own names)."""
+_KRB5_IGNORED = frozenset({"storeKey", "doNotPrompt", "debug", "isInitiator", "refreshKrb5Config", "renewTGT"})
+"""Krb5LoginModule options with no bearing on a client's login here (the library renews from the keytab itself)."""
 _SECRETS = ("sasl.password", "sasl.oauthbearer.client.credentials.client.secret")
 _DURATION = re.compile(r"^\s*(\d+)\s*(us|ms|s|sec|m|min|h|d)?\s*$")
 _DURATION_MS = {"us": 0.001, "ms": 1, None: 1, "s": 1000, "sec": 1000, "m": 60_000, "min": 60_000}
@@ -232,7 +236,8 @@ def _consumer_settings(kafka: dict[str, str]) -> dict[str, Any]:
 
 def _jaas(text: str | None, consumer: dict[str, str]) -> dict[str, str]:
     """``sasl.jaas.config`` (Java's ``<LoginModule> required username="..." password="...";``) as our
-    ``sasl.username``/``sasl.password``: SCRAM and PLAIN login modules only, matching ``sasl.mechanism``."""
+    ``sasl.username``/``sasl.password`` (SCRAM, PLAIN), OAUTHBEARER's or Kerberos's settings, matching
+    ``sasl.mechanism``."""
     if text is None:
         return {}
     key = "kafka.sasl.jaas.config"
@@ -242,7 +247,7 @@ def _jaas(text: str | None, consumer: dict[str, str]) -> dict[str, str]:
     module = match["module"]
     if module not in _LOGIN_MODULES:
         raise ConfigError(
-            key, f"login module {module} is not supported; asyncconsumer speaks SCRAM, PLAIN and OAUTHBEARER"
+            key, f"login module {module} is not supported; asyncconsumer speaks SCRAM, PLAIN, OAUTHBEARER and GSSAPI"
         )
     mechanism = consumer.get("sasl.mechanism", "GSSAPI").strip().upper()  # Java's default mechanism is GSSAPI
     if mechanism not in _LOGIN_MODULES[module]:
@@ -259,6 +264,8 @@ def _jaas(text: str | None, consumer: dict[str, str]) -> dict[str, str]:
         position = option.end()
     if module == _OAUTH_MODULE:
         return _oauth_jaas(found, consumer)
+    if module == _KRB5_MODULE:
+        return _krb5_jaas(found, consumer)
     for name in ("username", "password"):
         if name not in found:
             raise ConfigError(key, f"has no {name}")
@@ -291,6 +298,39 @@ def _oauth_jaas(found: dict[str, str], consumer: dict[str, str]) -> dict[str, st
             raise ConfigError("kafka.sasl.jaas.config", f"OAuthBearerLoginModule option {option!r} is not supported")
     if extensions:
         settings["sasl.oauthbearer.extensions"] = ",".join(extensions)
+    return settings
+
+
+def _krb5_jaas(found: dict[str, str], consumer: dict[str, str]) -> dict[str, str]:
+    """Krb5LoginModule's options as our Kerberos settings: ``useKeyTab=true`` with ``keyTab`` and ``principal`` is
+    a keytab login; otherwise the default credentials cache (``useTicketCache``). Kafka's own JAAS option
+    ``serviceName`` is ``sasl.kerberos.service.name``. As in Java, ``keyTab`` counts only with ``useKeyTab=true``."""
+    key = "kafka.sasl.jaas.config"
+    settings: dict[str, str] = {}
+    flags: dict[str, bool] = {}
+    for name in ("useKeyTab", "useTicketCache"):
+        if name in found:
+            text = found.pop(name).strip().lower()
+            if text not in ("true", "false"):
+                raise ConfigError(key, f"Krb5LoginModule option {name} must be true or false, got {text!r}")
+            flags[name] = text == "true"
+    for option, value in found.items():
+        ours = {"principal": "sasl.kerberos.principal", "serviceName": "sasl.kerberos.service.name"}.get(option)
+        if option == "keyTab":
+            if flags.get("useKeyTab"):
+                ours = "sasl.kerberos.keytab"
+            else:
+                continue
+        if ours is not None:
+            if ours in consumer and consumer[ours] != value:
+                raise ConfigError(f"kafka.{ours}", "given twice: also in kafka.sasl.jaas.config")
+            settings[ours] = value
+        elif option == "ticketCache":
+            raise ConfigError(key, "Krb5LoginModule option 'ticketCache' is not supported: set KRB5CCNAME instead")
+        elif option not in _KRB5_IGNORED:
+            raise ConfigError(key, f"Krb5LoginModule option {option!r} is not supported")
+    if flags.get("useKeyTab") and "sasl.kerberos.keytab" not in settings:
+        raise ConfigError(key, "useKeyTab=true needs keyTab (the default keytab is not looked up)")
     return settings
 
 

@@ -31,6 +31,10 @@ _SECURITY_KEYS = frozenset(
         "sasl_mechanism",
         "sasl_username",
         "sasl_password",
+        "sasl_kerberos_service_name",
+        "sasl_kerberos_principal",
+        "sasl_kerberos_keytab",
+        "sasl_kerberos_domain_name",
     }
 )
 

@@ -196,6 +196,9 @@ class Listener:
     name: str
     settings: Mapping[str, str] = attrs.field(factory=dict)
     protocol: str | None = None
+    advertised_host: str = HOST
+    """The host name the listener advertises (it binds ``HOST``): ``localhost`` for a Kerberos listener, whose
+    service principal names the host clients connect to."""
 
 
 @attrs.define(slots=True)
@@ -280,6 +283,8 @@ class KafkaCluster:
         self._lock = threading.Lock()
         self.controller_ids: frozenset[int] = frozenset(n.node_id for n in nodes)
         self.system_properties: dict[str, str] = {}
+        self.listener_hosts: dict[str, str] = {}
+        """Each extra listener's advertised host, where it is not ``HOST``."""
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
     @classmethod
@@ -344,6 +349,7 @@ class KafkaCluster:
         ]
         cluster = cls(members, root, libs, version)
         cluster.system_properties = dict(system_properties or {})
+        cluster.listener_hosts = {x.name: x.advertised_host for x in listeners if x.advertised_host != HOST}
         voters = set(controllers) if controllers is not None else {n.node_id for n in members}
         if not voters or not voters <= {n.node_id for n in members}:
             raise ValueError(f"controllers must name some of the nodes 1..{nodes}, got {controllers}")
@@ -388,7 +394,7 @@ class KafkaCluster:
             **node.listener_ports,
         }
         advertised = [f"PLAINTEXT://{HOST}:{node.advertised_port}", f"INTERNAL://{HOST}:{node.internal_port}"]
-        advertised += [f"{listener.name}://{HOST}:{node.listener_ports[listener.name]}" for listener in listeners]
+        advertised += [f"{x.name}://{x.advertised_host}:{node.listener_ports[x.name]}" for x in listeners]
         protocols = {"PLAINTEXT": "PLAINTEXT", "INTERNAL": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"}
         protocols.update({listener.name: listener.protocol or listener.name for listener in listeners})
         properties = {
@@ -610,7 +616,7 @@ class KafkaCluster:
         return self.nodes[0].advertised_port
 
     def listener_address(self, name: str, node_id: int = 1) -> str:
-        return f"{HOST}:{self.node(node_id).listener_ports[name]}"
+        return f"{self.listener_hosts.get(name, HOST)}:{self.node(node_id).listener_ports[name]}"
 
     def admin(self) -> Any:
         """A ``confluent_kafka.admin.AdminClient`` on the nodes' internal listener (never through a front)."""

@@ -325,7 +325,12 @@ def test_bad_plugin_settings_are_config_errors_naming_the_key(kwargs: dict[str, 
         ({"security_protocol": "SASL_PLAINTEXT", "sasl_username": "u"}, "sasl_password"),
         ({"sasl_username": "u", "sasl_password": "p"}, "sasl_username"),
         (
-            {"security_protocol": "SASL_SSL", "sasl_username": "u", "sasl_password": "p", "sasl_mechanism": "GSSAPI"},
+            {
+                "security_protocol": "SASL_SSL",
+                "sasl_username": "u",
+                "sasl_password": "p",
+                "sasl_mechanism": "SCRAM-SHA-1",
+            },
             "sasl_mechanism",
         ),
         ({"ssl_cafile": "/ca.pem"}, "ssl_cafile"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.support.extras import requires_extra
@@ -230,10 +232,10 @@ def test_java_security_settings_become_ours() -> None:
         (
             {
                 "kafka.sasl.mechanism": "GSSAPI",
-                "kafka.sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required;",
+                "kafka.sasl.jaas.config": "com.example.LdapLoginModule required;",
             },
             "kafka.sasl.jaas.config",
-            "SCRAM, PLAIN and OAUTHBEARER",
+            "SCRAM, PLAIN, OAUTHBEARER and GSSAPI",
         ),
         (
             {"kafka.sasl.mechanism": "PLAIN", "kafka.sasl.jaas.config": SCRAM_JAAS},
@@ -321,4 +323,67 @@ def test_java_s_oauthbearer_client_credentials_settings_become_the_built_in_prov
 def test_oauthbearer_logins_we_cannot_run_are_named(extra: dict[str, str], key: str, match: str) -> None:
     with pytest.raises(ConfigError, match=match) as info:
         parse_options({**OAUTH_BASE, **extra}, streaming=False)
+    assert info.value.key == key
+
+
+KRB5_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
+KRB5_BASE = {**BASE, "subscribe": "a", "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "GSSAPI"}
+
+
+def test_java_s_kerberos_keytab_login_becomes_our_kerberos_settings(tmp_path: Path) -> None:
+    requires_extra("gssapi", "gssapi")  # the consumer's settings are checked, and GSSAPI needs the package
+    keytab = tmp_path / "app.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    options = parse_options(
+        {
+            **KRB5_BASE,
+            "kafka.sasl.kerberos.service.name": "kfk",
+            "kafka.sasl.jaas.config": f'{KRB5_MODULE} required useKeyTab=true storeKey=true keyTab="{keytab}" '
+            'principal="app/host@EXAMPLE.COM";',
+        },
+        streaming=False,
+    )
+    assert options.consumer == {
+        "bootstrap.servers": "h:1",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "GSSAPI",
+        "sasl.kerberos.service.name": "kfk",
+        "sasl.kerberos.keytab": str(keytab),
+        "sasl.kerberos.principal": "app/host@EXAMPLE.COM",
+    }
+
+
+def test_java_s_kerberos_ticket_cache_login_uses_the_default_cache() -> None:
+    requires_extra("gssapi", "gssapi")
+    options = parse_options(
+        {**KRB5_BASE, "kafka.sasl.jaas.config": f'{KRB5_MODULE} required useTicketCache=true serviceName="kfk";'},
+        streaming=False,
+    )
+    assert options.consumer == {
+        "bootstrap.servers": "h:1",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "GSSAPI",
+        "sasl.kerberos.service.name": "kfk",
+    }
+    # as in Java, keyTab counts only with useKeyTab=true
+    options = parse_options(
+        {**KRB5_BASE, "kafka.sasl.jaas.config": f'{KRB5_MODULE} required keyTab="/no/such.keytab";'}, streaming=False
+    )
+    assert "sasl.kerberos.keytab" not in options.consumer
+
+
+@pytest.mark.parametrize(
+    ("jaas", "key", "match"),
+    [
+        ("useKeyTab=true", "kafka.sasl.jaas.config", "needs keyTab"),
+        ('useKeyTab=yes keyTab="/k"', "kafka.sasl.jaas.config", "true or false"),
+        ('useTicketCache=true ticketCache="/tmp/cc"', "kafka.sasl.jaas.config", "KRB5CCNAME"),
+        ("useFirstPass=true", "kafka.sasl.jaas.config", "useFirstPass"),
+        ('useKeyTab=true keyTab="/no/such.keytab" principal="a@R"', "kafka.sasl_kerberos_keytab", "no such file"),
+    ],
+)
+def test_kerberos_logins_we_cannot_run_are_named(jaas: str, key: str, match: str) -> None:
+    requires_extra("gssapi", "gssapi")
+    with pytest.raises(ConfigError, match=match) as info:
+        parse_options({**KRB5_BASE, "kafka.sasl.jaas.config": f"{KRB5_MODULE} required {jaas};"}, streaming=False)
     assert info.value.key == key
