@@ -26,6 +26,8 @@ class Network:
 
     def __init__(self) -> None:
         self.connection_count = 0
+        self.connections_created = 0
+        self.connection_errors = 0
         self.error: KafkaError | None = None
 
     def last_connection_error(self) -> KafkaError | None:
@@ -44,6 +46,7 @@ def test_without_a_group_the_snapshot_carries_the_fetch_and_network_facts_only()
     publisher.publish(0)
     assert published.current == BackgroundSnapshot()
     network.connection_count = 2
+    network.connections_created, network.connection_errors = 3, 1
     network.error = KafkaConnectionError("cannot connect to broker 1 at h:1: connection refused")
     fetch.latency.add(30)
     fetch.latency.add(10)
@@ -52,6 +55,7 @@ def test_without_a_group_the_snapshot_carries_the_fetch_and_network_facts_only()
     now = published.current
     assert now is not before and before == BackgroundSnapshot()  # replaced whole, never changed in place
     assert (now.connection_count, now.last_connection_error) == (2, str(network.error))
+    assert (now.connections_created, now.connection_errors) == (3, 1)
     assert (now.fetch_latency_avg_ms, now.fetch_latency_max_ms) == (20.0, 30)
     assert (now.coordinator_id, now.generation_id, now.member_id, now.rebalances) == (None, -1, "", 0)
     assert (now.rebootstraps, now.rebootstrapping) == (0, False)
@@ -93,3 +97,9 @@ def test_with_a_group_the_snapshot_names_the_coordinators_broker_and_the_members
     assert (snapshot.generation_id, snapshot.member_id, snapshot.group_instance_id) == (5, "m-1", None)
     assert snapshot.rebalances == wired.group.membership.rebalances >= 1
     assert snapshot.rejoin_on_poll is False
+    assert (snapshot.commits, snapshot.commit_latency_avg_ms) == (0, None)
+    wired.group.commit.commits = 2
+    wired.group.commit.commit_latency.add(8)
+    publisher.publish(4)
+    assert (published.current.commits, published.current.commit_latency_avg_ms) == (2, 8.0)
+    assert published.current.commit_latency_max_ms == 8

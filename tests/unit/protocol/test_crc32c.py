@@ -13,7 +13,7 @@ from types import ModuleType
 
 import google_crc32c
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asyncconsumer.protocol import records as records_module
@@ -56,7 +56,7 @@ def test_the_cpu_instruction_is_used_where_there_is_one() -> None:
     assert expected == compiled.CRC32C_IMPLEMENTATION
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # 200 kB inputs on a busy box
 @given(
     data=st.one_of(
         st.binary(max_size=300),
