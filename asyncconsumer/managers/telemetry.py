@@ -88,7 +88,10 @@ class Subscription:
     requested_metrics: tuple[str, ...]
 
     def wants(self, name: str) -> bool:
-        """KIP-714's prefix match: no prefixes asks for nothing, an empty prefix for everything."""
+        """KIP-714's prefix match: no prefixes asks for nothing, an empty prefix for everything, and so does the
+        single ``*`` Kafka's brokers send for a subscription of ``metrics=*`` (Java's client reads it so too)."""
+        if self.requested_metrics == ("*",):
+            return True
         return any(name.startswith(prefix) for prefix in self.requested_metrics)
 
     @property
@@ -138,6 +141,8 @@ class TelemetryManager:
         """A push the broker refused as too large halves what the next may weigh (KIP: reduce the payload)."""
         self.pushes = 0
         """Pushes the broker accepted (the terminating one included)."""
+        self.pushes_sent = 0
+        """PushTelemetry requests made."""
 
     # --- state ----------------------------------------------------------------------------------------------
     def _enter(self, state: TelemetryState, next_ms: int | None = None) -> None:
@@ -211,7 +216,10 @@ class TelemetryManager:
         if previous is None or previous.delta_temporality != subscription.delta_temporality:
             self._baseline.clear()
             self._baseline_ms = None
-        log.info(
+        # info only for a subscription that asks for something new: a broker that subscribes nobody (Tansu, a
+        # Kafka with no subscription for this client) is asked again every interval, and that is not news
+        new = previous is None or previous.subscription_id != subscription.subscription_id
+        (log.info if new and subscription.requested_metrics else log.debug)(
             "telemetry.subscribed",
             client_instance_id=str(self.client_instance_id),
             subscription_id=subscription.subscription_id,

@@ -167,6 +167,13 @@ def test_only_the_requested_prefixes_are_pushed() -> None:
     assert set(pushed_metrics(request)) == {TOTAL, LATENCY}
 
 
+def test_a_star_subscription_is_every_metric() -> None:
+    h = Harness()
+    h.subscribe(requested_metrics=("*",))
+    _, request = push_at(h, h.push_due())
+    assert set(pushed_metrics(request)) == {TOTAL, LATENCY, ASSIGNED}
+
+
 def test_an_empty_subscription_pushes_nothing_and_asks_again_after_the_interval() -> None:
     h = Harness()
     h.subscribe(now=0, requested_metrics=())
