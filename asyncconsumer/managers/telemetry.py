@@ -226,6 +226,7 @@ class TelemetryManager:
             push_interval_ms=subscription.push_interval_ms,
             metrics=list(subscription.requested_metrics),
             delta=subscription.delta_temporality,
+            compression=subscription.compression,
         )
         interval = subscription.push_interval_ms
         if not subscription.requested_metrics:

@@ -16,6 +16,7 @@ import pytest
 from asyncconsumer import AsyncConsumer
 from asyncconsumer.managers.telemetry import TelemetryState
 from asyncconsumer.managers.telemetry_metrics import NAMES
+from asyncconsumer.protocol.codecs import COMPRESSIBLE
 from tests.conftest import Broker, TopicFactory, _run_broker, unique_topic_name
 from tests.support.kafka_broker import KafkaCluster
 from tests.support.produce import produce_values
@@ -107,6 +108,10 @@ async def test_a_consumer_pushes_its_standard_metrics_then_a_terminating_push(ka
         assert all(p["scope"] == "org.apache.kafka" for p in last["metrics"])
         assert not any(p["terminating"] for p in pushes)
         instance = last["client_instance_id"]
+        telemetry = consumer._core.parts.owned.telemetry
+        assert telemetry is not None and telemetry.subscription is not None
+        compression = telemetry.subscription.compression  # the payloads the receiver decoded were compressed so
+        assert compression in COMPRESSIBLE and compression in telemetry.subscription.accepted_compression_types
     closing = await wait_for_async(
         lambda: [p for p in read_pushes(path, client_id) if p["terminating"]], 10, message="no terminating push"
     )
