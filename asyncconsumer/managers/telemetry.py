@@ -137,6 +137,8 @@ class TelemetryManager:
         self._baseline: dict[tuple[str, tuple[tuple[str, str], ...]], int | float] = {}
         self._baseline_ms: int | None = None
         """Each sum's value and the time at the last accepted push: the start of the next delta."""
+        self._in_flight: tuple[dict[tuple[str, tuple[tuple[str, str], ...]], int | float], int] | None = None
+        """The baseline the push in flight would set once accepted."""
         self._max_bytes: int | None = None
         """A push the broker refused as too large halves what the next may weigh (KIP: reduce the payload)."""
         self.pushes = 0
@@ -178,6 +180,10 @@ class TelemetryManager:
     def poll_on_close(self, now_ms: int) -> PollResult:
         """One terminating push of the metrics as they are now, when there is a subscription to push under."""
         if self.state in (TelemetryState.PUSH_NEEDED, TelemetryState.PUSH_IN_PROGRESS):
+            if self.state is TelemetryState.PUSH_IN_PROGRESS and self._in_flight is not None:
+                # the push in flight will most likely be accepted: the last delta starts where it ends, so the
+                # broker never counts a change twice (should it be refused, its change is lost, not doubled)
+                self._baseline, self._baseline_ms = self._in_flight
             self._enter(TelemetryState.TERMINATING_PUSH_NEEDED)
             return PollResult(MAX_POLL_WAIT_MS, self._push(now_ms, terminating=True))
         if self.state is not TelemetryState.TERMINATED and TelemetryState.TERMINATED in TRANSITIONS[self.state]:
@@ -270,6 +276,8 @@ class TelemetryManager:
             metrics=payload,
         )
         self._enter(TelemetryState.TERMINATING_PUSH_IN_PROGRESS if terminating else TelemetryState.PUSH_IN_PROGRESS)
+
+        self._in_flight = baseline
 
         def on_response(result: object, at_ms: int) -> None:
             self._on_push(result, at_ms, baseline, len(payload), terminating)

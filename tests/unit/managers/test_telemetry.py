@@ -340,6 +340,17 @@ def test_close_during_a_push_still_terminates_with_a_push() -> None:
     assert h.manager.state is S.TERMINATED
 
 
+def test_a_terminating_push_during_a_push_counts_no_change_twice() -> None:
+    h = Harness()
+    h.subscribe(delta_temporality=True)
+    due = h.push_due()
+    regular, request = push_at(h, due)
+    assert pushed_metrics(request)[TOTAL][0][0] == 10
+    h.values[TOTAL] = 12
+    (terminating,) = h.manager.poll_on_close(due + 1).unsent_requests
+    assert pushed_metrics(terminating.request)[TOTAL][0][:2] == (2, (due + OFFSET_MS) * 1_000_000)
+
+
 def test_close_without_a_subscription_sends_nothing() -> None:
     h = Harness()
     (unsent,) = h.poll(0)
