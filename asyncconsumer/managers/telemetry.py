@@ -42,6 +42,12 @@ SCOPE_NAME = "org.apache.kafka"
 """The instrumentation scope Java's clients name in their pushes."""
 
 
+SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+"""A metric's name and attributes: one series."""
+Baseline = tuple[dict[SeriesKey, int | float], int]
+"""Each sum's value at a push, and the push's time: where the next delta starts."""
+
+
 class TelemetryState(enum.Enum):
     SUBSCRIPTION_NEEDED = "subscription_needed"
     SUBSCRIPTION_IN_PROGRESS = "subscription_in_progress"
@@ -134,15 +140,16 @@ class TelemetryManager:
         self._unsupported_logged = False
         self._start_ms: int | None = None
         """The first sample's time: the start of every cumulative sum."""
-        self._baseline: dict[tuple[str, tuple[tuple[str, str], ...]], int | float] = {}
+        self._baseline: dict[SeriesKey, int | float] = {}
         self._baseline_ms: int | None = None
         """Each sum's value and the time at the last accepted push: the start of the next delta."""
-        self._in_flight: tuple[dict[tuple[str, tuple[tuple[str, str], ...]], int | float], int] | None = None
+        self._in_flight: Baseline | None = None
         """The baseline the push in flight would set once accepted."""
         self._max_bytes: int | None = None
         """A push the broker refused as too large halves what the next may weigh (KIP: reduce the payload)."""
         self.pushes = 0
         """Pushes the broker accepted (the terminating one included)."""
+        self._too_large_warned = False
         self.pushes_sent = 0
         """PushTelemetry requests made."""
 
@@ -266,7 +273,11 @@ class TelemetryManager:
             payload = compress(codec, payload)
         limit = min(subscription.telemetry_max_bytes or len(payload), self._max_bytes or len(payload))
         if len(payload) > limit:
-            log.warning("telemetry.too_large", size=len(payload), limit=limit)
+            # once a warning, then debug: the same metrics are likely too large at every interval
+            (log.debug if self._too_large_warned else log.warning)(
+                "telemetry.too_large", size=len(payload), limit=limit
+            )
+            self._too_large_warned = True
             payload, baseline = b"", None
         request = PushTelemetryRequest(
             client_instance_id=self.client_instance_id,
@@ -276,7 +287,7 @@ class TelemetryManager:
             metrics=payload,
         )
         self._enter(TelemetryState.TERMINATING_PUSH_IN_PROGRESS if terminating else TelemetryState.PUSH_IN_PROGRESS)
-
+        self.pushes_sent += 1
         self._in_flight = baseline
 
         def on_response(result: object, at_ms: int) -> None:
@@ -284,9 +295,7 @@ class TelemetryManager:
 
         return (UnsentRequest(request, None, on_response),)
 
-    def _payload(
-        self, subscription: Subscription, now_ms: int
-    ) -> tuple[bytes, tuple[dict[tuple[str, tuple[tuple[str, str], ...]], int | float], int] | None]:
+    def _payload(self, subscription: Subscription, now_ms: int) -> tuple[bytes, Baseline | None]:
         """The OTLP bytes of the subscribed metrics (empty when none), and the sums' values to take as the next
         delta's start once the broker accepts them."""
         samples = [s for s in (self._read_samples() or ()) if subscription.wants(s.name)]
@@ -297,7 +306,7 @@ class TelemetryManager:
         delta = subscription.delta_temporality
         since_ms = self._baseline_ms if delta and self._baseline_ms is not None else start_ms
         since_ns = (since_ms + self._unix_offset_ms) * 1_000_000
-        values: dict[tuple[str, tuple[tuple[str, str], ...]], int | float] = {}
+        values: dict[SeriesKey, int | float] = {}
         by_name: dict[str, list[Point]] = {}
         monotonic: set[str] = set()
         for sample in samples:
@@ -323,7 +332,7 @@ class TelemetryManager:
         self,
         result: object,
         now_ms: int,
-        baseline: tuple[dict[tuple[str, tuple[tuple[str, str], ...]], int | float], int] | None,
+        baseline: Baseline | None,
         size: int,
         terminating: bool,
     ) -> None:

@@ -325,7 +325,7 @@ def test_close_sends_one_terminating_push_of_the_latest_values() -> None:
     assert pushed_metrics(unsent.request)[TOTAL][0][0] == 99
     assert h.manager.state is S.TERMINATING_PUSH_IN_PROGRESS
     unsent.on_response(PushTelemetryResponse(), 60)
-    assert h.manager.state is S.TERMINATED and h.manager.pushes == 1
+    assert h.manager.state is S.TERMINATED and h.manager.pushes == 1 and h.manager.pushes_sent == 1
 
 
 def test_close_during_a_push_still_terminates_with_a_push() -> None:
@@ -344,7 +344,7 @@ def test_a_terminating_push_during_a_push_counts_no_change_twice() -> None:
     h = Harness()
     h.subscribe(delta_temporality=True)
     due = h.push_due()
-    regular, request = push_at(h, due)
+    _, request = push_at(h, due)
     assert pushed_metrics(request)[TOTAL][0][0] == 10
     h.values[TOTAL] = 12
     (terminating,) = h.manager.poll_on_close(due + 1).unsent_requests
