@@ -299,6 +299,10 @@ class ConsumerConfig:
     sessions (KIP-227), so a fetch names only the partitions that changed and the broker answers only those with
     something new. An escape hatch: False sends every fetch in full, for a broker or proxy that gets sessions wrong,
     and to measure what sessions save (``benchmarks/bench_fetch_sessions.py``)."""
+    enable_metrics_push: bool = True
+    """enable.metrics.push: push the consumer's metrics to the brokers when they ask for them (KIP-714 client
+    telemetry; a broker asks only when its operator configured a client-metrics subscription and a receiver). False
+    sends no telemetry request at all. See docs/observability.md for what is pushed."""
     request_timeout_ms: int = attrs.field(default=30_000, validator=_positive)
     """request.timeout.ms"""
     default_api_timeout_ms: int = attrs.field(default=60_000, validator=_positive)
@@ -464,7 +468,14 @@ class ConsumerConfig:
         ):
             if isinstance(values.get(key), str) and values[key].strip().isdigit():
                 values[key] = int(values[key])
-        for key in ("check_crcs", "enable_auto_commit", "pause_gc_during_poll", "fetch_sessions", "ssl_check_hostname"):
+        for key in (
+            "check_crcs",
+            "enable_auto_commit",
+            "pause_gc_during_poll",
+            "fetch_sessions",
+            "ssl_check_hostname",
+            "enable_metrics_push",
+        ):
             if isinstance(values.get(key), str):
                 values[key] = _boolean(key, values[key])
         for key in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "auto_commit_interval_ms"):
@@ -604,6 +615,7 @@ class ConsumerSettings(TypedDict, total=False):
     check_crcs: bool
     pause_gc_during_poll: bool
     fetch_sessions: bool
+    enable_metrics_push: bool
     request_timeout_ms: int
     default_api_timeout_ms: int
     metadata_max_age_ms: int

@@ -8,7 +8,8 @@ bad one is a ``ConfigError`` from the consumer's constructor.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import attrs
@@ -21,7 +22,7 @@ from asyncconsumer._clock import Clock
 from asyncconsumer._state.fetch_buffer import FetchBuffer
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer._state.signal import CallerSignal
-from asyncconsumer._state.snapshot import CallerActivity, Published
+from asyncconsumer._state.snapshot import CallerActivity, MetricsReader, Published
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.assignors import PartitionAssignor, assignor_for
 from asyncconsumer.config import ConsumerConfig
@@ -35,6 +36,9 @@ from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.managers.offsets_validation import OffsetValidationManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
+from asyncconsumer.managers.telemetry import TelemetryManager
+from asyncconsumer.managers.telemetry_metrics import Sample, samples
+from asyncconsumer.network.connection import CLIENT_VERSION
 from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.network.security import ConnectionSecurity
 
@@ -83,6 +87,8 @@ class BackgroundParts:
     plugins: dict[str, GuardedManager]
     delegate: NetworkClientDelegate
     processor: ApplicationEventProcessor
+    telemetry: TelemetryManager | None = None
+    """KIP-714 pushes; None with ``enable_metrics_push=False``."""
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -99,6 +105,8 @@ class Components:
     activity: CallerActivity
     plugin_metrics: dict[str, PluginMetricsStore]
     """Each plugin's metrics: written by its manager, read whole under the store's lock."""
+    metrics_reader: MetricsReader
+    """Where the caller's side puts its ``metrics()`` for the background's telemetry pushes."""
     thread: ConsumerNetworkThread
     """The handle: start, wakeup, alive, join (any thread); its loop runs the owned parts."""
     owned: BackgroundParts
@@ -136,6 +144,46 @@ def _guard_owned(owned: BackgroundParts, managers: Sequence[RequestManager], own
         parts.setdefault(id(manager), (type(manager).__name__, manager))
     for name, part in parts.values():
         ownership.guard(part, owner, name)
+
+
+def build_telemetry(
+    config: ConsumerConfig,
+    clock: Clock,
+    reader: MetricsReader,
+    published: Published,
+    api_supported: Callable[[int], bool | None],
+) -> TelemetryManager | None:
+    """The KIP-714 manager, reading ``metrics()`` through ``reader``; None when pushes are turned off."""
+    if not config.enable_metrics_push:
+        return None
+    in_group = config.group_id is not None
+
+    def read_samples() -> list[Sample] | None:
+        read = reader.read
+        return samples(read(), in_group=in_group) if read is not None else None
+
+    def resource() -> Mapping[str, str]:
+        # KIP-714's client resource attributes; the broker adds the connection's own (client_id, software, address)
+        attributes = {"client_id": config.client_id}
+        if config.client_rack:
+            attributes["client_rack"] = config.client_rack
+        if config.group_id is not None:
+            attributes["group_id"] = config.group_id
+            member_id = published.current.member_id
+            if member_id:
+                attributes["group_member_id"] = member_id
+            if config.group_instance_id is not None:
+                attributes["group_instance_id"] = config.group_instance_id
+        return attributes
+
+    return TelemetryManager(
+        read_samples,
+        resource,
+        api_supported,
+        ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms),
+        unix_offset_ms=time.time_ns() // 1_000_000 - clock.now_ms(),
+        client_version=CLIENT_VERSION,
+    )
 
 
 def build(config: ConsumerConfig, clock: Clock) -> Components:
@@ -235,6 +283,8 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
 
         loaded = load_plugins(config, clock, metadata, subscriptions, background_events.stage)
     plugins = {name: guarded for name, (guarded, _) in loaded.items()}
+    metrics_reader = MetricsReader()
+    telemetry = build_telemetry(config, clock, metrics_reader, published, api_supported)
     owned = BackgroundParts(
         metadata=metadata,
         offsets=offsets,
@@ -244,6 +294,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         plugins=plugins,
         delegate=network,
         processor=processor,
+        telemetry=telemetry,
     )
     publisher = SnapshotPublisher(published, fetch, network, group, metadata)
 
@@ -260,6 +311,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         validation,
         fetch,
         *plugins.values(),
+        *((telemetry,) if telemetry is not None else ()),
     ]
     owner = ownership.Owner()
     if ownership.enabled():
@@ -284,6 +336,7 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
         published=published,
         activity=activity,
         plugin_metrics={name: store for name, (_, store) in loaded.items()},
+        metrics_reader=metrics_reader,
         thread=thread,
         owned=owned,
     )

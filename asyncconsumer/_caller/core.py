@@ -111,6 +111,7 @@ class ConsumerCore(ClientCore[Components]):
         self.subscriptions = self.parts.subscriptions
         self.collector = FetchCollector(config, self.subscriptions, self.parts.buffer)
         self.meter = RateMeter()
+        self.parts.metrics_reader.read = self.metrics  # for the background's KIP-714 pushes, before it starts
         self.listener: ConsumerRebalanceListener | None = None
         """Set by ``subscribe`` on the caller's thread; read there only (callbacks run inside the caller's poll)."""
         self.rebalance_hook: ConsumerRebalanceListener | None = None

@@ -8,12 +8,16 @@ publishes, once per iteration, an immutable ``BackgroundSnapshot`` that ``metric
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import attrs
 
 from asyncconsumer.records import TopicPartition
+
+if TYPE_CHECKING:
+    from asyncconsumer.metrics import ConsumerMetrics
 
 NO_PARTITIONS: Mapping[TopicPartition, int] = MappingProxyType({})
 
@@ -58,6 +62,16 @@ class Published:
 
     def __init__(self) -> None:
         self.current = BackgroundSnapshot()
+
+
+class MetricsReader:
+    """How the background reads ``metrics()`` for KIP-714 telemetry: the caller's side sets ``read`` once, when it is
+    built and before the thread starts; the background calls it (``metrics()`` is safe from any thread)."""
+
+    __slots__ = ("read",)
+
+    def __init__(self) -> None:
+        self.read: Callable[[], ConsumerMetrics] | None = None
 
 
 class CallerActivity:

@@ -25,7 +25,7 @@ import zlib
 
 import cramjam
 
-__all__ = ["GZIP", "LZ4", "SNAPPY", "ZSTD", "DecompressionLimitError", "decompress"]
+__all__ = ["COMPRESSIBLE", "GZIP", "LZ4", "SNAPPY", "ZSTD", "DecompressionLimitError", "compress", "decompress"]
 
 GZIP = 1
 SNAPPY = 2
@@ -60,6 +60,20 @@ class DecompressionLimitError(Exception):
         super().__init__(f"more than {limit} bytes: {detail}")
         self.limit = limit
         self.detail = detail
+
+
+COMPRESSIBLE = frozenset({GZIP, ZSTD})
+"""The codecs ``compress`` writes: standard gzip and zstd frames, which every Kafka reads as written. (Kafka's lz4
+and snappy streams have framing quirks of their own; the consumer never needed to write them.)"""
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    """``data`` as one gzip member or one zstd frame (for a KIP-714 telemetry payload); ``ValueError`` otherwise."""
+    if codec == GZIP:
+        return bytes(cramjam.gzip.compress(data))
+    if codec == ZSTD:
+        return bytes(cramjam.zstd.compress(data))
+    raise ValueError(f"cannot compress with codec {codec}")
 
 
 def decompress(codec: int, data: memoryview, limit: int, head: int = 0) -> memoryview:

@@ -239,7 +239,7 @@ class KafkaNode:
         return "\n".join(t for t in texts if t) or "(no log)"
 
 
-def _java(libs: Path, *args: str, heap: Sequence[str] = HEAP) -> list[str]:
+def _java(libs: Path, *args: str, heap: Sequence[str] = HEAP, classpath: Sequence[Path] = ()) -> list[str]:
     java = shutil.which("java") or "java"
     return [
         java,
@@ -248,7 +248,7 @@ def _java(libs: Path, *args: str, heap: Sequence[str] = HEAP) -> list[str]:
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",
         "-cp",
-        f"{libs}/*",
+        ":".join([f"{libs}/*", *(str(p) for p in classpath)]),
         *args,
     ]
 
@@ -285,6 +285,7 @@ class KafkaCluster:
         self.system_properties: dict[str, str] = {}
         self.listener_hosts: dict[str, str] = {}
         """Each extra listener's advertised host, where it is not ``HOST``."""
+        self.classpath: tuple[Path, ...] = ()
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
     @classmethod
@@ -318,6 +319,7 @@ class KafkaCluster:
         controllers: Sequence[int] | None = None,
         features: Mapping[str, int] | None = None,
         system_properties: Mapping[str, str] | None = None,
+        classpath: Sequence[Path] = (),
         startup_timeout_s: float = 120.0,
     ) -> KafkaCluster:
         """Formats storage and starts ``nodes`` nodes, returning once Metadata lists them all.
@@ -332,6 +334,7 @@ class KafkaCluster:
         arguments for the storage format, beside the release's defaults (4.4.0 formats ``share.version=2``, so share
         groups need nothing here; ``{"share.version": 1}`` pins the first level). ``system_properties`` are the
         nodes' JVM ``-D`` properties (``org.apache.kafka.sasl.oauthbearer.allowed.urls`` for a JWKS endpoint).
+        ``classpath`` adds directories of classes after Kafka's jars (a test's ``metric.reporters`` plugin).
         """
         libs = fetch_jars(version)
         root = Path(tempfile.mkdtemp(prefix="asyncconsumer-kafka-"))
@@ -350,6 +353,7 @@ class KafkaCluster:
         cluster = cls(members, root, libs, version)
         cluster.system_properties = dict(system_properties or {})
         cluster.listener_hosts = {x.name: x.advertised_host for x in listeners if x.advertised_host != HOST}
+        cluster.classpath = tuple(classpath)
         voters = set(controllers) if controllers is not None else {n.node_id for n in members}
         if not voters or not voters <= {n.node_id for n in members}:
             raise ValueError(f"controllers must name some of the nodes 1..{nodes}, got {controllers}")
@@ -461,6 +465,7 @@ class KafkaCluster:
                     *(f"-D{key}={value}" for key, value in self.system_properties.items()),
                     "kafka.Kafka",
                     str(node.properties_path),
+                    classpath=self.classpath,
                 ),
                 stdout=stdout,
                 stderr=subprocess.STDOUT,

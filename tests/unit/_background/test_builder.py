@@ -58,10 +58,10 @@ def test_the_group_protocol_picks_the_kind_of_membership() -> None:
     assert kip848 is not None and isinstance(kip848.membership, ConsumerMembershipManager)
 
 
-def test_the_loop_polls_the_group_first_then_metadata_offsets_validation_fetch_then_the_plugins() -> None:
+def test_the_loop_polls_the_group_first_then_metadata_offsets_validation_fetch_the_plugins_then_telemetry() -> None:
     parts = build(config(group_id="g", plugins=["lag-monitor"]), ManualClock())
     owned, group = parts.owned, parts.owned.group
-    assert group is not None
+    assert group is not None and owned.telemetry is not None
     expected = [
         *group.managers,
         owned.metadata,
@@ -69,6 +69,7 @@ def test_the_loop_polls_the_group_first_then_metadata_offsets_validation_fetch_t
         owned.validation,
         owned.fetch,
         owned.plugins["lag-monitor"],
+        owned.telemetry,
     ]
     assert parts.thread._managers == expected  # the thread polls them in the order the builder gave
     assert set(parts.plugin_metrics) == {"lag-monitor"}
@@ -145,3 +146,14 @@ def test_the_end_of_a_loop_iteration_publishes_the_snapshot_then_delivers_what_i
     parts.thread._publish(1)
     assert order == ["deliver, the snapshot naming coordinator 4"]  # a caller woken by the event sees the snapshot
     assert parts.signal.seq != seen and len(parts.background_events.drain()) == 1
+
+
+def test_telemetry_reads_the_callers_metrics_and_is_not_built_when_turned_off() -> None:
+    assert build(config(enable_metrics_push=False), ManualClock()).owned.telemetry is None
+    assert build(config(**{"enable.metrics.push": "false"}), ManualClock()).owned.telemetry is None
+    parts = build(config(group_id="g", client_rack="r1", client_id="c9"), ManualClock(5))
+    telemetry = parts.owned.telemetry
+    assert telemetry is not None
+    assert telemetry._read_samples() is None  # nothing to read until the caller's side says how
+    assert telemetry._resource() == {"client_id": "c9", "client_rack": "r1", "group_id": "g"}
+    assert telemetry.poll(5).unsent_requests == ()  # no broker connected: not even a subscription request

@@ -320,3 +320,10 @@ def test_set_rebalance_hook_installs_it_at_once_and_the_background_answers() -> 
         c.set_rebalance_hook(hook)
     with pytest.raises(ClientClosedError):
         c.set_auto_commit(False)
+
+
+def test_the_background_telemetry_reads_the_same_metrics_the_caller_sees() -> None:
+    c = core(group_id="g")
+    read = c.parts.metrics_reader.read
+    assert read is not None
+    assert read() == c.metrics()

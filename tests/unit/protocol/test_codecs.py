@@ -18,7 +18,16 @@ import cramjam
 import pytest
 from aiokafka import codec as aiokafka_codec
 
-from asyncconsumer.protocol.codecs import GZIP, LZ4, SNAPPY, ZSTD, DecompressionLimitError, decompress
+from asyncconsumer.protocol.codecs import (
+    COMPRESSIBLE,
+    GZIP,
+    LZ4,
+    SNAPPY,
+    ZSTD,
+    DecompressionLimitError,
+    compress,
+    decompress,
+)
 from tests.support.batches import compressed_zeros
 
 MIB = 1 << 20
@@ -157,3 +166,17 @@ def test_a_zstd_frame_that_understates_its_content_size_is_corrupt_not_an_overfl
     frame[5:7] = (500 - 256).to_bytes(2, "little")
     with pytest.raises(cramjam.DecompressionError):
         decompress(ZSTD, memoryview(bytes(frame)), LIMIT)
+
+
+@pytest.mark.parametrize("codec", sorted(COMPRESSIBLE))
+def test_compress_round_trips_through_decompress(codec: int) -> None:
+    data = b"telemetry " * 1_000
+    packed = compress(codec, data)
+    assert len(packed) < len(data)
+    assert bytes(decompress(codec, memoryview(packed), len(data))) == data
+
+
+@pytest.mark.parametrize("codec", [LZ4, SNAPPY, 0])
+def test_compress_refuses_codecs_it_does_not_write(codec: int) -> None:
+    with pytest.raises(ValueError, match="cannot compress"):
+        compress(codec, b"x")

@@ -1,0 +1,83 @@
+"""What a KIP-714 push says about a consumer: ``metrics()`` read as Kafka's standard client metric names.
+
+Names are Java's telemetry names (``org.apache.kafka.`` + the metric group without ``-metrics`` + the metric name,
+dashes as dots), so a broker's receiver sees the same names from this consumer as from Java's. Only what
+``metrics()`` keeps is named here, and each only where its meaning matches Java's (see docs/observability.md for
+where the windows differ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from asyncconsumer.metrics import ConsumerMetrics
+
+PREFIX = "org.apache.kafka.consumer."
+FETCH_MANAGER = PREFIX + "fetch.manager."
+COORDINATOR = PREFIX + "coordinator."
+
+NAMES: Mapping[str, str] = {
+    FETCH_MANAGER + "records.consumed.total": "sum",
+    FETCH_MANAGER + "bytes.consumed.total": "sum",
+    FETCH_MANAGER + "records.consumed.rate": "gauge",
+    FETCH_MANAGER + "bytes.consumed.rate": "gauge",
+    FETCH_MANAGER + "fetch.latency.avg": "gauge",
+    FETCH_MANAGER + "fetch.latency.max": "gauge",
+    FETCH_MANAGER + "records.lag": "gauge",
+    FETCH_MANAGER + "records.lag.max": "gauge",
+    PREFIX + "connection.count": "gauge",
+    COORDINATOR + "assigned.partitions": "gauge",
+    COORDINATOR + "rebalance.total": "sum",
+    COORDINATOR + "last.heartbeat.seconds.ago": "gauge",
+}
+"""Every name a push may carry, and its kind: a monotonic ``sum`` (delta or cumulative, as the subscription says)
+or a ``gauge``. Kept in one place for the docs and the tests."""
+
+
+@attrs.define(frozen=True, slots=True)
+class Sample:
+    """One value of one metric, with the attributes that tell its series apart (a partition's topic and number)."""
+
+    name: str
+    value: int | float
+    attributes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def monotonic(self) -> bool:
+        return NAMES.get(self.name) == "sum"
+
+
+def samples(metrics: ConsumerMetrics, *, in_group: bool) -> list[Sample]:
+    """The standard metrics ``metrics`` holds a value for (a latency before any fetch has none: it is left out).
+
+    The coordinator's are pushed by a group member only, as Java has them only with a ``group.id``.
+    """
+    out = [
+        Sample(FETCH_MANAGER + "records.consumed.total", metrics.records_consumed_total),
+        Sample(FETCH_MANAGER + "bytes.consumed.total", metrics.bytes_consumed_total),
+        Sample(FETCH_MANAGER + "records.consumed.rate", float(metrics.records_consumed_rate)),
+        Sample(FETCH_MANAGER + "bytes.consumed.rate", float(metrics.bytes_consumed_rate)),
+        Sample(PREFIX + "connection.count", metrics.connection_count),
+    ]
+    if metrics.fetch_latency_avg_ms is not None:
+        out.append(Sample(FETCH_MANAGER + "fetch.latency.avg", float(metrics.fetch_latency_avg_ms)))
+    if metrics.fetch_latency_max_ms is not None:
+        out.append(Sample(FETCH_MANAGER + "fetch.latency.max", float(metrics.fetch_latency_max_ms)))
+    lags = {tp: p.lag for tp, p in metrics.partitions.items() if p.lag is not None}
+    if lags:
+        out.append(Sample(FETCH_MANAGER + "records.lag.max", float(max(lags.values()))))
+        out.extend(
+            Sample(FETCH_MANAGER + "records.lag", float(lag), (("topic", tp.topic), ("partition", str(tp.partition))))
+            for tp, lag in sorted(lags.items())
+        )
+    if in_group:
+        out.append(Sample(COORDINATOR + "assigned.partitions", float(len(metrics.partitions))))
+        out.append(Sample(COORDINATOR + "rebalance.total", metrics.rebalances))
+        if metrics.last_heartbeat_age_ms is not None:
+            out.append(Sample(COORDINATOR + "last.heartbeat.seconds.ago", metrics.last_heartbeat_age_ms / 1000))
+    # HOOK (commit latency, connection errors): metrics() is gaining ``commit_latency`` and ``connection_errors``
+    # on main. Once it has them, push coordinator.commit.latency.avg/.max (gauges, from commit_latency) and
+    # connection errors under Java's name here, and add the names to NAMES; nothing else needs to change.
+    return out
