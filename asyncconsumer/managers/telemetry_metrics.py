@@ -28,9 +28,13 @@ NAMES: Mapping[str, str] = {
     FETCH_MANAGER + "records.lag": "gauge",
     FETCH_MANAGER + "records.lag.max": "gauge",
     PREFIX + "connection.count": "gauge",
+    PREFIX + "connection.creation.total": "sum",
     COORDINATOR + "assigned.partitions": "gauge",
     COORDINATOR + "rebalance.total": "sum",
     COORDINATOR + "last.heartbeat.seconds.ago": "gauge",
+    COORDINATOR + "commit.total": "sum",
+    COORDINATOR + "commit.latency.avg": "gauge",
+    COORDINATOR + "commit.latency.max": "gauge",
 }
 """Every name a push may carry, and its kind: a monotonic ``sum`` (delta or cumulative, as the subscription says)
 or a ``gauge``. Kept in one place for the docs and the tests."""
@@ -60,6 +64,7 @@ def samples(metrics: ConsumerMetrics, *, in_group: bool) -> list[Sample]:
         Sample(FETCH_MANAGER + "records.consumed.rate", float(metrics.records_consumed_rate)),
         Sample(FETCH_MANAGER + "bytes.consumed.rate", float(metrics.bytes_consumed_rate)),
         Sample(PREFIX + "connection.count", metrics.connection_count),
+        Sample(PREFIX + "connection.creation.total", metrics.connections_created),
     ]
     if metrics.fetch_latency_avg_ms is not None:
         out.append(Sample(FETCH_MANAGER + "fetch.latency.avg", float(metrics.fetch_latency_avg_ms)))
@@ -77,7 +82,11 @@ def samples(metrics: ConsumerMetrics, *, in_group: bool) -> list[Sample]:
         out.append(Sample(COORDINATOR + "rebalance.total", metrics.rebalances))
         if metrics.last_heartbeat_age_ms is not None:
             out.append(Sample(COORDINATOR + "last.heartbeat.seconds.ago", metrics.last_heartbeat_age_ms / 1000))
-    # HOOK (commit latency, connection errors): metrics() is gaining ``commit_latency`` and ``connection_errors``
-    # on main. Once it has them, push coordinator.commit.latency.avg/.max (gauges, from commit_latency) and
-    # connection errors under Java's name here, and add the names to NAMES; nothing else needs to change.
+        out.append(Sample(COORDINATOR + "commit.total", metrics.commits))
+        if metrics.commit_latency_avg_ms is not None:
+            out.append(Sample(COORDINATOR + "commit.latency.avg", float(metrics.commit_latency_avg_ms)))
+        if metrics.commit_latency_max_ms is not None:
+            out.append(Sample(COORDINATOR + "commit.latency.max", float(metrics.commit_latency_max_ms)))
+    # metrics().connection_errors has no Java name to go under: Java's connection.close.total counts every close,
+    # the consumer's own too, which connection_errors leaves out on purpose.
     return out

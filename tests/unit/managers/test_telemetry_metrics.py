@@ -30,6 +30,10 @@ def metrics(**changes: object) -> ConsumerMetrics:
         "last_heartbeat_age_ms": 1_500,
         "coordinator_id": 1,
         "connection_count": 3,
+        "connections_created": 5,
+        "commits": 9,
+        "commit_latency_avg_ms": 6.5,
+        "commit_latency_max_ms": 11,
     }
     values.update(changes)
     return ConsumerMetrics(**values)  # type: ignore[arg-type]
@@ -59,6 +63,9 @@ def test_a_group_member_pushes_every_standard_metric_it_has() -> None:
     assert found[CO + "rebalance.total"][0].value == 2
     assert found[CO + "last.heartbeat.seconds.ago"][0].value == 1.5
     assert found["org.apache.kafka.consumer.connection.count"][0].value == 3
+    assert found["org.apache.kafka.consumer.connection.creation.total"][0].value == 5
+    assert found[CO + "commit.total"][0].value == 9
+    assert (found[CO + "commit.latency.avg"][0].value, found[CO + "commit.latency.max"][0].value) == (6.5, 11.0)
 
 
 def test_counters_are_sums_and_the_rest_gauges() -> None:
@@ -67,6 +74,8 @@ def test_counters_are_sums_and_the_rest_gauges() -> None:
         FM + "records.consumed.total",
         FM + "bytes.consumed.total",
         CO + "rebalance.total",
+        CO + "commit.total",
+        "org.apache.kafka.consumer.connection.creation.total",
     }
 
 
