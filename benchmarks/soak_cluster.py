@@ -26,7 +26,9 @@ Every ``--fault-every-s`` on average (0.5x to 1.5x), one fault, drawn with ``--s
 and are stopped with SIGTERM. Per group the report gives records acknowledged, never processed (must be 0: exit 1
 otherwise, or when a member died on its own), duplicate processings (redelivery: at-least-once allows them after a
 kill, a fence or a lost lock), distinct generations or member epochs seen, and the end-to-end latency of first
-processing (p50, p99, max). Results go to ``benchmarks/results/soak-cluster-<commit>.json`` (``--json`` to change).
+processing (p50, p99, max); and any line where a broker's group coordinator failed to load its state (its groups
+get NOT_COORDINATOR until it does, whatever a client does). Results go to
+``benchmarks/results/soak-cluster-<commit>.json`` (``--json`` to change).
 """
 
 from __future__ import annotations
@@ -111,6 +113,19 @@ class Cluster:
             old.stop()
         self.fronts = moved
         self.kafka.restart_nodes([n.node_id for n in self.kafka.nodes], startup_timeout_s=180)
+
+    def coordinator_failures(self) -> list[str]:
+        """The nodes' log lines where a coordinator could not load its state: its groups get NOT_COORDINATOR until
+        it does, whatever the clients do (read before ``stop``, which removes the logs)."""
+        if self.kafka is None:
+            return []
+        return [
+            f"node {node.node_id}: {line.strip()[:400]}"
+            for node in self.kafka.nodes
+            if node.log_path.exists()
+            for line in node.log_path.read_text(errors="replace").splitlines()
+            if "Failed to load metadata from" in line
+        ]
 
     def stop(self) -> None:
         if self.kafka is not None:
@@ -272,6 +287,7 @@ async def soak(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
             )
             results[group] = result
         return {
+            "coordinator_failures": cluster.coordinator_failures(),
             "wall_s": round(time.monotonic() - started, 1),
             "drain_s": round(drain_s, 1),
             "produced_acked": len(acked),
@@ -333,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(f"\n{'OK' if ok else 'FAILED'}: {result['produced_acked']} records acknowledged")
     print(f"faults {result['faults']}; {len(result['fault_failures'])} could not be made")
+    if result["coordinator_failures"]:
+        print(f"the brokers' coordinators failed to load {len(result['coordinator_failures'])} time(s), first:")
+        print(f"  {result['coordinator_failures'][0]}")
     for group, g in result["groups"].items():
         latency = g["latency_ms"]
         timing = (
