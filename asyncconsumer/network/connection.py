@@ -75,6 +75,9 @@ class InFlight:
 
 REAUTH_AT = (0.85, 0.95)
 """When to log in again, as a share of the session lifetime the broker gave (Java's client picks the same range)."""
+MIN_SESSION_MS = 2_000
+"""A SASL session granted for a token ends with the token, and Kafka refuses a re-authentication begun within 1 s
+of the previous one (ILLEGAL_SASL_STATE): a token with less than this left is replaced before it logs in."""
 
 
 Completion = Callable[[UnsentRequest, object], None]
@@ -287,7 +290,7 @@ class BrokerConnection:
             )
         blocking = False  # GSSAPI's steps may ask the KDC for tickets: a worker thread runs them, not the loop
         if isinstance(credentials, OAuthBearerLogin):
-            bearer = OAuthBearerMechanism(await credentials.token())
+            bearer = OAuthBearerMechanism(await credentials.token(min_remaining_ms=MIN_SESSION_MS))
             mechanism: SaslMechanism = bearer
             who = f"as {credentials.principal!r} " if credentials.principal else ""
         elif isinstance(credentials, KerberosLogin):

@@ -109,19 +109,22 @@ class OAuthBearerLogin:
     def principal(self) -> str | None:
         return None if self._token is None else self._token.principal
 
-    async def token(self) -> OAuthBearerToken:
-        """The token to authenticate with now: the one held, unless it is due for refresh."""
+    async def token(self, min_remaining_ms: float = 0.0) -> OAuthBearerToken:
+        """The token to authenticate with now: the one held, unless it is due for refresh or has less than
+        ``min_remaining_ms`` left."""
         if self._lock is None:
             self._lock = anyio.Lock()  # made on the loop that uses it: the consumer's background loop
         async with self._lock:
             now_ms = self._clock() * 1000
-            if self._token is None or now_ms >= self._refresh_at_ms:
+            held = self._token
+            if held is None or now_ms >= self._refresh_at_ms or held.expires_at_ms - now_ms < min_remaining_ms:
                 token = await self._call_provider()
                 start = token.issued_at_ms if token.issued_at_ms is not None else now_ms
                 self._token = token
                 self._refresh_at_ms = start + REFRESH_WINDOW_FACTOR * max(0.0, token.expires_at_ms - start)
                 self.refreshes += 1
-            return self._token
+                held = token
+            return held
 
     async def _call_provider(self) -> OAuthBearerToken:
         provider = self._provider

@@ -79,6 +79,28 @@ async def test_the_provider_is_called_once_then_again_when_the_token_has_lived_8
     assert len(calls) == 2 and login.refreshes == 2 and login.principal == "alice"
 
 
+async def test_a_token_with_less_left_than_a_login_needs_is_replaced_first() -> None:
+    """KIP-368: the session Kafka grants ends with the token, and it refuses a re-authentication begun within 1 s of
+    the last; a short-lived token near its end (before its 80% point) is replaced rather than sent."""
+    clock = Clock()
+    calls: list[float] = []
+
+    def provider() -> OAuthBearerToken:
+        calls.append(clock.now_s)
+        start = int(clock.now_s * 1000)
+        return OAuthBearerToken(f"t{len(calls)}", start + 3_000, "erin", issued_at_ms=start)
+
+    login = OAuthBearerLogin(provider, clock)
+    assert (await login.token(min_remaining_ms=2_000)).value == "t1"
+    clock.now_s += 0.9  # 2.1 s left: still enough
+    assert (await login.token(min_remaining_ms=2_000)).value == "t1"
+    assert (await login.token()).value == "t1"
+    clock.now_s += 0.2  # 1.9 s left, before the 80% point (2.4 s): replaced when a login needs 2 s
+    assert (await login.token()).value == "t1"
+    assert (await login.token(min_remaining_ms=2_000)).value == "t2"
+    assert len(calls) == 2
+
+
 async def test_connections_asking_at_once_share_one_call_of_an_async_provider() -> None:
     clock = Clock()
     calls = 0
