@@ -75,6 +75,12 @@ class InFlight:
 
 REAUTH_AT = (0.85, 0.95)
 """When to log in again, as a share of the session lifetime the broker gave (Java's client picks the same range)."""
+REAUTH_MARGIN_MS = 1_000
+"""The least time left in a session when logging in again starts, where the session allows: the broker closes a
+connection whose next request other than a SaslHandshake arrives after the session's end, and 5-15 % of a short
+session (seconds) is less than a busy machine can delay a request by."""
+MIN_REAUTH_INTERVAL_MS = 1_100
+"""Kafka refuses a re-authentication begun within 1 s of the previous login (ILLEGAL_SASL_STATE): never sooner."""
 MIN_SESSION_MS = 2_000
 """A SASL session granted for a token ends with the token, and Kafka refuses a re-authentication begun within 1 s
 of the previous one (ILLEGAL_SASL_STATE): a token with less than this left is replaced before it logs in."""
@@ -91,6 +97,13 @@ def describe_node(node_id: int, host: str, port: int) -> str:
     if node_id > COORDINATOR_NODE_BASE // 2:
         return f"group coordinator (broker {COORDINATOR_NODE_BASE - node_id}) at {host}:{port}"
     return f"broker {node_id} at {host}:{port}"
+
+
+def reauthenticate_in(session_lifetime_ms: int, share: float) -> int:
+    """When to log in again after a login whose session lasts ``session_lifetime_ms``: at ``share`` of it as Java
+    does, but ``REAUTH_MARGIN_MS`` before its end when that is later than ``MIN_REAUTH_INTERVAL_MS``."""
+    at = min(session_lifetime_ms * share, session_lifetime_ms - REAUTH_MARGIN_MS)
+    return int(max(at, min(MIN_REAUTH_INTERVAL_MS, session_lifetime_ms * share)))
 
 
 _NO_ROUTE = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH})
@@ -318,7 +331,7 @@ class BrokerConnection:
                 )
             token = await step(partial(mechanism.respond, response.auth_bytes))
             if response.session_lifetime_ms > 0:
-                self.reauthenticate_in_ms = int(response.session_lifetime_ms * random.uniform(*REAUTH_AT))
+                self.reauthenticate_in_ms = reauthenticate_in(response.session_lifetime_ms, random.uniform(*REAUTH_AT))
         log.debug("connection.authenticated", node=self.node_id, mechanism=credentials.mechanism)
 
     async def _negotiate(self, stream: FrameStream) -> dict[int, tuple[int, int]]:

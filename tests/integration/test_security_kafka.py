@@ -38,9 +38,12 @@ from asyncconsumer import (
     TopicPartition,
 )
 from asyncconsumer.errors import SaslAuthenticationFailedError, UnsupportedSaslMechanismError
+from asyncconsumer.network import connection as connection_module
+from asyncconsumer.network import delegate as delegate_module
 from tests.conftest import _run_broker, unique_topic_name
 from tests.support.consume import consume_blocking, consume_until
 from tests.support.kafka_broker import KafkaCluster, Listener
+from tests.support.logs import captured_events, events_named
 from tests.support.oauth import unsecured_jwt
 from tests.support.oidc_server import OidcServer
 from tests.support.produce import ProducedRecord, ProduceHelper
@@ -528,6 +531,10 @@ async def test_a_share_consumer_reads_over_sasl_ssl(kafka: KafkaCluster, pki: Pk
 # --- SASL/OAUTHBEARER ------------------------------------------------------------------------------------------
 
 
+LOST = ("connection.closed", "connection.reauthentication_failed")
+"""The consumer's events for a connection it lost or could not log in again on."""
+
+
 def oauth_settings(provider: Any, **extra: Any) -> dict[str, Any]:
     return {
         "security_protocol": "SASL_PLAINTEXT",
@@ -648,7 +655,9 @@ async def test_a_refused_oidc_login_is_one_authentication_error(
         await expect_one_attempt(kafka, "OIDC", before, consumer, refused=0 if client == "app" else 1)
 
 
-async def test_an_ending_sasl_session_is_renewed_on_the_open_connection(kafka: KafkaCluster) -> None:
+async def test_an_ending_sasl_session_is_renewed_on_the_open_connection(
+    kafka: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """KIP-368: the listener ends SASL sessions after 2.5 s and tokens live 3 s. The consumer logs in again on its
     open connections, with a fresh token when the one held is due, and reads on: no connection is closed or made
     again, and every record arrives once, in order. A token is asked for only when a connection logs in, so fresh
@@ -663,17 +672,22 @@ async def test_an_ending_sasl_session_is_renewed_on_the_open_connection(kafka: K
     topic = new_topic(kafka, 1, "oauth-reauth")
     producer = ProduceHelper(kafka.bootstrap_servers)
     got: list[ConsumerRecord] = []
-    async with AsyncConsumer(kafka.listener_address("REAUTH"), **oauth_settings(provider)) as consumer:
-        await consumer.assign([TopicPartition(topic, 0)])
-        await producer.values_async(topic, 5, 1)
-        got += await consume_until(consumer, 5)
-        connected = seen(kafka, "REAUTH")
-        deadline = time.monotonic() + 30
-        while len(tokens) < 3:  # two refreshes: sessions renewed past two token lifetimes
-            assert time.monotonic() < deadline, f"{len(tokens)} tokens; the broker saw {seen(kafka, 'REAUTH')}"
+    with captured_events(monkeypatch, connection_module, delegate_module) as events:
+        async with AsyncConsumer(kafka.listener_address("REAUTH"), **oauth_settings(provider)) as consumer:
+            await consumer.assign([TopicPartition(topic, 0)])
             await producer.values_async(topic, 5, 1)
             got += await consume_until(consumer, 5)
-        after = seen(kafka, "REAUTH")
-    assert after == connected and after.refused == 0  # nothing closed, nothing refused
+            connected = seen(kafka, "REAUTH")
+            deadline = time.monotonic() + 30
+            while len(tokens) < 3:  # two refreshes: sessions renewed past two token lifetimes
+                assert time.monotonic() < deadline, f"{len(tokens)} tokens; the broker saw {seen(kafka, 'REAUTH')}"
+                await producer.values_async(topic, 5, 1)
+                got += await consume_until(consumer, 5)
+            after = seen(kafka, "REAUTH")
+            lost = [dict(e) for e in events if e["event"] in LOST]
+        renewed = events_named(events, "connection.reauthenticated")
+    assert after == connected and after.refused == 0, lost  # nothing closed, nothing refused
+    assert not lost
+    assert len(renewed) >= 2
     assert [r.offset for r in got] == list(range(len(got)))
     assert len(set(tokens)) == len(tokens)

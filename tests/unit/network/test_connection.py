@@ -1,5 +1,6 @@
 """How connection failures are named: the peer (bootstrap server, broker, group coordinator) and what went wrong
-in plain words, never a bare ``OSError`` or an internal class name; and the bound on a response frame."""
+in plain words, never a bare ``OSError`` or an internal class name; the bound on a response frame; and when a SASL
+session is renewed."""
 
 from __future__ import annotations
 
@@ -26,12 +27,30 @@ from asyncconsumer.network.connection import (
     describe_failure,
     describe_node,
     map_exceptions,
+    reauthenticate_in,
 )
 from asyncconsumer.network.frames import FrameSizeError
 from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.base import decode_request_frame, encode_response
 from asyncconsumer.protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.messages.metadata import MetadataRequest
+
+
+@pytest.mark.parametrize(
+    ("lifetime_ms", "share", "expected_ms"),
+    [
+        (3_600_000, 0.85, 3_060_000),  # an hour's session: Java's 85-95 %, minutes before its end
+        (3_600_000, 0.95, 3_420_000),
+        (20_000, 0.95, 19_000),  # 5 % would be 1 s: the margin already holds
+        (2_500, 0.90, 1_500),  # 10 % of a short session is 250 ms: a busy machine delays a request longer
+        (2_000, 0.95, 1_100),  # the margin would renew 1 s after the login, which Kafka refuses
+        (1_200, 0.85, 1_020),  # sessions too short for both: Java's share
+    ],
+)
+def test_a_sasl_session_is_renewed_a_second_before_its_end_when_it_can_be(
+    lifetime_ms: int, share: float, expected_ms: int
+) -> None:
+    assert reauthenticate_in(lifetime_ms, share) == expected_ms
 
 
 def test_peers_are_named_by_role() -> None:
