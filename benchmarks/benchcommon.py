@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import platform
@@ -125,14 +126,17 @@ def tansu_version(binary: str) -> str:
     return "Tansu" + text[len("tansu") :] if text.lower().startswith("tansu") else text
 
 
-def kafka_broker_module() -> Any:
-    """``tests.support.kafka_broker``, importable from a benchmark run as a script (the repository root is put on
-    ``sys.path`` for it, only when Kafka is asked for)."""
+def test_support(name: str) -> Any:
+    """The module ``tests.support.<name>``, importable from a benchmark run as a script (the repository root is put
+    on ``sys.path`` for it, only when it is asked for)."""
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(1, str(REPO_ROOT))  # after the script's own directory, before site-packages
-    import tests.support.kafka_broker as kafka_broker
+    return importlib.import_module(f"tests.support.{name}")
 
-    return kafka_broker
+
+def kafka_broker_module() -> Any:
+    """``tests.support.kafka_broker``: Apache Kafka started and stopped as the tests do."""
+    return test_support("kafka_broker")
 
 
 def start_broker(kind: str) -> BenchBroker:

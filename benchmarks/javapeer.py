@@ -11,13 +11,13 @@ sources' and the jars' digest, and are never committed.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import re
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+
+from benchcommon import test_support
 
 JAVA_CLIENTS: Mapping[str, str] = {
     "java": "classic",
@@ -117,58 +117,25 @@ def runtime_jars(libs: Path, names: Sequence[str] = RUNTIME_JARS) -> list[Path]:
     return found
 
 
-def harness_digest(sources: Mapping[str, bytes], jars: Sequence[Path]) -> str:
-    """The cache key of the compiled harness: its sources' names and bytes and the jars' names (a new Kafka
-    release compiles anew)."""
-    h = hashlib.sha256()
-    for name in sorted(sources):
-        h.update(name.encode() + b"\0" + hashlib.sha256(sources[name]).digest())
-    for jar in jars:
-        h.update(jar.name.encode() + b"\0")
-    return h.hexdigest()[:16]
-
-
 def build(libs: Path, cache: Path, main_class: str = MAIN_CLASS) -> Path:
     """The harness's classes directory under ``cache/bench-java``, compiled with ``javac`` if it is not there yet
-    (one process at a time). ``JavaUnavailable`` when there is no JDK or the source does not compile.
+    (``tests/support/javac.py``: one process at a time). ``JavaUnavailable`` when there is no JDK or the source does
+    not compile.
 
     ``main_class`` picks another program of ``java/`` (``JavaShareConsume``: see ``javashare.py``), compiled alone
     into its own directory with the same jars and logging set-up."""
     reason = unavailable_reason()
     if reason is not None:
         raise JavaUnavailable(reason)
-    jars = runtime_jars(libs)
-    sources = {name: (HARNESS_DIR / name).read_bytes() for name in (f"{main_class}.java", *SOURCES[1:])}
-    classes = cache / "bench-java" / harness_digest(sources, jars)
-    done = classes / ".complete"
-    if done.exists():
-        return classes
-    classes.parent.mkdir(parents=True, exist_ok=True)
-    with open(classes.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return classes
-        staging = classes.with_name(classes.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
-        command = [
-            "javac",
-            "--release",
-            "17",
-            "-Xlint:all",
-            "-d",
-            str(staging),
-            "-cp",
-            ":".join(str(j) for j in jars),
-            str(HARNESS_DIR / f"{main_class}.java"),
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
-        if result.returncode != 0:
-            raise JavaUnavailable(f"javac failed on {main_class}.java:\n{result.stdout}{result.stderr}")
-        shutil.copy(HARNESS_DIR / "log4j2.properties", staging / "log4j2.properties")
-        shutil.rmtree(classes, ignore_errors=True)
-        staging.rename(classes)
-        done.write_text(" ".join(command) + "\n")
+    javac = test_support("javac")
+    source = HARNESS_DIR / f"{main_class}.java"
+    resources = [HARNESS_DIR / name for name in SOURCES[1:]]
+    try:
+        classes: Path = javac.compiled(
+            [source], runtime_jars(libs), cache / "bench-java", resources=resources, lint=True
+        )
+    except javac.CompileError as exc:
+        raise JavaUnavailable(str(exc)) from exc
     return classes
 
 

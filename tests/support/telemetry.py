@@ -1,19 +1,14 @@
 """Apache Kafka with a KIP-714 client-telemetry receiver, for the telemetry tests.
 
-``kafka/TelemetryRecorder.java`` is compiled once with ``javac`` against the broker's jars (cached under the tests'
-cache by a digest of its source and the jars' names) and set as the broker's ``metric.reporters``; every push it
-accepts becomes one JSON line in the file the broker config ``telemetry.recorder.file`` names. Subscriptions are
-client-metrics configs (IncrementalAlterConfigs, resource type CLIENT_METRICS), set with the project's own admin
-client.
+``kafka/TelemetryRecorder.java`` is compiled once with ``javac`` against the broker's jars (``javac.py``) and set as
+the broker's ``metric.reporters``; every push it accepts becomes one JSON line in the file the broker config
+``telemetry.recorder.file`` names. Subscriptions are client-metrics configs (IncrementalAlterConfigs, resource type
+CLIENT_METRICS), set with the project's own admin client.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
-import shutil
-import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +20,7 @@ from asyncconsumer.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
 )
 from asyncconsumer.tools.admin import CONFIG_SET, AdminClient
+from tests.support.javac import CompileError, compiled
 from tests.support.kafka_broker import KafkaCluster, KafkaUnavailable, cache_root, fetch_jars
 
 SOURCE = Path(__file__).with_name("kafka") / "TelemetryRecorder.java"
@@ -36,31 +32,10 @@ MIN_INTERVAL_MS = 100
 
 def recorder_classes(libs: Path) -> Path:
     """The directory holding ``TelemetryRecorder.class``, compiled on first use (one process at a time)."""
-    if shutil.which("javac") is None:
-        raise KafkaUnavailable("javac is needed to compile the telemetry receiver")
-    digest = hashlib.sha256(SOURCE.read_bytes())
-    for jar in sorted(libs.glob("*.jar")):
-        digest.update(jar.name.encode() + b"\0")
-    classes = cache_root() / "telemetry-recorder" / digest.hexdigest()[:16]
-    done = classes / ".complete"
-    if done.exists():
-        return classes
-    classes.parent.mkdir(parents=True, exist_ok=True)
-    with open(classes.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return classes
-        staging = classes.with_name(classes.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
-        command = ["javac", "--release", "17", "-d", str(staging), "-cp", f"{libs}/*", str(SOURCE)]
-        result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
-        if result.returncode != 0:
-            raise KafkaUnavailable(f"javac failed on {SOURCE.name}:\n{result.stdout}{result.stderr}")
-        shutil.rmtree(classes, ignore_errors=True)
-        staging.rename(classes)
-        done.write_text(" ".join(command) + "\n")
-    return classes
+    try:
+        return compiled([SOURCE], sorted(libs.glob("*.jar")), cache_root() / "telemetry-recorder")
+    except CompileError as exc:
+        raise KafkaUnavailable(str(exc)) from exc
 
 
 def start_kafka_with_recorder(pushes: Path, **options: Any) -> KafkaCluster:

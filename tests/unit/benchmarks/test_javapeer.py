@@ -1,14 +1,19 @@
 """benchmarks/javapeer.py (Java's consumer as a bench_consume.py peer): version parsing, which clients run on
-which broker, the jars picked, the cache key and the command line. Nothing here starts a JVM."""
+which broker, the jars picked, the cache key and the command line; and the cached ``javac`` build it shares with the
+telemetry tests (``tests/support/javac.py``). Nothing here starts a JVM."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.conftest import _broker_unavailable
+from tests.support.javac import CompileError, build_digest, compiled
 
 BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 
@@ -83,13 +88,32 @@ def test_runtime_jars_name_what_is_missing_or_ambiguous(javapeer: ModuleType, tm
         javapeer.runtime_jars(libs, ("kafka-clients", "zstd-jni"))
 
 
-def test_harness_digest_changes_with_the_sources_and_the_jars(javapeer: ModuleType) -> None:
+def test_a_builds_cache_key_changes_with_the_sources_and_the_jars() -> None:
     sources = {"A.java": b"class A {}", "log4j2.properties": b"x"}
     jars = [Path("/libs/kafka-clients-4.4.0.jar")]
-    digest = javapeer.harness_digest(sources, jars)
-    assert digest == javapeer.harness_digest(dict(reversed(list(sources.items()))), jars)
-    assert digest != javapeer.harness_digest({**sources, "A.java": b"class A { }"}, jars)
-    assert digest != javapeer.harness_digest(sources, [Path("/libs/kafka-clients-4.5.0.jar")])
+    digest = build_digest(sources, jars)
+    assert digest == build_digest(dict(reversed(list(sources.items()))), jars)
+    assert digest != build_digest({**sources, "A.java": b"class A { }"}, jars)
+    assert digest != build_digest(sources, [Path("/libs/kafka-clients-4.5.0.jar")])
+
+
+def test_a_build_is_compiled_once_with_its_resources_and_a_refusal_carries_javacs_words(tmp_path: Path) -> None:
+    if shutil.which("javac") is None:
+        _broker_unavailable("javac (a JDK 17 or newer) is needed to compile the Java peers")
+    source = tmp_path / "Hello.java"
+    source.write_text("public class Hello { public static void main(String[] a) { System.out.println(1); } }\n")
+    resource = tmp_path / "log4j2.properties"
+    resource.write_text("status = warn\n")
+    cache = tmp_path / "cache"
+    classes = compiled([source], [], cache, resources=[resource], lint=True)
+    assert (classes / "Hello.class").is_file() and (classes / "log4j2.properties").read_text() == "status = warn\n"
+    stamp = (classes / ".complete").stat().st_mtime_ns
+    assert compiled([source], [], cache, resources=[resource], lint=True) == classes
+    assert (classes / ".complete").stat().st_mtime_ns == stamp  # not compiled again
+    source.write_text("public class Hello { int x = ; }\n")
+    with pytest.raises(CompileError, match=r"(?s)javac failed on Hello\.java:.*illegal start of expression"):
+        compiled([source], [], cache)
+    assert sorted(p.name for p in cache.iterdir()) == [".lock", classes.name]  # no half-built directory left
 
 
 @pytest.mark.parametrize(
