@@ -121,6 +121,10 @@ class ShareConsumerMetrics:
     records_acquired: int
     connection_count: int
     last_connection_error: str | None
+    acknowledgements_sent: int = 0
+    """Records whose acknowledgement went to the broker (with a ShareFetch or a ShareAcknowledge)."""
+    connections_created: int = 0
+    """Connections made to brokers, as for a consumer."""
 
 
 class RateMeter:

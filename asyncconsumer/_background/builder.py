@@ -38,6 +38,7 @@ from asyncconsumer.managers.offsets_validation import OffsetValidationManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.managers.telemetry import TelemetryManager
 from asyncconsumer.managers.telemetry_metrics import Sample, samples
+from asyncconsumer.metrics import ConsumerMetrics
 from asyncconsumer.network.connection import CLIENT_VERSION
 from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.network.security import ConnectionSecurity
@@ -105,7 +106,7 @@ class Components:
     activity: CallerActivity
     plugin_metrics: dict[str, PluginMetricsStore]
     """Each plugin's metrics: written by its manager, read whole under the store's lock."""
-    metrics_reader: MetricsReader
+    metrics_reader: MetricsReader[ConsumerMetrics]
     """Where the caller's side puts its ``metrics()`` for the background's telemetry pushes."""
     thread: ConsumerNetworkThread
     """The handle: start, wakeup, alive, join (any thread); its loop runs the owned parts."""
@@ -147,40 +148,38 @@ def _guard_owned(owned: BackgroundParts, managers: Sequence[RequestManager], own
 
 
 def build_telemetry(
-    config: ConsumerConfig,
+    settings: ConsumerConfig,
     clock: Clock,
-    reader: MetricsReader,
-    published: Published,
+    read_samples: Callable[[], list[Sample] | None],
     api_supported: Callable[[int], bool | None],
+    *,
+    group_id: str | None,
+    member_id: Callable[[], str],
 ) -> TelemetryManager | None:
-    """The KIP-714 manager, reading ``metrics()`` through ``reader``; None when pushes are turned off."""
-    if not config.enable_metrics_push:
+    """The KIP-714 manager of a consumer or a share consumer (``read_samples`` tells which metrics it pushes); None
+    when pushes are turned off."""
+    if not settings.enable_metrics_push:
         return None
-    in_group = config.group_id is not None
-
-    def read_samples() -> list[Sample] | None:
-        read = reader.read
-        return samples(read(), in_group=in_group) if read is not None else None
 
     def resource() -> Mapping[str, str]:
         # KIP-714's client resource attributes; the broker adds the connection's own (client_id, software, address)
-        attributes = {"client_id": config.client_id}
-        if config.client_rack:
-            attributes["client_rack"] = config.client_rack
-        if config.group_id is not None:
-            attributes["group_id"] = config.group_id
-            member_id = published.current.member_id
-            if member_id:
-                attributes["group_member_id"] = member_id
-            if config.group_instance_id is not None:
-                attributes["group_instance_id"] = config.group_instance_id
+        attributes = {"client_id": settings.client_id}
+        if settings.client_rack:
+            attributes["client_rack"] = settings.client_rack
+        if group_id is not None:
+            attributes["group_id"] = group_id
+            member = member_id()
+            if member:
+                attributes["group_member_id"] = member
+            if settings.group_instance_id is not None:
+                attributes["group_instance_id"] = settings.group_instance_id
         return attributes
 
     return TelemetryManager(
         read_samples,
         resource,
         api_supported,
-        ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms),
+        ExponentialBackoff(settings.retry_backoff_ms, settings.retry_backoff_max_ms),
         unix_offset_ms=time.time_ns() // 1_000_000 - clock.now_ms(),
         client_version=CLIENT_VERSION,
     )
@@ -283,8 +282,21 @@ def build(config: ConsumerConfig, clock: Clock) -> Components:
 
         loaded = load_plugins(config, clock, metadata, subscriptions, background_events.stage)
     plugins = {name: guarded for name, (guarded, _) in loaded.items()}
-    metrics_reader = MetricsReader()
-    telemetry = build_telemetry(config, clock, metrics_reader, published, api_supported)
+    metrics_reader: MetricsReader[ConsumerMetrics] = MetricsReader()
+    in_group = config.group_id is not None
+
+    def read_samples() -> list[Sample] | None:
+        read = metrics_reader.read
+        return samples(read(), in_group=in_group) if read is not None else None
+
+    telemetry = build_telemetry(
+        config,
+        clock,
+        read_samples,
+        api_supported,
+        group_id=config.group_id,
+        member_id=lambda: published.current.member_id,
+    )
     owned = BackgroundParts(
         metadata=metadata,
         offsets=offsets,

@@ -1,7 +1,8 @@
 """Builds one share consumer's parts (KIP-932) and wires them; nothing runs until the network thread starts.
 
 The same loop, delegate, metadata and coordinator lookup as a consumer's, with a share group's managers: the
-membership (ShareGroupHeartbeat) and the consume manager (ShareFetch, ShareAcknowledge). ``owned`` is what only the
+membership (ShareGroupHeartbeat) and the consume manager (ShareFetch, ShareAcknowledge); and a consumer's KIP-714
+telemetry manager, pushing the share consumer's own metrics. ``owned`` is what only the
 background thread may touch once it runs.
 """
 
@@ -10,14 +11,14 @@ from __future__ import annotations
 import attrs
 
 from asyncconsumer._background import owned as ownership
-from asyncconsumer._background.builder import NodeDirectory
+from asyncconsumer._background.builder import NodeDirectory, build_telemetry
 from asyncconsumer._background.network_thread import ConsumerNetworkThread
 from asyncconsumer._background.share_processor import ShareEventProcessor
 from asyncconsumer._clock import Clock
 from asyncconsumer._state.fetch_buffer import FetchBuffer
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer._state.signal import CallerSignal
-from asyncconsumer._state.snapshot import PublishedShare, ShareDemand, ShareSnapshot
+from asyncconsumer._state.snapshot import MetricsReader, PublishedShare, ShareDemand, ShareSnapshot
 from asyncconsumer.config import ShareConsumerConfig
 from asyncconsumer.events.application import CloseEvent
 from asyncconsumer.events.background import ErrorEvent
@@ -27,6 +28,9 @@ from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.managers.share_consume import ShareConsumeManager, ShareFetchSettings
 from asyncconsumer.managers.share_membership import ShareMembershipManager
+from asyncconsumer.managers.telemetry import TelemetryManager
+from asyncconsumer.managers.telemetry_metrics import Sample, share_samples
+from asyncconsumer.metrics import ShareConsumerMetrics
 from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.network.security import ConnectionSecurity
 
@@ -43,6 +47,8 @@ class ShareBackgroundParts:
     consume: ShareConsumeManager
     delegate: NetworkClientDelegate
     processor: ShareEventProcessor
+    telemetry: TelemetryManager | None = None
+    """KIP-714 pushes; None with ``enable_metrics_push=False``."""
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -56,6 +62,8 @@ class ShareComponents:
     app_events: ApplicationEventQueue
     background_events: BackgroundEventQueue
     published: PublishedShare
+    metrics_reader: MetricsReader[ShareConsumerMetrics]
+    """Where the caller's side puts its ``metrics()`` for the background's telemetry pushes."""
     thread: ConsumerNetworkThread
     owned: ShareBackgroundParts
 
@@ -128,6 +136,20 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
         last_error=lambda: delegate.last_connection_error() or coordinator.last_error or metadata.last_error,
         fatal_error=lambda: delegate.fatal_error,
     )
+    metrics_reader: MetricsReader[ShareConsumerMetrics] = MetricsReader()
+
+    def read_samples() -> list[Sample] | None:
+        read = metrics_reader.read
+        return share_samples(read()) if read is not None else None
+
+    telemetry = build_telemetry(
+        settings,
+        clock,
+        read_samples,
+        delegate.supports_api,
+        group_id=config.group_id,
+        member_id=lambda: published.current.member_id,
+    )
     owned = ShareBackgroundParts(
         metadata=metadata,
         coordinator=coordinator,
@@ -135,6 +157,7 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
         consume=consume,
         delegate=delegate,
         processor=processor,
+        telemetry=telemetry,
     )
 
     def publish(now_ms: int) -> None:
@@ -154,16 +177,20 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
             acknowledgements_sent=consume.acknowledgements_sent,
             acknowledgement_errors=consume.acknowledgement_errors,
             connection_count=delegate.connection_count,
+            connections_created=delegate.connections_created,
             last_connection_error=None if last_error is None else str(last_error),
         )
         buffer.deliver()
         background_events.deliver()
 
-    managers: list[RequestManager] = [coordinator, membership, metadata, consume]
+    managers: list[RequestManager] = [
+        coordinator, membership, metadata, consume, *((telemetry,) if telemetry is not None else ())
+    ]  # fmt: skip
     owner = ownership.Owner()
     if ownership.enabled():
         for name, part in attrs.asdict(owned, recurse=False).items():
-            ownership.guard(part, owner, name)
+            if part is not None:
+                ownership.guard(part, owner, name)
     thread = ConsumerNetworkThread(
         clock, app_events, background_events, processor, managers, delegate, "asyncconsumer-share-network",
         publish=publish, owner=owner,
@@ -176,6 +203,7 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
         app_events=app_events,
         background_events=background_events,
         published=published,
+        metrics_reader=metrics_reader,
         thread=thread,
         owned=owned,
     )

@@ -51,8 +51,9 @@ class ShareCollector:
 
     @property
     def held(self) -> int:
-        """Records decoded and waiting for a later ``poll``."""
-        return sum(len(records) for _, records in self._ready)
+        """Records decoded and waiting for a later ``poll``; read from a copy, so ``metrics()`` is safe from any
+        thread (KIP-714 pushes read it on the background's)."""
+        return sum(len(records) for _, records in list(self._ready))
 
     def collect(self, max_records: int) -> dict[TopicPartition, list[ShareRecord]]:
         paused = self._pause_gc and gc.isenabled()

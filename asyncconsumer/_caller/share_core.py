@@ -49,6 +49,7 @@ class ShareCore(ClientCore[ShareComponents]):
         self.parts = build_share(config, self.clock)
         self.collector = ShareCollector(self.settings, self.parts.buffer, self.parts.demand)
         self.meter = RateMeter()
+        self.parts.metrics_reader.read = self.metrics  # for the background's KIP-714 pushes, before it starts
         self.explicit = config.share_acknowledgement_mode == "explicit"
         self.subscribed: frozenset[str] = frozenset()
         self._in_flight: dict[TopicPartition, set[int]] = {}
@@ -325,7 +326,7 @@ class ShareCore(ClientCore[ShareComponents]):
             bytes_consumed_rate=bytes_rate,
             acknowledgements={t.name.lower(): self.acknowledged[t] for t in AcknowledgeType},
             acknowledgement_errors=self.acknowledgement_errors,
-            records_in_flight=sum(len(o) for o in self.in_flight.values()),
+            records_in_flight=sum(map(len, list(self.in_flight.values()))),  # a copy: read from any thread
             records_held=collector.held,
             member_id=b.member_id,
             member_epoch=b.member_epoch,
@@ -338,4 +339,6 @@ class ShareCore(ClientCore[ShareComponents]):
             records_acquired=b.records_acquired,
             connection_count=b.connection_count,
             last_connection_error=b.last_connection_error,
+            acknowledgements_sent=b.acknowledgements_sent,
+            connections_created=b.connections_created,
         )

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Generic, TypeVar
 
 import attrs
 
 from asyncconsumer.records import TopicPartition
 
-if TYPE_CHECKING:
-    from asyncconsumer.metrics import ConsumerMetrics
+M = TypeVar("M")
+"""What a consumer's ``metrics()`` returns (``ConsumerMetrics``, ``ShareConsumerMetrics``)."""
 
 NO_PARTITIONS: Mapping[TopicPartition, int] = MappingProxyType({})
 
@@ -64,14 +64,14 @@ class Published:
         self.current = BackgroundSnapshot()
 
 
-class MetricsReader:
+class MetricsReader(Generic[M]):
     """How the background reads ``metrics()`` for KIP-714 telemetry: the caller's side sets ``read`` once, when it is
     built and before the thread starts; the background calls it (``metrics()`` is safe from any thread)."""
 
     __slots__ = ("read",)
 
     def __init__(self) -> None:
-        self.read: Callable[[], ConsumerMetrics] | None = None
+        self.read: Callable[[], M] | None = None
 
 
 class CallerActivity:
@@ -99,6 +99,7 @@ class ShareSnapshot:
     acknowledgements_sent: int = 0
     acknowledgement_errors: int = 0
     connection_count: int = 0
+    connections_created: int = 0
     last_connection_error: str | None = None
 
 

@@ -1,4 +1,5 @@
-"""What a KIP-714 push says about a consumer: ``metrics()`` read as Kafka's standard client metric names.
+"""What a KIP-714 push says about a consumer or a share consumer: ``metrics()`` read as Kafka's standard client
+metric names.
 
 Names are Java's telemetry names (``org.apache.kafka.`` + the metric group without ``-metrics`` + the metric name,
 dashes as dots), so a broker's receiver sees the same names from this consumer as from Java's. Only what
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from asyncconsumer.metrics import ConsumerMetrics
+from asyncconsumer.metrics import ConsumerMetrics, ShareConsumerMetrics
 
 PREFIX = "org.apache.kafka.consumer."
 FETCH_MANAGER = PREFIX + "fetch.manager."
@@ -36,8 +37,25 @@ NAMES: Mapping[str, str] = {
     COORDINATOR + "commit.latency.avg": "gauge",
     COORDINATOR + "commit.latency.max": "gauge",
 }
-"""Every name a push may carry, and its kind: a monotonic ``sum`` (delta or cumulative, as the subscription says)
-or a ``gauge``. Kept in one place for the docs and the tests."""
+"""Every name a consumer's push may carry, and its kind: a monotonic ``sum`` (delta or cumulative, as the
+subscription says) or a ``gauge``. Kept in one place for the docs and the tests."""
+
+SHARE_FETCH_MANAGER = PREFIX + "share.fetch.manager."
+
+SHARE_NAMES: Mapping[str, str] = {
+    SHARE_FETCH_MANAGER + "records.consumed.total": "sum",
+    SHARE_FETCH_MANAGER + "bytes.consumed.total": "sum",
+    SHARE_FETCH_MANAGER + "records.consumed.rate": "gauge",
+    SHARE_FETCH_MANAGER + "bytes.consumed.rate": "gauge",
+    SHARE_FETCH_MANAGER + "fetch.total": "sum",
+    SHARE_FETCH_MANAGER + "acknowledgements.send.total": "sum",
+    PREFIX + "connection.count": "gauge",
+    PREFIX + "connection.creation.total": "sum",
+}
+"""Every name a share consumer's push may carry: Java's ``KafkaShareConsumer`` keeps its fetch metrics in the group
+``consumer-share-fetch-manager-metrics`` and its connections' in ``consumer-metrics``, as a consumer does."""
+
+_KINDS: Mapping[str, str] = {**NAMES, **SHARE_NAMES}
 
 
 @attrs.define(frozen=True, slots=True)
@@ -50,7 +68,7 @@ class Sample:
 
     @property
     def monotonic(self) -> bool:
-        return NAMES.get(self.name) == "sum"
+        return _KINDS.get(self.name) == "sum"
 
 
 def samples(metrics: ConsumerMetrics, *, in_group: bool) -> list[Sample]:
@@ -90,3 +108,18 @@ def samples(metrics: ConsumerMetrics, *, in_group: bool) -> list[Sample]:
     # metrics().connection_errors has no Java name to go under: Java's connection.close.total counts every close,
     # the consumer's own too, which connection_errors leaves out on purpose.
     return out
+
+
+def share_samples(metrics: ShareConsumerMetrics) -> list[Sample]:
+    """A share consumer's standard metrics. Its acknowledgement errors are left out: Java counts the records whose
+    acknowledgement failed, ``metrics()`` the partitions' failed acknowledgements."""
+    return [
+        Sample(SHARE_FETCH_MANAGER + "records.consumed.total", metrics.records_consumed_total),
+        Sample(SHARE_FETCH_MANAGER + "bytes.consumed.total", metrics.bytes_consumed_total),
+        Sample(SHARE_FETCH_MANAGER + "records.consumed.rate", float(metrics.records_consumed_rate)),
+        Sample(SHARE_FETCH_MANAGER + "bytes.consumed.rate", float(metrics.bytes_consumed_rate)),
+        Sample(SHARE_FETCH_MANAGER + "fetch.total", metrics.share_fetches),
+        Sample(SHARE_FETCH_MANAGER + "acknowledgements.send.total", metrics.acknowledgements_sent),
+        Sample(PREFIX + "connection.count", metrics.connection_count),
+        Sample(PREFIX + "connection.creation.total", metrics.connections_created),
+    ]

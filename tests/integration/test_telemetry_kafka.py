@@ -1,6 +1,7 @@
 """KIP-714 client telemetry against Apache Kafka 4.4 with a receiver (``tests/support/kafka/TelemetryRecorder.java``):
 the consumer subscribes, pushes the standard metrics with the values ``metrics()`` has, honours a prefix filter,
-pushes once more when it closes, and pushes nothing with ``enable_metrics_push=False``. Brokers without a receiver
+pushes once more when it closes, and pushes nothing with ``enable_metrics_push=False``; a share consumer pushes its
+own. Brokers without a receiver
 (Kafka's default, and Tansu) get no telemetry request, and the consumer logs nothing about it above debug.
 """
 
@@ -13,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from asyncconsumer import AsyncConsumer
+from asyncconsumer import AsyncConsumer, AsyncShareConsumer
 from asyncconsumer.managers.telemetry import TelemetryState
-from asyncconsumer.managers.telemetry_metrics import NAMES
+from asyncconsumer.managers.telemetry_metrics import NAMES, SHARE_NAMES
 from asyncconsumer.protocol.codecs import COMPRESSIBLE
 from tests.conftest import Broker, TopicFactory, _run_broker, unique_topic_name
 from tests.support.kafka_broker import KafkaCluster
 from tests.support.produce import produce_values
+from tests.support.share import new_share_group
 from tests.support.telemetry import read_pushes, set_subscription, start_kafka_with_recorder, values
 from tests.support.waiting import wait_for_async
 
@@ -28,6 +30,7 @@ pytestmark = [pytest.mark.anyio]
 INTERVAL_MS = 500
 FM = "org.apache.kafka.consumer.fetch.manager."
 CO = "org.apache.kafka.consumer.coordinator."
+SF = "org.apache.kafka.consumer.share.fetch.manager."
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +120,59 @@ async def test_a_consumer_pushes_its_standard_metrics_then_a_terminating_push(ka
     )
     assert [p["client_instance_id"] for p in closing] == [instance]
     assert reading(read_pushes(path, client_id), FM + "records.consumed.total") == 60  # the last delta included
+
+
+async def test_a_share_consumer_pushes_its_share_metrics_then_a_terminating_push(
+    kafka: KafkaCluster, path: Path
+) -> None:
+    """A share group's member pushes under Java's ``KafkaShareConsumer`` names, from its own ``metrics()``: the
+    records it returned, the acknowledgements it sent, its ShareFetch requests and its connections."""
+    client_id = unique_topic_name("telemetry-share")
+    await set_subscription(
+        kafka.bootstrap_servers, client_id, metrics=["*"], interval_ms=INTERVAL_MS, client_id=client_id
+    )
+    topic = unique_topic_name("telemetry-share")
+    kafka.create_topic(topic, 2)
+    produce_values(kafka.bootstrap_servers, topic, 40, 2)
+    group = new_share_group(kafka)
+    async with AsyncShareConsumer(kafka.bootstrap_servers, group_id=group, client_id=client_id) as consumer:
+        await consumer.subscribe([topic])
+        got = 0
+
+        async def all_in() -> bool:
+            nonlocal got
+            got += (await consumer.poll(500)).count()
+            return got >= 40
+
+        await wait_for_async(all_in, 60, message=lambda: f"{got} of 40 records")
+        assert got == 40
+        await consumer.commit_sync()  # implicit mode: the last poll's records are accepted now
+
+        def caught_up() -> bool:
+            pushes = read_pushes(path, client_id)
+            now = consumer.metrics()
+            return (
+                now.acknowledgements_sent == 40
+                and reading(pushes, SF + "records.consumed.total") == 40
+                and reading(pushes, SF + "acknowledgements.send.total") == 40
+                and reading(pushes, SF + "fetch.total") == now.share_fetches
+            )
+
+        await wait_for_async(caught_up, 30, message=lambda: f"pushes: {read_pushes(path, client_id)[-1:]}")
+        pushes = read_pushes(path, client_id)
+        names = {name for push in pushes for name in values(push)}
+        assert names == set(SHARE_NAMES), names ^ set(SHARE_NAMES)
+        assert reading(pushes, SF + "bytes.consumed.total") == consumer.metrics().bytes_consumed_total > 0
+        created = consumer.metrics().connections_created
+        assert created >= 2 and reading(pushes, "org.apache.kafka.consumer.connection.creation.total") == created
+        resource = pushes[-1]["resource"]
+        assert resource["client_id"] == client_id and resource["group_id"] == group
+        assert resource["group_member_id"] == consumer.metrics().member_id
+        assert not any(p["terminating"] for p in pushes)
+    closing = await wait_for_async(
+        lambda: [p for p in read_pushes(path, client_id) if p["terminating"]], 10, message="no terminating push"
+    )
+    assert len(closing) == 1
 
 
 async def test_a_prefix_subscription_gets_only_matching_names(kafka: KafkaCluster, path: Path) -> None:

@@ -23,7 +23,22 @@ def test_everything_is_built_and_nothing_runs() -> None:
     assert owned.membership.state.value == "unsubscribed"
     settings = owned.consume._settings
     assert (settings.group_id, settings.max_records, settings.acquire_mode) == ("g", 42, 1)
-    assert parts.thread._managers == [owned.coordinator, owned.membership, owned.metadata, owned.consume]
+    assert owned.telemetry is not None  # KIP-714 pushes are on by default, as a consumer's
+    assert parts.thread._managers == [
+        owned.coordinator, owned.membership, owned.metadata, owned.consume, owned.telemetry
+    ]  # fmt: skip
+
+
+def test_telemetry_reads_the_share_consumers_metrics_and_names_its_member() -> None:
+    parts = build_share(ShareConsumerConfig.from_settings("h:1", group_id="g", client_id="c"), ManualClock())
+    telemetry = parts.owned.telemetry
+    assert telemetry is not None
+    assert telemetry._read_samples() is None  # nothing to read before the caller's side sets its metrics()
+    parts.owned.membership.member_id = "m-1"
+    parts.thread._publish(0)
+    assert telemetry._resource() == {"client_id": "c", "group_id": "g", "group_member_id": "m-1"}
+    off = build_share(ShareConsumerConfig.from_settings("h:1", group_id="g", enable_metrics_push=False), ManualClock())
+    assert off.owned.telemetry is None and off.thread._managers[-1] is off.owned.consume
 
 
 def test_each_iteration_publishes_the_members_state_then_delivers_what_it_staged() -> None:

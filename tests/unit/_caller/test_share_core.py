@@ -176,6 +176,10 @@ def test_records_polled_are_in_flight_and_gaps_become_acknowledgements() -> None
     assert c.in_flight == {T0: {0, 1}}
     assert c.acks == {T0: {2: 0, 3: 0}}  # acquired offsets with no record: acknowledged as gaps
     assert c.metrics().records_in_flight == 2
+    telemetry = c.parts.owned.telemetry
+    assert telemetry is not None  # the background's KIP-714 pushes read this core's metrics()
+    pushed = {s.name: s.value for s in telemetry._read_samples() or ()}
+    assert pushed["org.apache.kafka.consumer.share.fetch.manager.records.consumed.total"] == 2
 
 
 def test_a_record_that_cannot_be_deserialized_is_released_and_its_error_raised() -> None:

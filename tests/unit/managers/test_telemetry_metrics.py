@@ -1,9 +1,9 @@
-"""``metrics()`` read as KIP-714's standard consumer metric names."""
+"""``metrics()`` read as KIP-714's standard consumer and share consumer metric names."""
 
 from __future__ import annotations
 
-from asyncconsumer.managers.telemetry_metrics import NAMES, PREFIX, Sample, samples
-from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics
+from asyncconsumer.managers.telemetry_metrics import NAMES, PREFIX, SHARE_NAMES, Sample, samples, share_samples
+from asyncconsumer.metrics import ConsumerMetrics, PartitionMetrics, ShareConsumerMetrics
 from asyncconsumer.records import TopicPartition
 
 FM = "org.apache.kafka.consumer.fetch.manager."
@@ -89,3 +89,45 @@ def test_without_a_group_or_before_any_fetch() -> None:
     assert not any(name.startswith(CO) for name in found)
     assert FM + "fetch.latency.avg" not in found and FM + "records.lag.max" not in found
     assert found[FM + "records.consumed.total"][0].value == 120
+
+
+def test_a_share_consumer_pushes_javas_share_fetch_names_and_the_connections() -> None:
+    metrics = ShareConsumerMetrics(
+        records_consumed_total=30,
+        bytes_consumed_total=900,
+        records_consumed_rate=2.5,
+        bytes_consumed_rate=75.0,
+        acknowledgements={"accept": 28, "release": 1, "reject": 1, "renew": 0},
+        acknowledgement_errors=1,
+        records_in_flight=0,
+        records_held=0,
+        member_id="m",
+        member_epoch=3,
+        member_state="stable",
+        assignment=frozenset(),
+        coordinator_id=1,
+        last_heartbeat_age_ms=100,
+        acquisition_lock_timeout_ms=30_000,
+        share_fetches=7,
+        records_acquired=30,
+        connection_count=2,
+        last_connection_error=None,
+        acknowledgements_sent=29,
+        connections_created=4,
+    )
+    found = {s.name: s for s in share_samples(metrics)}
+    assert set(found) == set(SHARE_NAMES)
+    sf = "org.apache.kafka.consumer.share.fetch.manager."
+    assert {name: s.value for name, s in found.items()} == {
+        sf + "records.consumed.total": 30,
+        sf + "bytes.consumed.total": 900,
+        sf + "records.consumed.rate": 2.5,
+        sf + "bytes.consumed.rate": 75.0,
+        sf + "fetch.total": 7,
+        sf + "acknowledgements.send.total": 29,
+        "org.apache.kafka.consumer.connection.count": 2,
+        "org.apache.kafka.consumer.connection.creation.total": 4,
+    }
+    assert {name for name, s in found.items() if s.monotonic} == {
+        name for name, kind in SHARE_NAMES.items() if kind == "sum"
+    }
