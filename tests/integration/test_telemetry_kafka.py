@@ -45,6 +45,21 @@ def kafka(path: Path) -> Iterator[KafkaCluster]:
     yield from _run_broker(lambda: start_kafka_with_recorder(path))
 
 
+async def subscribed(
+    kafka: KafkaCluster, hint: str, partitions: int, records: int, metrics: str = "*"
+) -> tuple[str, str]:
+    """A client id subscribed to ``metrics`` (a prefix, or ``*``) every ``INTERVAL_MS``, and a topic of
+    ``partitions`` holding ``records`` values."""
+    client_id = unique_topic_name(hint)
+    await set_subscription(
+        kafka.bootstrap_servers, client_id, metrics=[metrics], interval_ms=INTERVAL_MS, client_id=client_id
+    )
+    topic = unique_topic_name(hint)
+    kafka.create_topic(topic, partitions)
+    produce_values(kafka.bootstrap_servers, topic, records, partitions)
+    return client_id, topic
+
+
 async def consume(consumer: AsyncConsumer, topic: str, count: int) -> None:
     got = 0
     await consumer.subscribe([topic])
@@ -64,13 +79,7 @@ def reading(pushes: list[dict[str, Any]], name: str) -> float | None:
 
 
 async def test_a_consumer_pushes_its_standard_metrics_then_a_terminating_push(kafka: KafkaCluster, path: Path) -> None:
-    client_id = unique_topic_name("telemetry-all")
-    await set_subscription(
-        kafka.bootstrap_servers, client_id, metrics=["*"], interval_ms=INTERVAL_MS, client_id=client_id
-    )
-    topic = unique_topic_name("telemetry")
-    kafka.create_topic(topic, 3)
-    produce_values(kafka.bootstrap_servers, topic, 60, 3)
+    client_id, topic = await subscribed(kafka, "telemetry-all", 3, 60)
     group = unique_topic_name("g-telemetry")
     async with AsyncConsumer(
         kafka.bootstrap_servers,
@@ -127,13 +136,7 @@ async def test_a_share_consumer_pushes_its_share_metrics_then_a_terminating_push
 ) -> None:
     """A share group's member pushes under Java's ``KafkaShareConsumer`` names, from its own ``metrics()``: the
     records it returned, the acknowledgements it sent, its ShareFetch requests and its connections."""
-    client_id = unique_topic_name("telemetry-share")
-    await set_subscription(
-        kafka.bootstrap_servers, client_id, metrics=["*"], interval_ms=INTERVAL_MS, client_id=client_id
-    )
-    topic = unique_topic_name("telemetry-share")
-    kafka.create_topic(topic, 2)
-    produce_values(kafka.bootstrap_servers, topic, 40, 2)
+    client_id, topic = await subscribed(kafka, "telemetry-share", 2, 40)
     group = new_share_group(kafka)
     async with AsyncShareConsumer(kafka.bootstrap_servers, group_id=group, client_id=client_id) as consumer:
         await consumer.subscribe([topic])
@@ -176,14 +179,8 @@ async def test_a_share_consumer_pushes_its_share_metrics_then_a_terminating_push
 
 
 async def test_a_prefix_subscription_gets_only_matching_names(kafka: KafkaCluster, path: Path) -> None:
-    client_id = unique_topic_name("telemetry-prefix")
     prefix = FM + "records."
-    await set_subscription(
-        kafka.bootstrap_servers, client_id, metrics=[prefix], interval_ms=INTERVAL_MS, client_id=client_id
-    )
-    topic = unique_topic_name("telemetry-prefix")
-    kafka.create_topic(topic, 1)
-    produce_values(kafka.bootstrap_servers, topic, 10, 1)
+    client_id, topic = await subscribed(kafka, "telemetry-prefix", 1, 10, prefix)
     async with AsyncConsumer(
         kafka.bootstrap_servers, group_id=unique_topic_name("g"), client_id=client_id, auto_offset_reset="earliest"
     ) as consumer:

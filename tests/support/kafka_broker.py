@@ -475,10 +475,14 @@ class KafkaCluster:
             stdout.close()
 
     def _wait_ready(self, deadline: float, starting: Sequence[int] | None = None) -> None:
-        """Until Metadata from the first listening node lists every live node; fails if a node of ``starting``
-        (default: all) exits meanwhile (nodes a test stopped on purpose may stay down)."""
+        """Until Metadata from the first listening node lists every live node, and each node of ``starting`` (a
+        restart) answers Metadata itself: the controller keeps a crashed broker registered, so listed, until its
+        session times out (9 s), which a quick restart beats. Fails if a node of ``starting`` (default: all) exits
+        meanwhile (nodes a test stopped on purpose may stay down)."""
         wanted = {n.node_id for n in self.nodes if n.alive}
         watched = set(starting) if starting is not None else {n.node_id for n in self.nodes}
+        unheard = set(starting) if starting is not None else set()
+        clients: dict[int, Any] = {}
         last: object = None
         while time.monotonic() < deadline:
             for node in self.nodes:
@@ -489,13 +493,32 @@ class KafkaCluster:
             try:
                 metadata = self.admin().list_topics(timeout=2)
                 if set(metadata.brokers) >= wanted:
-                    return
-                last = f"metadata lists brokers {sorted(metadata.brokers)}"
+                    unheard = {node_id for node_id in unheard if not self._answers(node_id, clients)}
+                    if not unheard:
+                        return
+                    last = f"node(s) {sorted(unheard)} listed but not answering Metadata themselves"
+                else:
+                    last = f"metadata lists brokers {sorted(metadata.brokers)}"
             except Exception as exc:  # librdkafka's KafkaException while the broker starts
                 last = exc
             time.sleep(0.2)
         tails = "\n".join(f"--- node {n.node_id} ---\n{n.log_tail()}" for n in self.nodes)
         raise KafkaStartError(f"Kafka did not answer Metadata in time (last: {last}):\n{tails}")
+
+    def _answers(self, node_id: int, clients: dict[int, Any]) -> bool:
+        """Whether node ``node_id`` answers Metadata on its internal listener (a client bootstrapped there alone)."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        client = clients.get(node_id)
+        if client is None:
+            address = f"{HOST}:{self.node(node_id).internal_port}"
+            client = clients[node_id] = AdminClient({"bootstrap.servers": address, "log_level": 0})
+        try:
+            client.list_topics(timeout=2)
+        except KafkaException:
+            return False
+        return True
 
     def stop(self, timeout_s: float = 30.0, *, keep_logs: bool = False) -> None:
         """Stops every node (SIGTERM: a controlled shutdown; SIGKILL after ``timeout_s``). Removes the nodes'
