@@ -596,15 +596,13 @@ class ConsumerConfig:
         return attrs.asdict(self, recurse=False)
 
 
-class ConsumerSettings(TypedDict, total=False):
-    """The consumers' keyword arguments, typed for editors and type checkers (PEP 692); ``ConsumerConfig``'s fields
-    say what each does. Java spellings (``"fetch.max.wait.ms"``) go in the settings mapping instead."""
+class ClientSettings(TypedDict, total=False):
+    """The keyword arguments both kinds of consumer take: connection, fetch, security and deserialization
+    (``ConsumerConfig``'s fields say what each does)."""
 
     bootstrap_servers: str | Sequence[str]
     client_id: str
     client_rack: str
-    auto_offset_reset: Literal["earliest", "latest", "none"]
-    isolation_level: Literal["read_uncommitted", "read_committed"]
     fetch_min_bytes: int
     fetch_max_wait_ms: int
     fetch_max_bytes: int
@@ -614,7 +612,6 @@ class ConsumerSettings(TypedDict, total=False):
     max_poll_records: int
     check_crcs: bool
     pause_gc_during_poll: bool
-    fetch_sessions: bool
     enable_metrics_push: bool
     request_timeout_ms: int
     default_api_timeout_ms: int
@@ -627,6 +624,36 @@ class ConsumerSettings(TypedDict, total=False):
     reconnect_backoff_max_ms: int
     socket_connection_setup_timeout_ms: int
     max_in_flight_requests_per_connection: int
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+    ssl_context: ssl.SSLContext | None
+    ssl_cafile: str | None
+    ssl_certfile: str | None
+    ssl_keyfile: str | None
+    ssl_check_hostname: bool
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
+    sasl_username: str | None
+    sasl_password: str | None
+    sasl_oauthbearer_token_provider: Callable[[], Any] | None
+    sasl_oauthbearer_token_endpoint_url: str | None
+    sasl_oauthbearer_client_credentials_client_id: str | None
+    sasl_oauthbearer_client_credentials_client_secret: str | None
+    sasl_oauthbearer_scope: str | None
+    sasl_oauthbearer_extensions: str | Mapping[str, str]
+    sasl_kerberos_service_name: str
+    sasl_kerberos_principal: str | None
+    sasl_kerberos_keytab: str | None
+    sasl_kerberos_domain_name: str | None
+    key_deserializer: Deserializer | None
+    value_deserializer: Deserializer | None
+
+
+class ConsumerSettings(ClientSettings, total=False):
+    """The consumers' keyword arguments, typed for editors and type checkers (PEP 692): ``ClientSettings`` and the
+    consumer's own. Java spellings (``"fetch.max.wait.ms"``) go in the settings mapping instead."""
+
+    auto_offset_reset: Literal["earliest", "latest", "none"]
+    isolation_level: Literal["read_uncommitted", "read_committed"]
+    fetch_sessions: bool
     group_id: str | None
     group_instance_id: str | None
     session_timeout_ms: int
@@ -637,81 +664,16 @@ class ConsumerSettings(TypedDict, total=False):
     group_protocol: Literal["classic", "consumer"]
     group_remote_assignor: str | None
     partition_assignment_strategy: str | Sequence[str | PartitionAssignor | type[PartitionAssignor]]
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
-    ssl_context: ssl.SSLContext | None
-    ssl_cafile: str | None
-    ssl_certfile: str | None
-    ssl_keyfile: str | None
-    ssl_check_hostname: bool
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
-    sasl_username: str | None
-    sasl_password: str | None
-    sasl_oauthbearer_token_provider: Callable[[], Any] | None
-    sasl_oauthbearer_token_endpoint_url: str | None
-    sasl_oauthbearer_client_credentials_client_id: str | None
-    sasl_oauthbearer_client_credentials_client_secret: str | None
-    sasl_oauthbearer_scope: str | None
-    sasl_oauthbearer_extensions: str | Mapping[str, str]
-    sasl_kerberos_service_name: str
-    sasl_kerberos_principal: str | None
-    sasl_kerberos_keytab: str | None
-    sasl_kerberos_domain_name: str | None
     plugins: str | Sequence[str | Plugin]
     plugin_options: Mapping[str, Mapping[str, Any]]
     plugin_errors: Literal["isolate", "fatal"]
-    key_deserializer: Deserializer | None
-    value_deserializer: Deserializer | None
 
 
-class ShareConsumerSettings(TypedDict, total=False):
-    """The share consumers' keyword arguments: the consumers' connection, fetch and security settings, and the
-    share group's own; ``ShareConsumerConfig`` says which consumer settings do not apply."""
+class ShareConsumerSettings(ClientSettings, total=False):
+    """The share consumers' keyword arguments: ``ClientSettings`` and the share group's own;
+    ``SHARE_UNSUPPORTED`` names the consumer settings that do not apply, and why."""
 
     group_id: str
-    bootstrap_servers: str | Sequence[str]
-    client_id: str
-    client_rack: str
-    fetch_min_bytes: int
-    fetch_max_wait_ms: int
-    fetch_max_bytes: int
-    max_partition_fetch_bytes: int
-    fetch_buffer_bytes: int
-    receive_message_max_bytes: int
-    max_poll_records: int
-    check_crcs: bool
-    pause_gc_during_poll: bool
-    request_timeout_ms: int
-    default_api_timeout_ms: int
-    metadata_max_age_ms: int
-    metadata_recovery_strategy: Literal["rebootstrap", "none"]
-    metadata_recovery_rebootstrap_trigger_ms: int
-    retry_backoff_ms: int
-    retry_backoff_max_ms: int
-    reconnect_backoff_ms: int
-    reconnect_backoff_max_ms: int
-    socket_connection_setup_timeout_ms: int
-    max_in_flight_requests_per_connection: int
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
-    ssl_context: ssl.SSLContext | None
-    ssl_cafile: str | None
-    ssl_certfile: str | None
-    ssl_keyfile: str | None
-    ssl_check_hostname: bool
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
-    sasl_username: str | None
-    sasl_password: str | None
-    sasl_oauthbearer_token_provider: Callable[[], Any] | None
-    sasl_oauthbearer_token_endpoint_url: str | None
-    sasl_oauthbearer_client_credentials_client_id: str | None
-    sasl_oauthbearer_client_credentials_client_secret: str | None
-    sasl_oauthbearer_scope: str | None
-    sasl_oauthbearer_extensions: str | Mapping[str, str]
-    sasl_kerberos_service_name: str
-    sasl_kerberos_principal: str | None
-    sasl_kerberos_keytab: str | None
-    sasl_kerberos_domain_name: str | None
-    key_deserializer: Deserializer | None
-    value_deserializer: Deserializer | None
     share_acknowledgement_mode: Literal["implicit", "explicit"]
     share_acquire_mode: Literal["batch_optimized", "record_limit"]
 

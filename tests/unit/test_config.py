@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import pytest
 
-from asyncconsumer import AsyncConsumer, ConfigError, Consumer, ConsumerSettings
+from asyncconsumer import AsyncConsumer, ConfigError, Consumer, ConsumerSettings, ShareConsumerSettings
 from asyncconsumer.config import SHARE_UNSUPPORTED, ConsumerConfig, ShareConsumerConfig, canonical_key
 from asyncconsumer.plugins import Plugin, installed_plugins
 from asyncconsumer.plugins.lag_monitor import LagMonitor
@@ -163,6 +163,9 @@ def test_a_config_object_is_accepted_as_is() -> None:
 
 def test_the_typed_keyword_arguments_are_exactly_the_config_fields() -> None:
     assert set(ConsumerSettings.__annotations__) == {f.name for f in attrs.fields(ConsumerConfig)}
+    share_own = {f.name for f in attrs.fields(ShareConsumerConfig)} - {"consumer"}
+    accepted = {f.name for f in attrs.fields(ConsumerConfig)} - set(SHARE_UNSUPPORTED) | share_own
+    assert set(ShareConsumerSettings.__annotations__) == accepted
 
 
 # --- group.protocol (KIP-848) ---------------------------------------------------------------------------------
