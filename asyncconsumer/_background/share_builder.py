@@ -1,9 +1,8 @@
 """Builds one share consumer's parts (KIP-932) and wires them; nothing runs until the network thread starts.
 
-The same loop, delegate, metadata and coordinator lookup as a consumer's, with a share group's managers: the
-membership (ShareGroupHeartbeat) and the consume manager (ShareFetch, ShareAcknowledge); and a consumer's KIP-714
-telemetry manager, pushing the share consumer's own metrics. ``owned`` is what only the
-background thread may touch once it runs.
+The same loop, delegate, metadata, coordinator lookup and KIP-714 telemetry manager as a consumer's (pushing the
+share consumer's own metrics), with a share group's managers: the membership (ShareGroupHeartbeat) and the consume
+manager (ShareFetch, ShareAcknowledge). ``owned`` is what only the background thread may touch once it runs.
 """
 
 from __future__ import annotations
