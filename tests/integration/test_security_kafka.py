@@ -235,15 +235,18 @@ class Seen:
 def seen(kafka: KafkaCluster, listener: str) -> Seen:
     """Kafka's acceptor logs a connection after handing it to a processor, reading the socket then: when the
     processor has already refused and closed it (a token refused at once, on a busy machine), the line names no
-    address ("from null on null"), or reading the closed socket fails and the acceptor logs an error instead. Both
-    count for the listener under test: the tests run one at a time, so no other listener is connecting then."""
-    address = kafka.listener_address(listener)
+    address ("from null on null"), or reading the closed socket fails and the acceptor logs an error instead. So
+    lines are told apart by the thread that logs them, the listener's acceptor (named with its port: the broker's
+    log pattern has ``%t``), never by the addresses they name: a short-lived connection to another listener (a
+    producer's) can log "null" too."""
+    acceptor = f"-acceptor-{listener}-"
+    port = f"-{kafka.nodes[0].listener_ports[listener]}] "
     lines = kafka.nodes[0].log_path.read_text(errors="replace").splitlines()
+    address = kafka.listener_address(listener)
 
     def accepted(line: str) -> bool:
-        if "Accepted connection from" in line:
-            return f" on /{address} " in line or " on null " in line
-        return "Error while accepting connection" in line
+        ours = acceptor in line and port in line
+        return ours and ("Accepted connection from" in line or "Error while accepting connection" in line)
 
     return Seen(
         accepted=sum(1 for line in lines if accepted(line)),
