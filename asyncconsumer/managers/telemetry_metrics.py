@@ -19,6 +19,12 @@ PREFIX = "org.apache.kafka.consumer."
 FETCH_MANAGER = PREFIX + "fetch.manager."
 COORDINATOR = PREFIX + "coordinator."
 
+CONNECTION_NAMES: Mapping[str, str] = {
+    PREFIX + "connection.count": "gauge",
+    PREFIX + "connection.creation.total": "sum",
+}
+"""The network client's names, in ``consumer-metrics`` for both kinds of consumer (Java's share consumer too)."""
+
 NAMES: Mapping[str, str] = {
     FETCH_MANAGER + "records.consumed.total": "sum",
     FETCH_MANAGER + "bytes.consumed.total": "sum",
@@ -28,8 +34,7 @@ NAMES: Mapping[str, str] = {
     FETCH_MANAGER + "fetch.latency.max": "gauge",
     FETCH_MANAGER + "records.lag": "gauge",
     FETCH_MANAGER + "records.lag.max": "gauge",
-    PREFIX + "connection.count": "gauge",
-    PREFIX + "connection.creation.total": "sum",
+    **CONNECTION_NAMES,
     COORDINATOR + "assigned.partitions": "gauge",
     COORDINATOR + "rebalance.total": "sum",
     COORDINATOR + "last.heartbeat.seconds.ago": "gauge",
@@ -49,8 +54,7 @@ SHARE_NAMES: Mapping[str, str] = {
     SHARE_FETCH_MANAGER + "bytes.consumed.rate": "gauge",
     SHARE_FETCH_MANAGER + "fetch.total": "sum",
     SHARE_FETCH_MANAGER + "acknowledgements.send.total": "sum",
-    PREFIX + "connection.count": "gauge",
-    PREFIX + "connection.creation.total": "sum",
+    **CONNECTION_NAMES,
 }
 """Every name a share consumer's push may carry: Java's ``KafkaShareConsumer`` keeps its fetch metrics in the group
 ``consumer-share-fetch-manager-metrics`` and its connections' in ``consumer-metrics``, as a consumer does."""
@@ -81,8 +85,7 @@ def samples(metrics: ConsumerMetrics, *, in_group: bool) -> list[Sample]:
         Sample(FETCH_MANAGER + "bytes.consumed.total", metrics.bytes_consumed_total),
         Sample(FETCH_MANAGER + "records.consumed.rate", float(metrics.records_consumed_rate)),
         Sample(FETCH_MANAGER + "bytes.consumed.rate", float(metrics.bytes_consumed_rate)),
-        Sample(PREFIX + "connection.count", metrics.connection_count),
-        Sample(PREFIX + "connection.creation.total", metrics.connections_created),
+        *_connections(metrics.connection_count, metrics.connections_created),
     ]
     if metrics.fetch_latency_avg_ms is not None:
         out.append(Sample(FETCH_MANAGER + "fetch.latency.avg", float(metrics.fetch_latency_avg_ms)))
@@ -120,6 +123,9 @@ def share_samples(metrics: ShareConsumerMetrics) -> list[Sample]:
         Sample(SHARE_FETCH_MANAGER + "bytes.consumed.rate", float(metrics.bytes_consumed_rate)),
         Sample(SHARE_FETCH_MANAGER + "fetch.total", metrics.share_fetches),
         Sample(SHARE_FETCH_MANAGER + "acknowledgements.send.total", metrics.acknowledgements_sent),
-        Sample(PREFIX + "connection.count", metrics.connection_count),
-        Sample(PREFIX + "connection.creation.total", metrics.connections_created),
+        *_connections(metrics.connection_count, metrics.connections_created),
     ]
+
+
+def _connections(count: int, created: int) -> tuple[Sample, Sample]:
+    return Sample(PREFIX + "connection.count", count), Sample(PREFIX + "connection.creation.total", created)

@@ -82,8 +82,8 @@ session (seconds) is less than a busy machine can delay a request by."""
 MIN_REAUTH_INTERVAL_MS = 1_100
 """Kafka refuses a re-authentication begun within 1 s of the previous login (ILLEGAL_SASL_STATE): never sooner."""
 MIN_SESSION_MS = 2_000
-"""A SASL session granted for a token ends with the token, and Kafka refuses a re-authentication begun within 1 s
-of the previous one (ILLEGAL_SASL_STATE): a token with less than this left is replaced before it logs in."""
+"""A SASL session granted for a token ends with the token: one with less than this left is replaced before it logs
+in, so the session outlasts ``MIN_REAUTH_INTERVAL_MS``."""
 
 
 Completion = Callable[[UnsentRequest, object], None]
