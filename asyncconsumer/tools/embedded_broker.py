@@ -23,14 +23,14 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
 from asyncconsumer._logs import get_logger
 
-__all__ = ["BrokerCommandError", "BrokerStartError", "EmbeddedBroker", "free_port"]
+__all__ = ["BrokerCommandError", "BrokerStartError", "EmbeddedBroker", "free_port", "free_ports"]
 
 log = get_logger("asyncconsumer.embedded_broker")
 
@@ -52,10 +52,24 @@ class BrokerCommandError(RuntimeError):
 
 def free_port() -> int:
     """Return a TCP port on 127.0.0.1 that was free a moment ago (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((_HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
+    return free_ports(1)[0]
+
+
+def free_ports(count: int, avoid: Collection[int] = ()) -> list[int]:
+    """``count`` different TCP ports on 127.0.0.1 that were free a moment ago, none of them in ``avoid``.
+
+    Every socket stays bound until all are picked: ports picked one after another may repeat, since a closed
+    socket's port is free for the kernel to pick again.
+    """
+    with contextlib.ExitStack() as stack:
+        ports: list[int] = []
+        while len(ports) < count:
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((_HOST, 0))
+            port: int = sock.getsockname()[1]
+            if port not in avoid:
+                ports.append(port)
+        return ports
 
 
 def _resolve_binary() -> str:

@@ -36,7 +36,8 @@ from typing import Any, Self
 
 import attrs
 
-from asyncconsumer.tools.embedded_broker import free_port
+from asyncconsumer.tools.embedded_broker import free_ports
+from tests.support.waiting import wait_for
 
 KAFKA_VERSION = os.environ.get("ASYNCCONSUMER_KAFKA_VERSION", "4.4.0")
 """The Kafka release the tests run against (the newest 4.x that resolved from Maven Central with its dependencies)."""
@@ -216,6 +217,17 @@ class KafkaNode:
     process: subprocess.Popen[bytes] | None = None
 
     @property
+    def ports(self) -> set[int]:
+        """Every port the node listens on or names."""
+        return {
+            self.port,
+            self.controller_port,
+            self.internal_port,
+            self.advertised_port,
+            *self.listener_ports.values(),
+        }
+
+    @property
     def properties_path(self) -> Path:
         return self.directory / "server.properties"
 
@@ -338,15 +350,17 @@ class KafkaCluster:
         """
         libs = fetch_jars(version)
         root = Path(tempfile.mkdtemp(prefix="asyncconsumer-kafka-"))
+        # every port of every node picked at once, so none repeats (a node refuses two listeners on one port)
+        ports = iter(free_ports(nodes * (3 + len(listeners)), avoid=advertised_ports or ()))
         members = [
             KafkaNode(
                 node_id=i + 1,
-                port=(port := free_port()),
-                controller_port=free_port(),
-                internal_port=free_port(),
+                port=(port := next(ports)),
+                controller_port=next(ports),
+                internal_port=next(ports),
                 advertised_port=advertised_ports[i] if advertised_ports else port,
                 directory=root / f"node-{i + 1}",
-                listener_ports={listener.name: free_port() for listener in listeners},
+                listener_ports={listener.name: next(ports) for listener in listeners},
             )
             for i in range(nodes)
         ]
@@ -372,8 +386,9 @@ class KafkaCluster:
                 )
                 for node in members
             ]
-            for node, format_process in zip(members, formats, strict=True):
-                out, _ = format_process.communicate(timeout=120)
+            # every format is waited for (and its pipe closed) before one that failed is reported
+            outputs = [format_process.communicate(timeout=120)[0] for format_process in formats]
+            for node, format_process, out in zip(members, formats, outputs, strict=True):
                 if format_process.returncode != 0:
                     raise KafkaStartError(f"formatting node {node.node_id} failed: {out.decode(errors='replace')}")
             for node in members:
@@ -625,7 +640,8 @@ class KafkaCluster:
             self.kill(node_id)
         else:
             self.shut_down(node_id)
-        old, node.port = node.port, free_port()
+        # not one of the node's other ports, which the stopped node does not hold now but takes back on restart
+        old, node.port = node.port, free_ports(1, avoid=node.ports)[0]
         self._rewrite(node, "listeners", old, node.port)
         self.readvertise(node_id, node.port)
         self.restart(node_id, startup_timeout_s)
@@ -708,9 +724,11 @@ class KafkaCluster:
 
     def set_group_config(self, group: str, config: Mapping[str, str | int], timeout_s: float = 30.0) -> None:
         """Sets group configs (``share.auto.offset.reset``, ``share.record.lock.duration.ms``...) of ``group``, which
-        need not exist yet, and waits for the broker's answer: an incremental SET of each, leaving the group's other
-        configs as they are. A value out of the broker's bounds (``SHARE_GROUP_MINIMUMS``) raises its
-        ``KafkaException`` (INVALID_CONFIG, naming the bound)."""
+        need not exist yet: an incremental SET of each, leaving the group's other configs as they are. Returns once
+        the broker describes the new values: the controller answers the change once it is committed, and a broker
+        applies it from the metadata log a moment later, so a describe (or a share group) could still see the old
+        ones. A value out of the broker's bounds (``SHARE_GROUP_MINIMUMS``) raises its ``KafkaException``
+        (INVALID_CONFIG, naming the bound)."""
         from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType  # type: ignore[attr-defined]
 
         entries = [
@@ -720,6 +738,13 @@ class KafkaCluster:
         futures = self.admin().incremental_alter_configs([resource], request_timeout=timeout_s)
         for future in futures.values():
             future.result(timeout=timeout_s)
+        wanted = {name: str(value) for name, value in config.items()}
+
+        def applied() -> bool:
+            described = self.group_config(group, timeout_s)
+            return all(described.get(name) == value for name, value in wanted.items())
+
+        wait_for(applied, timeout_s, interval=0.1, message=lambda: f"group {group}'s configs described as {wanted}")
 
     def group_config(self, group: str, timeout_s: float = 30.0) -> dict[str, str]:
         """``group``'s configs as the broker describes them (the defaults for those it was not given)."""

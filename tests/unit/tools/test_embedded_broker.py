@@ -25,6 +25,7 @@ from asyncconsumer.tools.embedded_broker import (
     _process_owns_listener,
     _tail,
     free_port,
+    free_ports,
 )
 
 STAND_IN = """\
@@ -95,6 +96,20 @@ def test_free_port_is_bindable() -> None:
     port = free_port()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+
+
+def test_free_ports_are_all_different_none_of_those_avoided_and_bindable_together() -> None:
+    avoided = set(free_ports(20))
+    ports = free_ports(200, avoid=avoided)
+    assert len(set(ports)) == 200
+    assert not avoided & set(ports)
+    sockets = [socket.socket() for _ in ports]
+    try:
+        for sock, port in zip(sockets, ports, strict=True):
+            sock.bind(("127.0.0.1", port))
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 # --- a stand-in broker ------------------------------------------------------------------------------------------
