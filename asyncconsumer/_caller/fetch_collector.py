@@ -418,7 +418,9 @@ class FetchCollector:
                 drain.position = max(drain.position, batch.next_offset)
                 drain.data = None
                 drain.batch = None
-        return False, taken
+        # the limit met the fetch's end: it is used up now, so its bytes are freed by this poll, not the next one
+        # (until then the background may have no room to fetch while the caller works)
+        return drain.data is None and drain.position >= fetch.next_fetch_offset, taken
 
     @staticmethod
     def _batch_done(drain: _Drain) -> bool:

@@ -75,6 +75,18 @@ def test_records_come_back_in_order_and_positions_advance_per_poll() -> None:
     assert buffer.buffered_bytes == 0
 
 
+def test_a_poll_that_takes_a_fetchs_last_record_frees_it_and_wakes_the_background() -> None:
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b"]) + build_batch(2, [b"c"]))
+    held_back(buffer)  # the background waits for room
+    woken: list[bool] = []
+    buffer.set_space_waiter(lambda: woken.append(True))
+    assert [r.offset for r in collector.collect(3)[TP]] == [0, 1, 2]
+    # freed by this poll, not the next one: the background fetches while the caller works on these records
+    assert buffer.buffered_bytes == 0
+    assert woken == [True]
+    assert subs.position(TP) == 3
+
+
 def test_records_without_headers_share_one_empty_tuple() -> None:
     collector, _, _ = setup(build_batch(0, [b"a", b"b"]))
     records = collector.collect(10)[TP]
