@@ -128,12 +128,18 @@ def check_exactly_once_in_order(got: list[ConsumerRecord], written: list[Written
 
 
 def poll_until(
-    consumer: Consumer, got: list[ConsumerRecord], done: Callable[[], bool], timeout_s: float, what: str
+    consumer: Consumer,
+    got: list[ConsumerRecord],
+    done: Callable[[], bool],
+    timeout_s: float,
+    what: str | Callable[[], str],
 ) -> None:
-    """Polls into ``got`` until ``done()`` holds; fails naming ``what`` at the deadline."""
+    """Polls into ``got`` until ``done()`` holds; fails naming ``what`` (or what it returns then) at the deadline."""
     deadline = time.monotonic() + timeout_s
     while not done():
-        assert time.monotonic() < deadline, f"{what} not within {timeout_s} s ({len(got)} records so far)"
+        if time.monotonic() >= deadline:
+            awaited = what() if callable(what) else what
+            raise AssertionError(f"{awaited} not within {timeout_s} s ({len(got)} records so far)")
         got.extend(consumer.poll(timeout_ms=200).records())
 
 
@@ -169,15 +175,18 @@ def test_the_consumer_reads_from_its_racks_follower_and_falls_back_to_the_leader
         assert {tp.partition: metrics[tp].fetched_from for tp in tps} == {p: follower for p in range(PARTITIONS)}
 
         # and the lease on it stands; it may be briefly cleared (a follower a little behind the leader answers
-        # OFFSET_OUT_OF_RANGE, which sends one fetch to the leader, and the leader names the follower again)
+        # OFFSET_OUT_OF_RANGE, which sends one fetch to the leader, and the leader names the follower again), so
+        # the consumer is polled meanwhile, as an application would (no record is left to come)
         def leased() -> dict[int, int | None]:
             partitions = consumer.metrics().partitions
             return {tp.partition: partitions[tp].preferred_read_replica for tp in tps}
 
-        wait_for(
+        poll_until(
+            consumer,
+            got,
             lambda: leased() == {p: follower for p in range(PARTITIONS)},
             30,
-            message=lambda: f"read replicas {leased()}, expected node {follower} for every partition",
+            lambda: f"node {follower} as every partition's read replica (they are {leased()})",
         )
         check_exactly_once_in_order(got, writer.written)
 
