@@ -183,7 +183,9 @@ class EmbeddedBroker:
         attempts = _START_ATTEMPTS_ON_PICKED_PORT if port is None else 1
         last: BrokerStartError | None = None
         for attempt in range(1, attempts + 1):
-            listen_port = free_port() if port is None else port
+            # never the advertised port, which a front the caller has yet to start may have been given
+            avoid = () if advertised_port is None else (advertised_port,)
+            listen_port = free_ports(1, avoid)[0] if port is None else port
             try:
                 return cls._launch(
                     binary,

@@ -29,7 +29,7 @@ from typing import Any, Self
 
 import attrs
 
-from asyncconsumer.tools.embedded_broker import free_port
+from asyncconsumer.tools.embedded_broker import free_ports
 
 HOST = "127.0.0.1"
 DAEMON_HEAP = "256m"
@@ -89,9 +89,10 @@ class SparkCluster:
         returns once the master's JSON status lists every worker ALIVE. On failure everything started is stopped
         and the logs are kept (their directory is named on stderr)."""
         root = Path(tempfile.mkdtemp(prefix="asyncconsumer-spark-"))
-        master_port = free_port()
-        master = Daemon("master", free_port(), root / "master.log")
-        members = [Daemon(f"worker-{i + 1}", free_port(), root / f"worker-{i + 1}.log") for i in range(workers)]
+        ports = free_ports(2 + workers)  # picked at once: none repeats
+        master_port = ports[0]
+        master = Daemon("master", ports[1], root / "master.log")
+        members = [Daemon(f"worker-{i + 1}", ports[2 + i], root / f"worker-{i + 1}.log") for i in range(workers)]
         cluster = cls(root, master, master_port, members)
         _live_clusters.add(cluster)
         try:
