@@ -7,13 +7,13 @@ docstring names the Java property it corresponds to, when there is one.
 from __future__ import annotations
 
 import difflib
-import os
 import ssl
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import attrs
 
+import asyncconsumer._config_checks as checks
 from asyncconsumer.errors import ConfigError
 
 if TYPE_CHECKING:  # the types only: config never imports the plugins or the assignors
@@ -26,11 +26,6 @@ _RESET = ("earliest", "latest", "none")
 _ISOLATION = ("read_uncommitted", "read_committed")
 _SECURITY = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
-_KERBEROS = ("sasl_kerberos_principal", "sasl_kerberos_keytab", "sasl_kerberos_domain_name")
-"""The GSSAPI settings without a default (``sasl_kerberos_service_name`` has "kafka")."""
-EXTRA_GSSAPI = 'pip install "asyncconsumer[gssapi]"'
-"""What a user without the ``gssapi`` package is told to run."""
-_SSL_FILES = ("ssl_cafile", "ssl_certfile", "ssl_keyfile")
 _GROUP_PROTOCOLS = ("classic", "consumer")
 _PLUGIN_ERRORS = ("isolate", "fatal")
 _CLASSIC_ONLY = ("partition_assignment_strategy", "session_timeout_ms", "heartbeat_interval_ms")
@@ -60,7 +55,7 @@ def _default_receive_max(config: ConsumerConfig) -> int:
 
 
 def _check_receive_max(instance: ConsumerConfig, attribute: attrs.Attribute[int], value: int) -> None:
-    _positive(instance, attribute, value)
+    checks.positive(instance, attribute, value)
     floor = instance.fetch_max_bytes + _RESPONSE_OVERHEAD
     if floor > _MAX_FRAME:
         raise ConfigError(
@@ -76,161 +71,14 @@ def _check_receive_max(instance: ConsumerConfig, attribute: attrs.Attribute[int]
         raise ConfigError(attribute.name, f"must be at most {_MAX_FRAME} (a response's size is 32 bits); got {value}")
 
 
-def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ConfigError(attribute.name, f"must be a positive integer, got {value!r}")
-
-
-def _non_negative(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ConfigError(attribute.name, f"must be an integer >= 0, got {value!r}")
-
-
-def _one_of(*allowed: str) -> Callable[[object, attrs.Attribute[str], str], None]:
-    def check(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-        if value not in allowed:
-            raise ConfigError(attribute.name, f"must be one of {', '.join(map(repr, allowed))}; got {value!r}")
-
-    return check
-
-
-def _boolean(key: str, text: str) -> bool:
-    word = text.strip().lower()
-    if word in ("true", "1", "yes"):
-        return True
-    if word in ("false", "0", "no", ""):
-        return False
-    raise ConfigError(key, f"must be true or false, got {text!r}")
-
-
-def _lower(value: Any) -> Any:
-    return value.strip().lower() if isinstance(value, str) else value
-
-
-def _upper(value: Any) -> Any:
-    return value.strip().upper() if isinstance(value, str) else value
-
-
-def _hidden(value: object) -> str:
-    return "None" if value is None else "'***'"
-
-
-def _ssl_context_or_none(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not isinstance(value, ssl.SSLContext):
-        raise ConfigError(attribute.name, f"must be an ssl.SSLContext or None, got {type(value).__name__}")
-
-
-def _extensions(value: Any) -> dict[str, str]:
-    if isinstance(value, str):
-        pairs = [item.split("=", 1) for item in value.split(",") if item.strip()]
-        if any(len(pair) != 2 for pair in pairs):
-            raise ConfigError("sasl_oauthbearer_extensions", f"{value!r} is not 'key=value,key=value'")
-        return {key.strip(): val.strip() for key, val in pairs}
-    if isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        return dict(value)
-    raise ConfigError("sasl_oauthbearer_extensions", f"must be a mapping of str to str or 'k=v,...', got {value!r}")
-
-
-def _servers(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    items = value.split(",") if isinstance(value, str) else list(value)
-    return tuple(s.strip() for s in items if isinstance(s, str) and s.strip())
-
-
-def _check_servers(instance: object, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
-    if not value:
-        raise ConfigError(attribute.name, "at least one 'host:port' is required")
-    for server in value:
-        host, sep, port = server.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(attribute.name, f"{server!r} is not 'host:port'")
-
-
-def _callable_or_none(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not callable(value):
-        raise ConfigError(attribute.name, f"must be callable or None, got {type(value).__name__}")
-
-
-def _optional_name(instance: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise ConfigError(attribute.name, f"must be a non-empty string or None, got {value!r}")
-
-
-def _name(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(attribute.name, f"must be a non-empty string, got {value!r}")
-
-
-def _strategies(value: Any) -> tuple[Any, ...]:
-    if isinstance(value, str):
-        return tuple(s.strip() for s in value.split(",") if s.strip())
-    if isinstance(value, (list, tuple)):
-        return tuple(value)
-    return (value,)
-
-
-def _check_strategies(instance: object, attribute: attrs.Attribute[tuple[Any, ...]], value: tuple[Any, ...]) -> None:
-    # Only the shape: the names are resolved to assignors where the consumer is built (``assignors.assignor_for``).
-    if not value:
-        raise ConfigError(attribute.name, "at least one assignor is required")
-    for strategy in value:
-        if isinstance(strategy, str) and not strategy:
-            raise ConfigError(attribute.name, "an assignor name must not be empty")
-
-
-def _plugins(value: Any) -> tuple[Any, ...]:
-    if isinstance(value, str):
-        return tuple(s.strip() for s in value.split(",") if s.strip())
-    if isinstance(value, (list, tuple)):
-        return tuple(value)
-    return (value,)
-
-
-def _plugin_name(item: Any) -> str:
-    return item if isinstance(item, str) else str(item.name)
-
-
-def _check_plugin_list(instance: object, attribute: attrs.Attribute[tuple[Any, ...]], value: tuple[Any, ...]) -> None:
-    # Only the shape: installed names are looked up where the consumer is built (``plugins.registry``).
-    seen: set[str] = set()
-    for item in value:
-        if not isinstance(item, str) and not (hasattr(item, "name") and hasattr(item, "factory")):
-            raise ConfigError(
-                "plugins", f"each entry is an installed plugin's name or a Plugin, got {type(item).__name__}"
-            )
-        name = _plugin_name(item)
-        if name in seen:
-            raise ConfigError("plugins", f"plugin {name!r} is enabled twice")
-        seen.add(name)
-
-
-def _plugin_options(value: Any) -> dict[str, dict[str, Any]]:
-    if not isinstance(value, Mapping):
-        raise ConfigError("plugin_options", f"must map plugin names to option dicts, got {type(value).__name__}")
-    options: dict[str, dict[str, Any]] = {}
-    for name, opts in value.items():
-        if not isinstance(opts, Mapping):
-            raise ConfigError("plugin_options", f"options of plugin {name!r} must be a dict, got {type(opts).__name__}")
-        options[name] = dict(opts)
-    return options
-
-
 def _check_plugin_options(
     instance: ConsumerConfig, attribute: attrs.Attribute[dict[str, dict[str, Any]]], value: dict[str, dict[str, Any]]
 ) -> None:
-    enabled = {_plugin_name(p) for p in instance.plugins}
+    enabled = {checks.plugin_name(p) for p in instance.plugins}
     for name in value:
         if name not in enabled:
             listed = ", ".join(sorted(enabled)) or "none"
             raise ConfigError("plugin_options", f"plugin {name!r} is not enabled in plugins (enabled: {listed})")
-
-
-def _spelled_like(name: str, given: str) -> str:
-    """A setting's Python name in the spelling of the key the user gave: ``bootstrap.servers`` for a Java-style
-    key (a mapping's ``"bootstrap.server"``), ``bootstrap_servers`` for a keyword argument."""
-    for separator in (".", "-"):
-        if separator in given:
-            return name.replace("_", separator)
-    return name
 
 
 def _canonical(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -243,7 +91,7 @@ def _canonical(settings: Mapping[str, Any]) -> dict[str, Any]:
         key = canonical_key(raw_key)
         if key not in names:
             close = difflib.get_close_matches(key, sorted(names), n=3)
-            hint = f"; did you mean {', '.join(_spelled_like(name, raw_key) for name in close)}?" if close else ""
+            hint = f"; did you mean {', '.join(checks.spelled_like(name, raw_key) for name in close)}?" if close else ""
             raise ConfigError(raw_key, f"unknown configuration key{hint}")
         if key in values:
             raise ConfigError(raw_key, "given twice (Pythonic and Java spelling)")
@@ -255,25 +103,25 @@ def _canonical(settings: Mapping[str, Any]) -> dict[str, Any]:
 class ConsumerConfig:
     """Every setting of a consumer; build it with ``ConsumerConfig.from_kwargs`` to accept Java spellings."""
 
-    bootstrap_servers: tuple[str, ...] = attrs.field(converter=_servers, validator=_check_servers)
+    bootstrap_servers: tuple[str, ...] = attrs.field(converter=checks.servers, validator=checks.check_servers)
     """bootstrap.servers: 'host:port' list (or comma-separated string) used to discover the cluster."""
     client_id: str = "asyncconsumer"
     """client.id"""
     client_rack: str = ""
     """client.rack"""
-    auto_offset_reset: str = attrs.field(default="latest", validator=_one_of(*_RESET))
+    auto_offset_reset: str = attrs.field(default="latest", validator=checks.one_of(*_RESET))
     """auto.offset.reset: where to start when a partition has no position (or it is out of range)."""
-    isolation_level: str = attrs.field(default="read_uncommitted", validator=_one_of(*_ISOLATION))
+    isolation_level: str = attrs.field(default="read_uncommitted", validator=checks.one_of(*_ISOLATION))
     """isolation.level"""
-    fetch_min_bytes: int = attrs.field(default=1, validator=_positive)
+    fetch_min_bytes: int = attrs.field(default=1, validator=checks.positive)
     """fetch.min.bytes"""
-    fetch_max_wait_ms: int = attrs.field(default=500, validator=_non_negative)
+    fetch_max_wait_ms: int = attrs.field(default=500, validator=checks.non_negative)
     """fetch.max.wait.ms"""
-    fetch_max_bytes: int = attrs.field(default=52_428_800, validator=_positive)
+    fetch_max_bytes: int = attrs.field(default=52_428_800, validator=checks.positive)
     """fetch.max.bytes: the most a broker returns for one fetch (it still returns one batch larger than this)."""
-    max_partition_fetch_bytes: int = attrs.field(default=1_048_576, validator=_positive)
+    max_partition_fetch_bytes: int = attrs.field(default=1_048_576, validator=checks.positive)
     """max.partition.fetch.bytes"""
-    fetch_buffer_bytes: int = attrs.field(default=8_388_608, validator=_positive)
+    fetch_buffer_bytes: int = attrs.field(default=8_388_608, validator=checks.positive)
     """No Java twin: the bound on fetched bytes held for the caller plus what fetches in flight may bring (each
     asks the broker for at most the room left, and at most half the current limit). Exceeded only by a batch larger
     than the room, which a broker returns whole so the consumer makes progress. The limit starts at half the bound
@@ -287,7 +135,7 @@ class ConsumerConfig:
     retried on a new connection); a larger batch is a ``RecordBatchTooLargeError`` for its partition. Default
     100,000,000, or ``fetch_max_bytes`` + 512 when that is larger; set explicitly, it must be at least that (as
     librdkafka requires)."""
-    max_poll_records: int = attrs.field(default=500, validator=_positive)
+    max_poll_records: int = attrs.field(default=500, validator=checks.positive)
     """max.poll.records"""
     check_crcs: bool = True
     """check.crcs"""
@@ -303,118 +151,130 @@ class ConsumerConfig:
     """enable.metrics.push: push the consumer's metrics to the brokers when they ask for them (KIP-714 client
     telemetry; a broker asks only when its operator configured a client-metrics subscription and a receiver). False
     sends no telemetry request at all. See docs/observability.md for what is pushed."""
-    request_timeout_ms: int = attrs.field(default=30_000, validator=_positive)
+    request_timeout_ms: int = attrs.field(default=30_000, validator=checks.positive)
     """request.timeout.ms"""
-    default_api_timeout_ms: int = attrs.field(default=60_000, validator=_positive)
+    default_api_timeout_ms: int = attrs.field(default=60_000, validator=checks.positive)
     """default.api.timeout.ms: the timeout of calls that take no timeout argument."""
-    metadata_max_age_ms: int = attrs.field(default=300_000, validator=_positive)
+    metadata_max_age_ms: int = attrs.field(default=300_000, validator=checks.positive)
     """metadata.max.age.ms"""
     metadata_recovery_strategy: str = attrs.field(
-        default="rebootstrap", converter=_lower, validator=_one_of("rebootstrap", "none")
+        default="rebootstrap", converter=checks.lower, validator=checks.one_of("rebootstrap", "none")
     )
     """metadata.recovery.strategy: "rebootstrap" (Java 4.x's default) asks the bootstrap servers for metadata again
     when every broker the consumer knew fails, when none answers metadata for the trigger time below, or when a
     broker answers REBOOTSTRAP_REQUIRED (KIP-899, KIP-1102); "none" keeps asking the known brokers."""
-    metadata_recovery_rebootstrap_trigger_ms: int = attrs.field(default=300_000, validator=_positive)
+    metadata_recovery_rebootstrap_trigger_ms: int = attrs.field(default=300_000, validator=checks.positive)
     """metadata.recovery.rebootstrap.trigger.ms: how long wanted metadata may fail to come before a rebootstrap."""
-    retry_backoff_ms: int = attrs.field(default=100, validator=_non_negative)
+    retry_backoff_ms: int = attrs.field(default=100, validator=checks.non_negative)
     """retry.backoff.ms"""
-    retry_backoff_max_ms: int = attrs.field(default=1_000, validator=_non_negative)
+    retry_backoff_max_ms: int = attrs.field(default=1_000, validator=checks.non_negative)
     """retry.backoff.max.ms"""
-    reconnect_backoff_ms: int = attrs.field(default=50, validator=_non_negative)
+    reconnect_backoff_ms: int = attrs.field(default=50, validator=checks.non_negative)
     """reconnect.backoff.ms"""
-    reconnect_backoff_max_ms: int = attrs.field(default=1_000, validator=_non_negative)
+    reconnect_backoff_max_ms: int = attrs.field(default=1_000, validator=checks.non_negative)
     """reconnect.backoff.max.ms"""
-    socket_connection_setup_timeout_ms: int = attrs.field(default=10_000, validator=_positive)
+    socket_connection_setup_timeout_ms: int = attrs.field(default=10_000, validator=checks.positive)
     """socket.connection.setup.timeout.ms"""
-    max_in_flight_requests_per_connection: int = attrs.field(default=5, validator=_positive)
+    max_in_flight_requests_per_connection: int = attrs.field(default=5, validator=checks.positive)
     """max.in.flight.requests.per.connection"""
-    group_id: str | None = attrs.field(default=None, validator=_optional_name)
+    group_id: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """group.id: the consumer group; required for ``subscribe``, ``commit`` and ``committed``."""
-    group_instance_id: str | None = attrs.field(default=None, validator=_optional_name)
+    group_instance_id: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """group.instance.id: a static member id; a restart within the session keeps the partitions."""
-    session_timeout_ms: int = attrs.field(default=45_000, validator=_positive)
+    session_timeout_ms: int = attrs.field(default=45_000, validator=checks.positive)
     """session.timeout.ms"""
-    heartbeat_interval_ms: int = attrs.field(default=3_000, validator=_positive)
+    heartbeat_interval_ms: int = attrs.field(default=3_000, validator=checks.positive)
     """heartbeat.interval.ms: must be below session.timeout.ms."""
-    max_poll_interval_ms: int = attrs.field(default=300_000, validator=_positive)
+    max_poll_interval_ms: int = attrs.field(default=300_000, validator=checks.positive)
     """max.poll.interval.ms: a caller that does not poll for this long leaves the group."""
     enable_auto_commit: bool = True
     """enable.auto.commit: commit positions every ``auto_commit_interval_ms``, before revocation and on close."""
-    auto_commit_interval_ms: int = attrs.field(default=5_000, validator=_positive)
+    auto_commit_interval_ms: int = attrs.field(default=5_000, validator=checks.positive)
     """auto.commit.interval.ms"""
-    group_protocol: str = attrs.field(default="classic", converter=_lower, validator=_one_of(*_GROUP_PROTOCOLS))
+    group_protocol: str = attrs.field(
+        default="classic", converter=checks.lower, validator=checks.one_of(*_GROUP_PROTOCOLS)
+    )
     """group.protocol: "classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848 ConsumerGroupHeartbeat, Kafka 4+)."""
-    group_remote_assignor: str | None = attrs.field(default=None, validator=_optional_name)
+    group_remote_assignor: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """group.remote.assignor: the coordinator-side assignor ("uniform", "range") under group_protocol="consumer";
     None lets the coordinator choose."""
     partition_assignment_strategy: tuple[Any, ...] = attrs.field(
-        default=("range",), converter=_strategies, validator=_check_strategies
+        default=("range",), converter=checks.comma_list, validator=checks.check_strategies
     )
     """partition.assignment.strategy: assignor names ("range", "roundrobin", "cooperative-sticky"), Java class
     names, or ``PartitionAssignor`` objects, in order of preference."""
-    security_protocol: str = attrs.field(default="PLAINTEXT", converter=_upper, validator=_one_of(*_SECURITY))
+    security_protocol: str = attrs.field(
+        default="PLAINTEXT", converter=checks.upper, validator=checks.one_of(*_SECURITY)
+    )
     """security.protocol: "PLAINTEXT", "SSL" (TLS), "SASL_PLAINTEXT" or "SASL_SSL" (SASL inside TLS)."""
-    ssl_context: ssl.SSLContext | None = attrs.field(default=None, validator=_ssl_context_or_none)
+    ssl_context: ssl.SSLContext | None = attrs.field(default=None, validator=checks.ssl_context_or_none)
     """No Java twin (Java's ssl.* keys): the TLS context to use as is; None builds one that checks the broker's
     certificate against ``ssl_cafile`` (or the system's CAs) and its host name."""
-    ssl_cafile: str | None = attrs.field(default=None, validator=_optional_name)
+    ssl_cafile: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """ssl.truststore.location: PEM file of the CAs to trust instead of the system's."""
-    ssl_certfile: str | None = attrs.field(default=None, validator=_optional_name)
+    ssl_certfile: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """ssl.keystore.location: PEM client certificate, for brokers that require mutual TLS."""
-    ssl_keyfile: str | None = attrs.field(default=None, validator=_optional_name)
+    ssl_keyfile: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """ssl.key.password's key: PEM private key of ``ssl_certfile`` (None: it is inside ``ssl_certfile``)."""
     ssl_check_hostname: bool = True
     """ssl.endpoint.identification.algorithm: False ("") skips the host name check; the CA check stays on."""
-    sasl_mechanism: str = attrs.field(default="PLAIN", converter=_upper, validator=_one_of(*_SASL_MECHANISMS))
+    sasl_mechanism: str = attrs.field(
+        default="PLAIN", converter=checks.upper, validator=checks.one_of(*_SASL_MECHANISMS)
+    )
     """sasl.mechanism: "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER" or "GSSAPI" (Kerberos: the
     ``[gssapi]`` extra)."""
-    sasl_username: str | None = attrs.field(default=None, validator=_optional_name)
+    sasl_username: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """No Java twin (Java's sasl.jaas.config): the SASL user."""
-    sasl_password: str | None = attrs.field(default=None, repr=_hidden)
+    sasl_password: str | None = attrs.field(default=None, repr=checks.hidden)
     """No Java twin (Java's sasl.jaas.config): the SASL password; never shown in reprs or logs."""
     sasl_oauthbearer_token_provider: Callable[[], Any] | None = attrs.field(
-        default=None, repr=False, validator=_callable_or_none
+        default=None, repr=False, validator=checks.callable_or_none
     )
     """No Java twin (Java's sasl.login.callback.handler.class): with ``sasl_mechanism="OAUTHBEARER"``, the callable,
     plain or ``async``, that returns an ``OAuthBearerToken`` or a JWT string. It is called when a connection needs
     a token and the one held has lived 80% of its lifetime; a plain one runs in a worker thread."""
-    sasl_oauthbearer_token_endpoint_url: str | None = attrs.field(default=None, validator=_optional_name)
+    sasl_oauthbearer_token_endpoint_url: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """sasl.oauthbearer.token.endpoint.url: with ``sasl_mechanism="OAUTHBEARER"`` and no token provider, the OIDC
     token endpoint the built-in provider asks with the client-credentials grant."""
-    sasl_oauthbearer_client_credentials_client_id: str | None = attrs.field(default=None, validator=_optional_name)
+    sasl_oauthbearer_client_credentials_client_id: str | None = attrs.field(
+        default=None, validator=checks.non_empty_or_none
+    )
     """sasl.oauthbearer.client.credentials.client.id: the built-in provider's client id."""
-    sasl_oauthbearer_client_credentials_client_secret: str | None = attrs.field(default=None, repr=_hidden)
+    sasl_oauthbearer_client_credentials_client_secret: str | None = attrs.field(default=None, repr=checks.hidden)
     """sasl.oauthbearer.client.credentials.client.secret: the built-in provider's client secret; never shown."""
-    sasl_oauthbearer_scope: str | None = attrs.field(default=None, validator=_optional_name)
+    sasl_oauthbearer_scope: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """sasl.oauthbearer.scope: the scope the built-in provider asks for (None: the endpoint's default)."""
-    sasl_oauthbearer_extensions: dict[str, str] = attrs.field(factory=dict, converter=_extensions)
+    sasl_oauthbearer_extensions: dict[str, str] = attrs.field(factory=dict, converter=checks.extensions)
     """No Java twin (Java's JAAS ``extension_<name>`` options; librdkafka's sasl.oauthbearer.extensions): SASL
     extensions the built-in provider's tokens carry, as a mapping or ``"key=value,key=value"``."""
-    sasl_kerberos_service_name: str = attrs.field(default="kafka", validator=_name)
+    sasl_kerberos_service_name: str = attrs.field(default="kafka", validator=checks.non_empty)
     """sasl.kerberos.service.name: with ``sasl_mechanism="GSSAPI"``, the service part of the brokers' Kerberos
     principals (``kafka/broker-host@REALM``)."""
-    sasl_kerberos_principal: str | None = attrs.field(default=None, validator=_optional_name)
+    sasl_kerberos_principal: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """sasl.kerberos.principal (librdkafka; Java's JAAS ``principal``): the client's principal; None: the one the
     credentials cache holds. Required with ``sasl_kerberos_keytab``."""
-    sasl_kerberos_keytab: str | None = attrs.field(default=None, validator=_optional_name)
+    sasl_kerberos_keytab: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """sasl.kerberos.keytab (librdkafka; Java's JAAS ``keyTab``): log in with this keytab's key for
     ``sasl_kerberos_principal``; None: use the default credentials cache (a prior ``kinit``)."""
-    sasl_kerberos_domain_name: str | None = attrs.field(default=None, validator=_optional_name)
+    sasl_kerberos_domain_name: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """No Java twin: the host part of the brokers' service principal; None: each broker's host as connected to."""
-    plugins: tuple[str | Plugin, ...] = attrs.field(default=(), converter=_plugins, validator=_check_plugin_list)
+    plugins: tuple[str | Plugin, ...] = attrs.field(
+        default=(), converter=checks.comma_list, validator=checks.check_plugin_list
+    )
     """No Java twin: request managers to run in the background loop, by installed name (entry-point group
     ``asyncconsumer.managers``, e.g. "lag-monitor") or as ``Plugin(name, factory)`` objects."""
     plugin_options: dict[str, dict[str, Any]] = attrs.field(
-        factory=dict, converter=_plugin_options, validator=_check_plugin_options
+        factory=dict, converter=checks.plugin_options, validator=_check_plugin_options
     )
     """No Java twin: options per plugin name, handed to the plugin as ``context.options``."""
-    plugin_errors: str = attrs.field(default="isolate", converter=_lower, validator=_one_of(*_PLUGIN_ERRORS))
+    plugin_errors: str = attrs.field(
+        default="isolate", converter=checks.lower, validator=checks.one_of(*_PLUGIN_ERRORS)
+    )
     """No Java twin: "isolate" switches a failing plugin off and keeps consuming; "fatal" stops the consumer and
     raises the ``PluginError`` from the caller's next call."""
-    key_deserializer: Deserializer | None = attrs.field(default=None, validator=_callable_or_none)
+    key_deserializer: Deserializer | None = attrs.field(default=None, validator=checks.callable_or_none)
     """key.deserializer: a callable taking the raw bytes (or None)."""
-    value_deserializer: Deserializer | None = attrs.field(default=None, validator=_callable_or_none)
+    value_deserializer: Deserializer | None = attrs.field(default=None, validator=checks.callable_or_none)
     """value.deserializer"""
 
     @classmethod
@@ -477,11 +337,11 @@ class ConsumerConfig:
             "enable_metrics_push",
         ):
             if isinstance(values.get(key), str):
-                values[key] = _boolean(key, values[key])
+                values[key] = checks.boolean(key, values[key])
         for key in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "auto_commit_interval_ms"):
             if isinstance(values.get(key), str) and values[key].strip().isdigit():
                 values[key] = int(values[key])
-        if _lower(values.get("group_protocol")) == "consumer":
+        if checks.lower(values.get("group_protocol")) == "consumer":
             for key in _CLASSIC_ONLY:
                 if key in values:  # like Java: set at all, even to the default, is an error
                     raise ConfigError(key, _CLASSIC_ONLY_MESSAGE)
@@ -494,7 +354,7 @@ class ConsumerConfig:
         return config
 
     def __attrs_post_init__(self) -> None:
-        self._check_security()
+        checks.check_security(self)
         if self.group_protocol == "consumer":
             for field in attrs.fields(type(self)):
                 if field.name in _CLASSIC_ONLY and getattr(self, field.name) != field.default:
@@ -508,77 +368,6 @@ class ConsumerConfig:
         if self.metadata_recovery_strategy == "rebootstrap":
             return self.metadata_recovery_rebootstrap_trigger_ms
         return None
-
-    def _check_security(self) -> None:
-        protocol = self.security_protocol
-        provider = "sasl_oauthbearer_token_provider"
-        url = "sasl_oauthbearer_token_endpoint_url"
-        client = ("sasl_oauthbearer_client_credentials_client_id", "sasl_oauthbearer_client_credentials_client_secret")
-        oidc = [url, *client, "sasl_oauthbearer_scope"]
-        kerberos_set = [key for key in _KERBEROS if getattr(self, key) is not None]
-        if self.sasl_kerberos_service_name != "kafka":
-            kerberos_set.append("sasl_kerberos_service_name")
-        if protocol.startswith("SASL_") and self.sasl_mechanism == "GSSAPI":
-            self._check_kerberos()
-            for key in ["sasl_username", "sasl_password", provider, *oidc]:
-                if getattr(self, key) is not None:
-                    raise ConfigError(key, "does not apply to GSSAPI: the Kerberos credentials give the identity")
-        elif kerberos_set:
-            raise ConfigError(kerberos_set[0], "applies only to sasl_mechanism GSSAPI, over SASL_PLAINTEXT or SASL_SSL")
-        elif protocol.startswith("SASL_") and self.sasl_mechanism == "OAUTHBEARER":
-            if self.sasl_oauthbearer_token_provider is None and self.sasl_oauthbearer_token_endpoint_url is None:
-                raise ConfigError(provider, f"or {url} is required when sasl_mechanism is OAUTHBEARER")
-            if self.sasl_oauthbearer_token_provider is not None:
-                for key in [*oidc, "sasl_oauthbearer_extensions"]:
-                    if getattr(self, key):
-                        raise ConfigError(key, f"is for the built-in token provider, but {provider} is set")
-            else:
-                for key in client:
-                    if not getattr(self, key):
-                        raise ConfigError(key, f"is required with {url}")
-            for key in ("sasl_username", "sasl_password"):
-                if getattr(self, key) is not None:
-                    raise ConfigError(key, "does not apply to OAUTHBEARER: the token provider gives the identity")
-        elif protocol.startswith("SASL_"):
-            for key in ("sasl_username", "sasl_password"):
-                if not getattr(self, key):
-                    raise ConfigError(key, f"is required when security_protocol is {protocol}")
-            for key in [provider, *oidc]:
-                if getattr(self, key) is not None:
-                    raise ConfigError(key, f"applies only to sasl_mechanism OAUTHBEARER, not {self.sasl_mechanism}")
-        else:
-            for key in ("sasl_username", "sasl_password", provider, *oidc):
-                if getattr(self, key) is not None:
-                    raise ConfigError(
-                        key, f"is set but security_protocol is {protocol}; use SASL_SSL or SASL_PLAINTEXT"
-                    )
-        tls_keys = [*_SSL_FILES, "ssl_context"]
-        if not protocol.endswith("SSL"):
-            for key in tls_keys:
-                if getattr(self, key) is not None:
-                    raise ConfigError(key, f"is set but security_protocol is {protocol}; use SSL or SASL_SSL")
-        if self.ssl_context is not None:
-            for key in _SSL_FILES:
-                if getattr(self, key) is not None:
-                    raise ConfigError(key, "cannot be combined with ssl_context (load it into the context instead)")
-            if not self.ssl_check_hostname:
-                raise ConfigError(
-                    "ssl_check_hostname", "cannot be combined with ssl_context (set check_hostname on it)"
-                )
-        if self.ssl_keyfile is not None and self.ssl_certfile is None:
-            raise ConfigError("ssl_keyfile", "needs ssl_certfile (the certificate the key belongs to)")
-
-    def _check_kerberos(self) -> None:
-        """The settings first, then the package: a wrong setting is reported the same with or without it."""
-        if self.sasl_kerberos_keytab is not None:
-            if not os.path.isfile(self.sasl_kerberos_keytab):
-                raise ConfigError("sasl_kerberos_keytab", f"no such file: {self.sasl_kerberos_keytab!r}")
-            if self.sasl_kerberos_principal is None:
-                raise ConfigError("sasl_kerberos_principal", "is required with sasl_kerberos_keytab")
-        try:
-            import gssapi  # noqa: F401 - only whether it imports (a build without its C library fails here too)
-        except (ImportError, OSError) as exc:
-            raise ConfigError("sasl_mechanism", f"GSSAPI needs the gssapi package: {EXTRA_GSSAPI} ({exc})") from exc
 
     def with_changes(self, **changes: Any) -> ConsumerConfig:
         if (
@@ -711,11 +500,13 @@ class ShareConsumerConfig:
     (``consumer``) and the share group's own."""
 
     consumer: ConsumerConfig
-    share_acknowledgement_mode: str = attrs.field(default="implicit", converter=_lower, validator=_one_of(*_ACK_MODES))
+    share_acknowledgement_mode: str = attrs.field(
+        default="implicit", converter=checks.lower, validator=checks.one_of(*_ACK_MODES)
+    )
     """share.acknowledgement.mode: "implicit" (a ``poll``, commit or close accepts every record the last ``poll``
     returned) or "explicit" (the caller acknowledges each record; ``poll`` refuses while one is left)."""
     share_acquire_mode: str = attrs.field(
-        default="batch_optimized", converter=_lower, validator=_one_of(*_ACQUIRE_MODES)
+        default="batch_optimized", converter=checks.lower, validator=checks.one_of(*_ACQUIRE_MODES)
     )
     """share.acquire.mode (KIP-1206): "batch_optimized" lets the broker exceed ``max_poll_records`` to keep batches
     whole; "record_limit" never acquires more than that (brokers with ShareFetch v2)."""

@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "asyncconsumer"
 
 LAYERS: list[set[str]] = [
-    {"errors", "records", "config", "metrics", "listener", "_clock", "_logs", "_patterns"},
+    {"errors", "records", "config", "_config_checks", "metrics", "listener", "_clock", "_logs", "_patterns"},
     {"protocol"},
     {"events"},
     {"_state"},
