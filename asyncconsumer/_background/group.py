@@ -97,6 +97,7 @@ class ConsumerGroup:
             request_timeout_ms=config.request_timeout_ms,
             member_epoch_in_fetch=built.member_epoch_in_offset_fetch,
             last_network_error=last_network_error,
+            on_fenced=self.membership.fenced,
         )
         self.has_listener = False
         """Whether the caller's subscription has a rebalance listener (set from the ``SubscribeEvent``)."""
@@ -185,12 +186,17 @@ class ConsumerGroup:
         done: Future[None] = Future()
 
         def ask(_: object = None) -> None:
-            if self.asks_caller:
+            if self.asks_caller or kind == "lost":
                 self._ask_caller(RebalanceEvent(kind, partitions, done))
             elif not done.done():
                 done.set_result(None)
 
-        if kind == "revoked":
+        if kind == "lost":
+            # Lost partitions go only through the caller's poll, listener or not (Java's classic consumer changes
+            # the assignment only in poll): until then nothing of them is handed out, and a commit of what was
+            # handed out fails (the member holds no generation) instead of finding nothing to commit.
+            self._subs.mark_pending_revocation(partitions)
+        elif kind == "revoked":
             # Nothing more from these partitions reaches the caller, whatever it resumes; their positions stay for
             # commits.
             self._subs.mark_pending_revocation(partitions)

@@ -26,6 +26,9 @@ class PartitionState:
 
     epoch: int = 0
     """Either thread, through a seek or a reset (the caller's seek, the background's reset answer)."""
+    held_since: int = 0
+    """Set once, when the partition enters the assignment (a number never used before): a commit made while the
+    consumer held the partition is sent only while it still holds it, without a gap (``holdings``, ``still_holds``)."""
     position: int | None = None
     """The caller's ``poll`` (advance) and seeks/resets; the background reads it for commits and fetch decisions."""
     fetch_position: int | None = None
@@ -35,8 +38,8 @@ class PartitionState:
     paused: bool = False
     """Background, processing the caller's pause/resume events."""
     pending_revocation: bool = False
-    """Background, as the group revokes the partition (before the rebalance listener runs): nothing more of it is
-    fetched or returned until it leaves the assignment. A ``resume`` does not undo it (Java's
+    """Background, as the group revokes the partition or the member loses it (before the rebalance listener runs):
+    nothing more of it is fetched or returned until it leaves the assignment. A ``resume`` does not undo it (Java's
     ``markPendingRevocation``); only an assignment that keeps the partition does."""
     high_watermark: int | None = None
     """Background (each fetch answer); read by the caller for lag and ``highwater``."""
@@ -93,7 +96,8 @@ class SubscriptionState:
                 raise IllegalStateError("assign() cannot be mixed with subscribe(): call unsubscribe() first")
             kept = {tp: st for tp, st in self._partitions.items() if tp in wanted}
             for tp in wanted - kept.keys():
-                kept[tp] = PartitionState(epoch=self._next_epoch(), reset_strategy=self._default_reset)
+                epoch = self._next_epoch()
+                kept[tp] = PartitionState(epoch=epoch, held_since=epoch, reset_strategy=self._default_reset)
             self._partitions = kept
             self.assignment_version += 1
 
@@ -123,7 +127,8 @@ class SubscriptionState:
             for st in kept.values():
                 st.pending_revocation = False  # the group gave it back
             for tp in wanted - kept.keys():
-                kept[tp] = PartitionState(epoch=self._next_epoch(), reset_strategy=COMMITTED)
+                epoch = self._next_epoch()
+                kept[tp] = PartitionState(epoch=epoch, held_since=epoch, reset_strategy=COMMITTED)
             self._partitions = kept
             self.assignment_version += 1
 
@@ -147,6 +152,21 @@ class SubscriptionState:
         """The position of every assigned partition that has one (what auto-commit commits)."""
         with self._lock:
             return {tp: st.position for tp, st in self._partitions.items() if st.position is not None}
+
+    def holdings(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """{tp: held_since} for those of ``partitions`` assigned now: what a commit made now is made under."""
+        with self._lock:
+            return {tp: st.held_since for tp in partitions if (st := self._partitions.get(tp)) is not None}
+
+    def still_holds(self, holdings: dict[TopicPartition, int]) -> bool:
+        """Whether every partition of ``holdings`` stayed assigned since then, without a gap: once the group gave a
+        partition to another member, no commit made before may land (a revocation under way still may commit)."""
+        with self._lock:
+            for tp, since in holdings.items():
+                st = self._partitions.get(tp)
+                if st is None or st.held_since != since:
+                    return False
+            return True
 
     def assigned(self) -> set[TopicPartition]:
         with self._lock:
@@ -383,7 +403,8 @@ class SubscriptionState:
                 state.paused = paused
 
     def mark_pending_revocation(self, partitions: Iterable[TopicPartition]) -> None:
-        """The group is revoking these (those still assigned): they are no longer fetched or returned."""
+        """The group is revoking these, or they were lost (those still assigned): they are no longer fetched or
+        returned, and they leave the assignment once the caller's ``poll`` has run its listener."""
         with self._lock:
             for tp in partitions:
                 state = self._partitions.get(tp)

@@ -2,9 +2,12 @@
 
 Retriable errors (coordinator loading, moved or unreachable) back off and retry, forgetting the coordinator when it
 moved; a commit the group no longer accepts (rebalanced, fenced, unknown member) fails at once with
-``CommitFailedError``. Auto-commit (every interval, before a revocation through the group, and on close) commits the
-positions; ``set_auto_commit`` turns it off or on while the consumer runs, and switching it off drops every
-auto-commit not yet sent and never retries one already out.
+``CommitFailedError``, and an answer that says the member itself is gone fences it (``on_fenced``). A group member's
+commit is made under its membership and the partitions it holds: it is sent, first or again, only while the member
+is still in the group and has held those partitions without a gap, so a fenced member's commit never lands.
+Auto-commit (every interval, before a revocation through the group, and on close) commits the positions;
+``set_auto_commit`` turns it off or on while the consumer runs, and switching it off drops every auto-commit not yet
+sent and never retries one already out.
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ _GROUP_MOVED_ON = frozenset(
 )
 """The group moved on without this member: a commit answered so is a ``CommitFailedError``, not retried.
 (STALE_MEMBER_EPOCH is not here: on KIP-848 the retry carries the member's current epoch.)"""
+_MEMBER_GONE = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
+"""The coordinator no longer knows the generation (or epoch) the commit carried: if that is still the member's, the
+member is fenced at once (Java's ``resetGenerationOnResponseError``), not at its next heartbeat."""
 
 Committed = dict[TopicPartition, OffsetAndMetadata | None]
 
@@ -93,6 +99,12 @@ class _Job:
     """An auto-commit of the positions (dropped, or never retried, once auto-commit is switched off)."""
     abandoned: bool = False
     """Auto-commit was switched off while this auto-commit was in flight: its answer ends it, whatever it says."""
+    made_by: Generation = attrs.field(factory=lambda: NO_GENERATION)
+    """The membership the commit was made under (``NO_GENERATION``: a consumer outside any group's assignment)."""
+    holdings: dict[TopicPartition, int] = attrs.field(factory=dict)
+    """What the commit was made under: the assigned partitions it names, with when each was assigned."""
+    sent_with: Generation = attrs.field(factory=lambda: NO_GENERATION)
+    """The generation (or member epoch) the last attempt carried."""
 
     def finish(self, result: object) -> None:
         if not self.done:
@@ -120,8 +132,11 @@ class CommitManager:
         request_timeout_ms: int = 30_000,
         member_epoch_in_fetch: bool = False,
         last_network_error: Callable[[], KafkaError | None] = lambda: None,
+        on_fenced: Callable[[int], None] = lambda code: None,
     ) -> None:
         self._coordinator = coordinator
+        self._on_fenced = on_fenced
+        """The membership's ``fenced``: a commit answer said the member's generation (or epoch) is gone."""
         self._last_network_error = last_network_error
         """The delegate's last connection error: named when a job times out before the coordinator was found."""
         self._member_epoch_in_fetch = member_epoch_in_fetch
@@ -158,7 +173,34 @@ class CommitManager:
         on_done: Callable[[object], None],
         on_error: Callable[[KafkaError], None],
     ) -> None:
-        self._jobs.append(_Job("commit", tuple(offsets), dict(offsets), deadline_ms, on_done, on_error))
+        self._add_commit(_Job("commit", tuple(offsets), dict(offsets), deadline_ms, on_done, on_error))
+
+    def _add_commit(self, job: _Job) -> None:
+        """Queues a commit made now: under the member's generation and the partitions it holds, or refused at once
+        when the consumer's partitions come from a group it is not in (fenced, or not yet joined)."""
+        job.made_by = self._generation()
+        if self._subs is not None:
+            job.holdings = self._subs.holdings(job.partitions)
+        if job.made_by is NO_GENERATION and self._group_assigned():
+            job.fail(CommitFailedError(_NOT_IN_GROUP))
+            return
+        self._jobs.append(job)
+
+    def _group_assigned(self) -> bool:
+        """Whether the partitions come from the group (``subscribe``), so only a member in it may commit."""
+        return self._subs is not None and self._subs.subscription is not None
+
+    def _stale(self, job: _Job) -> str | None:
+        """Why a commit may no longer be sent, or None: the member left or was fenced since it was made, or no longer
+        holds (without a gap) a partition it held then. A new generation alone is no reason: the partitions stayed."""
+        if job.kind != "commit" or job.made_by is NO_GENERATION:
+            return None
+        current = self._generation()
+        if current is NO_GENERATION or current.member_id != job.made_by.member_id:
+            return _NOT_IN_GROUP
+        if self._subs is not None and not self._subs.still_holds(job.holdings):
+            return "the group gave a partition of this commit to another member since it was made"
+        return None
 
     @property
     def pending(self) -> int:
@@ -260,7 +302,7 @@ class CommitManager:
 
         offsets = {tp: OffsetAndMetadata(offset) for tp, offset in positions.items()}
         deadline_ms = now_ms + self._request_timeout_ms
-        self._jobs.append(_Job("commit", tuple(offsets), offsets, deadline_ms, done, failed, auto=True))
+        self._add_commit(_Job("commit", tuple(offsets), offsets, deadline_ms, done, failed, auto=True))
         return True
 
     # --- the manager contract --------------------------------------------------------------------------------
@@ -286,6 +328,11 @@ class CommitManager:
                 continue
             if now_ms < job.retry_at_ms:
                 wait = min(wait, job.retry_at_ms - now_ms)
+                continue
+            stale = self._stale(job)
+            if stale is not None:
+                log.info("commit.stale", partitions=len(job.partitions), reason=stale, attempts=job.sent)
+                job.fail(CommitFailedError(_stale_message(stale, job.last_error)))
                 continue
             wait = min(wait, job.deadline_ms - now_ms)
             if coordinator is None:
@@ -324,7 +371,7 @@ class CommitManager:
                 topics=topics,
             )
             return OffsetFetchRequest(groups=(group,), require_stable=self._require_stable)
-        generation = self._generation()
+        generation = job.sent_with = self._generation()
         return OffsetCommitRequest(
             group_id=group_id,
             generation_id_or_member_epoch=generation.generation_id,
@@ -367,6 +414,8 @@ class CommitManager:
         elif code == ErrorCode.STALE_MEMBER_EPOCH and self._generation() is not NO_GENERATION:
             self._retry(job, now_ms, error)
         elif job.kind == "commit" and code in _GROUP_MOVED_ON:
+            if code in _MEMBER_GONE and job.sent_with is not NO_GENERATION and job.sent_with == self._generation():
+                self._on_fenced(code)  # before the caller hears: its next poll hands out nothing of the lost partitions
             job.fail(CommitFailedError(f"the group rebalanced or fenced this member before the commit: {error}"))
         elif error.retriable:
             self._retry(job, now_ms, error)
@@ -440,6 +489,17 @@ class CommitManager:
         job.attempts += 1
         job.retry_at_ms = now_ms + self._backoff.backoff_ms(job.attempts)
         log.info("commit.retry", kind=job.kind, error=str(error), attempts=job.attempts)
+
+
+_NOT_IN_GROUP = (
+    "this consumer is not a member of its group now (fenced, timed out or rejoining): it may own none of the "
+    "partitions; call poll(), which runs the lost-partitions callback and rejoins, and process them again"
+)
+
+
+def _stale_message(reason: str, last_error: KafkaError | None) -> str:
+    detail = f" (an earlier attempt failed: {last_error})" if last_error is not None else ""
+    return f"the commit was not sent: {reason}{detail}"
 
 
 def _commit_partition(partition: int, committed: OffsetAndMetadata) -> OffsetCommitRequestPartition:

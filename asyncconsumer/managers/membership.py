@@ -66,6 +66,12 @@ class MembershipManager(RequestManager, Protocol):
         """``enforce_rebalance()``: rejoin where the member decides rebalances, nothing where the coordinator does."""
         ...
 
+    def fenced(self, error_code: int) -> None:
+        """The coordinator no longer knows this member's generation or epoch (a heartbeat or a commit said so): its
+        partitions are lost. They stop being fetched and handed out at once, and leave the assignment only after the
+        caller's ``poll`` has run the lost-partitions callback; the member joins again after that."""
+        ...
+
 
 class HeartbeatManager(RequestManager, Protocol):
     """Keeps the member in its group, and leaves it for the member when the caller stops polling."""

@@ -145,10 +145,11 @@ class ClassicMembershipManager:
         if error_code in _RESET_MEMBER:
             self.member_id = ""
         lost, self.owned = self.owned, frozenset()
-        self._apply_assignment(frozenset())
         self._move(MemberState.UNJOINED)
-        if lost:
-            self._wait(self._listener("lost", lost), MemberState.UNJOINED)
+        if lost:  # they leave the assignment once the caller's poll has run their callback; the rejoin waits too
+            self._wait(self._listener("lost", lost), MemberState.UNJOINED, lambda: self._apply_assignment(self.owned))
+        else:
+            self._apply_assignment(frozenset())
 
     def leave(self, *, notify: bool = True) -> None:
         """Give up the partitions and leave (a static member does not send LeaveGroup).
@@ -162,21 +163,36 @@ class ClassicMembershipManager:
         self._apply_assignment(frozenset())
         if revoked and notify:
             self._listener("revoked", revoked)
+        self._move(self._after_leaving())
+
+    def _after_leaving(self) -> MemberState:
+        """LEAVING sends a LeaveGroup; a static member (or one never given an id) just stops."""
         if self.member_id and self._settings.group_instance_id is None:
-            self._move(MemberState.LEAVING)
-        else:
-            self._move(MemberState.UNJOINED)
+            return MemberState.LEAVING
+        return MemberState.UNJOINED
 
     def leave_until_next_poll(self) -> None:
-        """``max_poll_interval_ms`` passed without a ``poll``: leave now, join again when the caller polls."""
-        self.leave()
+        """``max_poll_interval_ms`` passed without a ``poll``: leave now, join again when the caller polls.
+
+        The partitions are lost, as in Java's classic consumer: nothing more of them is handed out, a commit of what
+        was handed out fails (the member holds no generation), and they leave the assignment at the next ``poll``.
+        """
+        self.subscribed = False
         self.rejoin_on_poll = True
+        if self.state in (MemberState.UNJOINED, MemberState.FATAL, MemberState.LEAVING):
+            return
+        lost, self.owned = self.owned, frozenset()
+        if lost:
+            self._listener("lost", lost)
+        self._move(self._after_leaving())
 
     def caller_polled(self) -> None:
-        """The caller's ``poll`` ran; a member that left for a poll timeout joins again."""
+        """The caller's ``poll`` ran; a member that left for a poll timeout lets its lost partitions go (the poll runs
+        their callback) and joins again."""
         if self.rejoin_on_poll:
             self.rejoin_on_poll = False
             self.subscribed = True
+            self._apply_assignment(self.owned)
 
     # --- the manager contract --------------------------------------------------------------------------------
     def poll(self, now_ms: int) -> PollResult:

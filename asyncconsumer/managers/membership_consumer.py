@@ -112,9 +112,11 @@ class ConsumerMembershipManager:
             self._join()
 
     def caller_polled(self) -> None:
-        """The caller's ``poll`` ran; a member that left for a poll timeout joins again."""
+        """The caller's ``poll`` ran; a member that left for a poll timeout lets its lost partitions go (the poll runs
+        their callback) and joins again."""
         if self.rejoin_on_poll:
             self.rejoin_on_poll = False
+            self._apply_assignment(self.owned)
             # Polled before the leave heartbeat went out: that leave ends UNSUBSCRIBED, and ``poll`` joins again.
             self._stale_after_leave = False
             if self.state is S.STALE and self.subscribed:
@@ -124,6 +126,7 @@ class ConsumerMembershipManager:
         """Give up the partitions and leave (``notify=False``: the caller's side already ran its revoke callback)."""
         self.subscribed = False
         if self.state is S.FENCED:
+            self._apply_assignment(self.owned)  # the lost partitions, without waiting for their callback
             self._move(S.UNSUBSCRIBED)
             return
         if self.state in _NOT_IN_GROUP:
@@ -182,11 +185,11 @@ class ConsumerMembershipManager:
         self._target = None
         lost, self.owned = self.owned, frozenset()
         self._reported = frozenset()
-        self._apply_assignment(frozenset())
         after = S.JOINING if self.subscribed and not leaving else S.UNSUBSCRIBED
-        if lost:
-            self._wait(self._listener("lost", lost), after)
+        if lost:  # they leave the assignment once the caller's poll has run their callback
+            self._wait(self._listener("lost", lost), after, lambda: self._apply_assignment(self.owned))
         else:
+            self._apply_assignment(frozenset())
             self._move(after)
 
     def fatal(self, error: KafkaError, *, report: bool = True) -> None:
@@ -291,7 +294,8 @@ class ConsumerMembershipManager:
         self._target = None
         self._reported = frozenset()
         given_up, self.owned = self.owned, frozenset()
-        self._apply_assignment(frozenset())
+        if not lost:  # lost partitions stay (withheld) until the caller polls again (``caller_polled``)
+            self._apply_assignment(frozenset())
         if given_up and notify:
             kind = "lost" if lost else "revoked"
             if lost:  # the caller is not polling: its callback cannot hold the leave back

@@ -22,6 +22,7 @@ from asyncconsumer.managers.membership import MembershipContext
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.protocol.consumer_protocol import encode_assignment
+from asyncconsumer.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from asyncconsumer.protocol.messages.consumer_protocol import (
     ConsumerProtocolAssignment,
 )
@@ -38,6 +39,7 @@ from asyncconsumer.protocol.messages.metadata import (
 from asyncconsumer.protocol.messages.sync_group import SyncGroupResponse
 from asyncconsumer.records import TopicPartition
 from tests.support.classic_member import joined
+from tests.support.consumer_member import answer
 
 
 def answer_metadata(
@@ -168,3 +170,26 @@ class WiredGroup:
             ),
             2,
         )
+
+    def join_as_kip848_member(self, *, listener: bool) -> None:
+        """Subscribes to ``t`` (two partitions) and joins on KIP-848's protocol (``group_protocol="consumer"``), given
+        both partitions at epoch 5; with a listener, the assign callback is left to the test."""
+        self.group.has_listener = listener
+        self.subscriptions.subscribe(["t"])
+        answer_metadata(self.metadata, {"t": 2})
+        self.find_coordinator()
+        topic_id = self.metadata.cluster.topics["t"].topic_id
+        self.group.membership.subscribe()
+        (heartbeat,) = self.group.heartbeat.poll(1).unsent_requests
+        request = heartbeat.request
+        assert isinstance(request, ConsumerGroupHeartbeatRequest)
+        heartbeat.on_response(answer(5, {topic_id: (0, 1)}, member_id=request.member_id), 1)
+        self.group.membership.poll(2)  # reconciles: the partitions are applied, the assign callback asked for
+        if not listener:
+            assert self.subscriptions.assigned() == {TopicPartition("t", 0), TopicPartition("t", 1)}
+
+    def finish_rebalance_callbacks(self) -> None:
+        """What the caller's ``poll`` does with every rebalance event it was sent: run it (no listener here), done."""
+        for event in self.asked:
+            if not event.done.done():
+                event.done.set_result(None)

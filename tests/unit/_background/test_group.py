@@ -10,6 +10,8 @@ import re
 import pytest
 
 from asyncconsumer._background import group as group_module
+from asyncconsumer.errors import CommitFailedError, ErrorCode
+from asyncconsumer.managers.commit import NO_GENERATION
 from asyncconsumer.managers.member_state import MemberState
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState
 from asyncconsumer.protocol.messages.offset_commit import (
@@ -18,7 +20,7 @@ from asyncconsumer.protocol.messages.offset_commit import (
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
-from asyncconsumer.records import TopicPartition
+from asyncconsumer.records import OffsetAndMetadata, TopicPartition
 from tests.support.group_context import WiredGroup, answer_metadata
 from tests.support.logs import captured_events, events_named
 
@@ -210,3 +212,41 @@ def test_unknown_topics_of_a_manual_assignment_or_a_pattern_are_not_warned_of(mo
     assert patterned.subscriptions.subscription == {"t"}
     assert events_named(events, "subscription.topic_unknown") == []
     assert events_named(events, "group.pattern_matched") != []  # the capture heard the group's logger
+
+
+@pytest.mark.parametrize(
+    ("protocol", "code"),
+    [("classic", ErrorCode.ILLEGAL_GENERATION), ("classic", ErrorCode.UNKNOWN_MEMBER_ID),
+     ("consumer", ErrorCode.FENCED_MEMBER_EPOCH), ("consumer", ErrorCode.UNKNOWN_MEMBER_ID)],
+)
+def test_a_commit_refused_for_the_member_s_generation_fences_it_at_once(protocol: str, code: ErrorCode) -> None:
+    """The network-faults issue's third defect: the coordinator refused a commit because it no longer knows the
+    member, and ``poll`` went on handing out buffered records until the next heartbeat noticed. Now the refusal
+    fences the member before the commit's caller hears: nothing more of its partitions is handed out, and the
+    caller's next poll runs the lost callback."""
+    wired = WiredGroup(group_protocol=protocol)
+    if protocol == "consumer":
+        wired.join_as_kip848_member(listener=False)
+    else:
+        wired.join_as_leader(listener=False)
+    t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    for tp in (t0, t1):
+        wired.subscriptions.seek(tp, 5)
+    failed: list[object] = []
+    commit = wired.group.commit
+    commit.commit({t0: OffsetAndMetadata(5)}, 10_000, failed.append, failed.append)
+    (sent,) = [r for r in commit.poll(10).unsent_requests if isinstance(r.request, OffsetCommitRequest)]
+    sent.on_response(
+        OffsetCommitResponse(
+            topics=(
+                OffsetCommitResponseTopic(
+                    name="t", partitions=(OffsetCommitResponsePartition(partition_index=0, error_code=code),)
+                ),
+            )
+        ),
+        11,
+    )
+    assert isinstance(failed[0], CommitFailedError)
+    assert wired.group.membership.generation() is NO_GENERATION
+    assert all(wired.subscriptions.is_withheld(tp) for tp in (t0, t1))
+    assert [(e.kind, e.partitions) for e in wired.asked][-1] == ("lost", frozenset({t0, t1}))

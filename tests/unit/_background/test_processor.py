@@ -15,6 +15,8 @@ from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.errors import (
     AuthenticationError,
     ClientClosedError,
+    CommitFailedError,
+    ErrorCode,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
@@ -41,7 +43,8 @@ from asyncconsumer.events.application import (
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.records import PartitionInfo, TopicPartition
+from asyncconsumer.protocol.messages.offset_commit import OffsetCommitRequest
+from asyncconsumer.records import OffsetAndMetadata, PartitionInfo, TopicPartition
 from tests.support.group_context import WiredGroup, answer_metadata
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -208,10 +211,9 @@ def test_auto_commit_switched_off_completes_once_no_auto_commit_is_in_flight() -
     on = parts.process(SetAutoCommitEvent(enabled=True, deadline_ms=10))
     assert on.future.result(0) is None and commit.auto_commit_enabled
 
-    wired.find_coordinator()
-    wired.subscriptions.subscribe(["t"])
-    wired.subscriptions.assign_from_group([T0])
-    wired.subscriptions.seek(T0, 4)
+    wired.join_as_leader(listener=False)
+    for tp in wired.subscriptions.assigned():
+        wired.subscriptions.seek(tp, 4)
     assert commit.commit_positions(0)  # an auto-commit (as before a revocation), then sent
     (sent,) = commit.poll(0).unsent_requests
     off = parts.process(SetAutoCommitEvent(enabled=False, deadline_ms=100))
@@ -280,3 +282,80 @@ def test_closing_fails_what_is_still_waiting_as_closed() -> None:
     error = waiting.future.exception(0)
     assert isinstance(error, ClientClosedError) and str(error) == "the consumer is closed"
     assert parts.processor.next_deadline_ms() is None
+
+
+# --- a fenced member's commit (the network-faults issue's first defect) ------------------------------------------
+FENCING = [
+    pytest.param("classic", ErrorCode.ILLEGAL_GENERATION, id="classic-illegal-generation"),
+    pytest.param("classic", ErrorCode.UNKNOWN_MEMBER_ID, id="classic-unknown-member"),
+    pytest.param("consumer", ErrorCode.FENCED_MEMBER_EPOCH, id="kip848-fenced-epoch"),
+    pytest.param("consumer", ErrorCode.UNKNOWN_MEMBER_ID, id="kip848-unknown-member"),
+]
+
+
+def joined_group(protocol: str) -> WiredGroup:
+    """A member holding t-0 and t-1 with records consumed up to offset 7 in each, and no rebalance listener."""
+    wired = WiredGroup(group_protocol=protocol)
+    if protocol == "consumer":
+        wired.join_as_kip848_member(listener=False)
+    else:
+        wired.join_as_leader(listener=False)
+    for tp in (T0, T1):
+        wired.subscriptions.seek(tp, 7)
+    return wired
+
+
+@pytest.mark.parametrize(("protocol", "code"), FENCING)
+def test_a_commit_after_the_member_was_fenced_fails_instead_of_finding_nothing_to_commit(
+    protocol: str, code: ErrorCode
+) -> None:
+    """A heartbeat fenced the member: its partitions stay assigned (withheld) until the caller's poll runs the lost
+    callback, so ``commit()`` of what was handed out fails, as Java's classic consumer raises CommitFailedException,
+    rather than completing with nothing committed while those records are read again after the rejoin."""
+    wired = joined_group(protocol)
+    parts = Parts(wired)
+    wired.group.membership.fenced(code)
+
+    commit = parts.process(CommitEvent(offsets=None, deadline_ms=10_000))
+    assert isinstance(commit.future.exception(0), CommitFailedError)
+    assert not [r for r in wired.group.commit.poll(1).unsent_requests if isinstance(r.request, OffsetCommitRequest)]
+    # Nothing of the lost partitions is fetched or handed out meanwhile, listener or not.
+    assert wired.subscriptions.assigned() == {T0, T1}
+    assert all(wired.subscriptions.is_withheld(tp) for tp in (T0, T1))
+    assert wired.subscriptions.fetchable() == []
+    assert [(e.kind, e.partitions) for e in wired.asked] == [("lost", frozenset({T0, T1}))]
+
+    wired.finish_rebalance_callbacks()  # the caller's poll ran it
+    wired.group.membership.poll(2)
+    assert wired.subscriptions.assigned() == set()
+    after = parts.process(CommitEvent(offsets=None, deadline_ms=10_000))
+    assert after.future.result(0) is None  # nothing is assigned now: nothing to commit
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_an_explicit_commit_by_a_member_not_in_its_group_fails_at_once(protocol: str) -> None:
+    """Subscribed, but not (or no longer) in the group: no commit goes out at all, not even a standalone one."""
+    wired = joined_group(protocol)
+    parts = Parts(wired)
+    wired.group.membership.fenced(ErrorCode.UNKNOWN_MEMBER_ID)
+    commit = parts.process(CommitEvent(offsets={T0: OffsetAndMetadata(3)}, deadline_ms=10_000))
+    error = commit.future.exception(0)
+    assert isinstance(error, CommitFailedError) and "not a member of its group" in str(error)
+    assert wired.group.commit.pending == 0
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_after_a_poll_timeout_a_commit_fails_and_the_next_poll_lets_the_partitions_go(protocol: str) -> None:
+    """``max_poll_interval_ms`` passed: the member left, and its partitions are lost (Java's CommitFailedException
+    for a commit after the poll interval): withheld, not committable, gone from the assignment at the next poll."""
+    wired = joined_group(protocol)
+    parts = Parts(wired)
+    membership = wired.group.membership
+    assert hasattr(membership, "leave_until_next_poll")
+    membership.leave_until_next_poll()
+    commit = parts.process(CommitEvent(offsets=None, deadline_ms=10_000))
+    assert isinstance(commit.future.exception(0), CommitFailedError)
+    assert wired.subscriptions.assigned() == {T0, T1} and wired.subscriptions.fetchable() == []
+    assert [(e.kind, e.partitions) for e in wired.asked] == [("lost", frozenset({T0, T1}))]
+    parts.process(PolledEvent(deadline_ms=10_000))
+    assert wired.subscriptions.assigned() == set()

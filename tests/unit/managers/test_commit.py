@@ -332,3 +332,106 @@ def test_an_explicit_commit_is_untouched_by_switching_auto_commit_off() -> None:
     assert commits((request,)) == [(0, 5)]
     request.on_response(committed_answer(), 1)
     assert done == [None]
+
+
+# --- commits made under a membership (the network-faults issue's second and third defects) ------------------------
+class Member:
+    """A commit manager of a group member holding t-0, whose generation and fencing the test drives."""
+
+    def __init__(self) -> None:
+        self.generation = Generation(5, "m")
+        self.fenced: list[int] = []
+        self.done: list[Any] = []
+        self.subs = SubscriptionState("earliest")
+        self.subs.subscribe(["t"])
+        self.subs.assign_from_group([TP0])
+        self.subs.seek(TP0, 10)  # consumed up to 10: no committed offset to look up
+        coordinator = CoordinatorManager("g", ExponentialBackoff(100, 1000, jitter=0), lambda e: None)
+        (find,) = coordinator.poll(0).unsent_requests
+        find.on_response(FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=9092, error_message=None), 0)
+        self.manager = CommitManager(
+            coordinator,
+            lambda: self.generation,
+            ExponentialBackoff(100, 1000, jitter=0),
+            subscriptions=self.subs,
+            on_fenced=self.on_fenced,
+        )
+
+    def on_fenced(self, code: int) -> None:
+        assert self.done == [], "the member is fenced before the caller hears of the failed commit"
+        self.fenced.append(code)
+
+    def commit(self) -> None:
+        self.manager.commit({TP0: OffsetAndMetadata(10)}, 10_000, self.done.append, self.done.append)
+
+
+def test_a_commit_retried_after_the_member_was_fenced_is_never_sent() -> None:
+    """Once fenced the member holds no generation: the retry would have gone out as a standalone commit (generation
+    -1), which Kafka accepts while the group is empty. It fails instead, naming why."""
+    member = Member()
+    member.commit()
+    one(member.manager.poll(0).unsent_requests).on_response(KafkaConnectionError("gone"), 1)
+    member.generation = NO_GENERATION  # a heartbeat fenced the member meanwhile
+    assert member.manager.poll(500).unsent_requests == ()
+    (error,) = member.done
+    assert isinstance(error, CommitFailedError) and "not a member of its group" in str(error)
+    assert "gone" in str(error)  # the attempt that failed before is named too
+
+
+def test_a_commit_is_not_retried_once_its_partition_was_given_away_and_back() -> None:
+    """Same member, but the partition left its assignment in between (another member may have committed it)."""
+    member = Member()
+    member.commit()
+    one(member.manager.poll(0).unsent_requests).on_response(KafkaConnectionError("gone"), 1)
+    member.subs.assign_from_group([])
+    member.subs.assign_from_group([TP0])
+    member.generation = Generation(7, "m")
+    sent = member.manager.poll(500).unsent_requests
+    assert [r for r in sent if not isinstance(r.request, OffsetFetchRequest)] == []  # only the new position's lookup
+    assert isinstance(member.done[0], CommitFailedError) and "another member" in str(member.done[0])
+
+
+def test_a_commit_is_retried_in_a_new_generation_that_kept_its_partitions() -> None:
+    """A cooperative rebalance (or a KIP-848 epoch bump) that left the partition with the member: the retry carries
+    the generation the member holds now."""
+    member = Member()
+    member.commit()
+    one(member.manager.poll(0).unsent_requests).on_response(committed_answer(error_code=14), 1)  # loading
+    member.generation = Generation(6, "m")
+    retry = one(member.manager.poll(500).unsent_requests)
+    assert isinstance(retry.request, OffsetCommitRequest) and retry.request.generation_id_or_member_epoch == 6
+    retry.on_response(committed_answer(), 501)
+    assert member.done == [None]
+
+
+@pytest.mark.parametrize("code", [22, 25, 110])  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH
+def test_a_commit_the_coordinator_refuses_for_the_member_s_own_generation_fences_the_member(code: int) -> None:
+    member = Member()
+    member.commit()
+    one(member.manager.poll(0).unsent_requests).on_response(committed_answer(error_code=code), 1)
+    assert member.fenced == [code]
+    assert isinstance(member.done[0], CommitFailedError)
+
+
+def test_a_refusal_of_an_older_generation_does_not_fence_the_member_it_is_now() -> None:
+    """The member rejoined while the commit was out: the refusal is of the old generation (Java's
+    ``generationUnchanged``), so only the commit fails."""
+    member = Member()
+    member.commit()
+    sent = one(member.manager.poll(0).unsent_requests)
+    member.generation = Generation(6, "m")
+    sent.on_response(committed_answer(error_code=22), 1)
+    assert member.fenced == []
+    assert isinstance(member.done[0], CommitFailedError)
+
+
+def test_a_consumer_with_a_manual_assignment_commits_without_a_generation() -> None:
+    """No subscription: the partitions are the caller's own, and the standalone commit (generation -1) is right."""
+    manager, _ = setup()
+    subs = SubscriptionState("earliest")
+    subs.assign([TP0])
+    manager._subs = subs
+    done: list[Any] = []
+    manager.commit({TP0: OffsetAndMetadata(3)}, 10_000, done.append, done.append)
+    request = one(manager.poll(0).unsent_requests)
+    assert isinstance(request.request, OffsetCommitRequest) and request.request.generation_id_or_member_epoch == -1

@@ -731,3 +731,26 @@ def test_while_the_caller_holds_records_the_manager_turns_within_the_ride_time()
     assert c.manager.poll(3).time_until_next_poll_ms > ACK_RIDE_MS
     c.demand.held = 10
     assert c.manager.poll(4).time_until_next_poll_ms <= ACK_RIDE_MS
+
+
+def test_a_fenced_member_s_commit_waits_for_the_rejoin_and_reports_what_the_broker_says() -> None:
+    """The network-faults issue asks the commit paths of a fenced member again for share groups: acknowledgements
+    committed while the member is fenced are not sent, nor reported as done, until it is in the group again; then
+    they go under its member id and each partition's result is the broker's own (a lock the broker released after
+    the fence is INVALID_RECORD_STATE, never a success the client made up)."""
+    c = Consumer()
+    c.opened()
+    heartbeat, unsent = c.member.send(1000)
+    unsent.on_response(answer(-1, code=ErrorCode.FENCED_MEMBER_EPOCH), 1001)
+    assert not c.member.membership.joined
+    c.manager.acknowledge({T0: {0: ACCEPT}}, c.commits.append)
+    assert c.poll(1002) == {} and c.commits == [] and c.acks() == []
+    rejoin, unsent = c.member.send(1003)
+    assert rejoin.member_epoch == 0 and rejoin.member_id == heartbeat.member_id
+    unsent.on_response(answer(3, {c.topic_id: (0, 1)}), 1004)
+    sent = c.poll(1005)
+    commit = ack_request(sent[1])  # the commit goes at once, on the session kept for broker 1
+    assert commit.member_id == heartbeat.member_id
+    sent[1].on_response(acknowledged(c.topic_id, (0, ErrorCode.INVALID_RECORD_STATE)), 1006)
+    (results,) = c.commits
+    assert results[T0] is not None and "INVALID_RECORD_STATE" in str(results[T0])
