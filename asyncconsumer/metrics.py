@@ -125,6 +125,12 @@ class ShareConsumerMetrics:
     """Records whose acknowledgement went to the broker (with a ShareFetch or a ShareAcknowledge)."""
     connections_created: int = 0
     """Connections made to brokers, as for a consumer."""
+    buffered_bytes: int = 0
+    """Fetched bytes waiting for the caller: with what fetches in flight may bring, within
+    ``fetch_buffer_limit_bytes``, as for a consumer."""
+    fetch_buffer_limit_bytes: int = 0
+    """What buffered plus in-flight bytes may reach now: half of ``fetch_buffer_bytes`` at first, grown to it when the
+    caller keeps running the buffer dry."""
 
 
 class RateMeter:

@@ -11,10 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from typing import Protocol
 
+import attrs
+
+from asyncconsumer._background.control import LoopControl
 from asyncconsumer._clock import Clock
 from asyncconsumer._logs import get_logger
 from asyncconsumer._state.cluster import Cluster
+from asyncconsumer._state.queues import BackgroundEventQueue
 from asyncconsumer._state.snapshot import CallerActivity
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.assignors import PartitionAssignor
@@ -32,56 +37,64 @@ from asyncconsumer.records import TopicPartition
 log = get_logger("asyncconsumer.group")
 
 
-class ConsumerGroup:
-    """Coordinator, commit, membership and heartbeat managers for ``config.group_id``."""
+class Brokers(Protocol):
+    """What the group asks of the network (the delegate answers)."""
 
-    def __init__(
-        self,
-        config: ConsumerConfig,
-        assignors: Sequence[PartitionAssignor],
-        clock: Clock,
-        subscriptions: SubscriptionState,
-        metadata: MetadataManager,
-        emit_error: Callable[[ErrorEvent], None],
-        ask_caller: Callable[[RebalanceEvent], None],
-        *,
-        membership: MembershipBuilder,
-        activity: CallerActivity | None = None,
-        api_supported: Callable[[int], bool | None] = lambda key: None,
-        last_network_error: Callable[[], KafkaError | None] = lambda: None,
-        poll_again: Callable[[], None] = lambda: None,
-    ) -> None:
+    def supports_api(self, key: int) -> bool | None: ...
+
+    def last_connection_error(self) -> KafkaError | None: ...
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class GroupContext:
+    """What the group wiring is built from: the consumer's settings and shared state, and the loop's parts."""
+
+    config: ConsumerConfig
+    clock: Clock
+    subscriptions: SubscriptionState
+    activity: CallerActivity
+    metadata: MetadataManager
+    assignors: Sequence[PartitionAssignor]
+    membership: MembershipBuilder
+    """How the kind of membership ``group_protocol`` names is built."""
+    events: BackgroundEventQueue
+    """Where errors and rebalance-listener calls for the caller are staged."""
+    brokers: Brokers
+    control: LoopControl
+
+
+class ConsumerGroup:
+    """Coordinator, commit, membership and heartbeat managers for ``config.group_id``; the membership's host."""
+
+    def __init__(self, context: GroupContext) -> None:
+        config = context.config
         assert config.group_id is not None
         self.group_id = config.group_id
         self._config = config
-        self._clock = clock
-        self._poll_again = poll_again
-        """The loop's ``poll_again``: what a membership hands over below (an assignment to apply, a listener call)
-        is work for managers the loop may have polled already in this pass."""
-        self._subs = subscriptions
-        self._metadata = metadata
-        self._ask_caller = ask_caller
-        activity = activity or CallerActivity()
+        self._clock = context.clock
+        self._control = context.control
+        """The loop's: what a membership hands over below (an assignment to apply, a listener call) is work for
+        managers the loop may have polled already in this pass."""
+        self._subs = context.subscriptions
+        self._metadata = context.metadata
+        self._events = context.events
+        self._activity = context.activity
+        self._brokers = context.brokers
         backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
-        self.coordinator = CoordinatorManager(self.group_id, backoff, emit_error)
+        self.coordinator = CoordinatorManager(self.group_id, backoff, self._events.stage)
         self._pattern: re.Pattern[str] | None = None
         self._reported_unknown: set[str] = set()
         """Subscribed topics warned of as unknown, until metadata shows them or they are no longer subscribed."""
-        built = membership(
+        built = context.membership(
             MembershipContext(
                 config=config,
                 group_id=self.group_id,
-                subscriptions=subscriptions,
-                metadata=metadata,
+                subscriptions=self._subs,
+                metadata=self._metadata,
                 coordinator=self.coordinator,
-                assignors=assignors,
+                assignors=context.assignors,
                 backoff=backoff,
-                emit=emit_error,
-                apply_assignment=self._apply_assignment,
-                listener=self._listener_call,
-                last_poll_ms=lambda: activity.last_poll_ms,
-                pattern=lambda: self._pattern,
-                api_supported=api_supported,
+                host=self,
             )
         )
         self.membership = built.manager
@@ -92,11 +105,11 @@ class ConsumerGroup:
             self.coordinator,
             self.membership.generation,
             backoff,
-            subscriptions=subscriptions,
+            subscriptions=self._subs,
             auto_commit_interval_ms=config.auto_commit_interval_ms if config.enable_auto_commit else None,
             request_timeout_ms=config.request_timeout_ms,
             member_epoch_in_fetch=built.member_epoch_in_offset_fetch,
-            last_network_error=last_network_error,
+            last_network_error=self._brokers.last_connection_error,
             on_fenced=self.membership.fenced,
         )
         self.has_listener = False
@@ -104,7 +117,7 @@ class ConsumerGroup:
         self.rebalance_hook = False
         """Whether the caller's side has an internal rebalance hook (``SetRebalanceHookEvent``): every assignment and
         revocation then goes to the caller, listener or not. Independent of ``subscribe``, which leaves it as it is."""
-        metadata.add_listener(self._on_metadata)
+        self._metadata.add_listener(self._on_metadata)
 
     def set_auto_commit(self, enabled: bool, on_quiet: Callable[[], None] | None = None) -> None:
         """Auto-commit on (every ``auto_commit_interval_ms``, before a revocation, on close) or off, whatever the
@@ -173,21 +186,34 @@ class ConsumerGroup:
     def on_disconnect(self, node_id: int) -> None:
         self.coordinator.disconnected(node_id)
 
-    # --- what every membership asks ----------------------------------------------------------------------------
-    def _apply_assignment(self, partitions: frozenset[TopicPartition]) -> None:
-        self._poll_again()  # the commit manager looks up the new partitions' committed offsets
+    # --- what every membership asks (``MembershipHost``) --------------------------------------------------------
+    @property
+    def pattern(self) -> re.Pattern[str] | None:
+        return self._pattern
+
+    def report(self, event: ErrorEvent) -> None:
+        self._events.stage(event)
+
+    def last_poll_ms(self) -> int | None:
+        return self._activity.last_poll_ms
+
+    def supports_api(self, key: int) -> bool | None:
+        return self._brokers.supports_api(key)
+
+    def apply_assignment(self, partitions: frozenset[TopicPartition]) -> None:
+        self._control.poll_again()  # the commit manager looks up the new partitions' committed offsets
         self._subs.assign_from_group(partitions)
         self._metadata.set_topics(self._subs.topics() | (self._subs.subscription or frozenset()))
 
-    def _listener_call(self, kind: str, partitions: frozenset[TopicPartition]) -> Future[None]:
+    def call_listener(self, kind: str, partitions: frozenset[TopicPartition]) -> Future[None]:
         # Work for the loop either way: a commit before revoking, a callback staged for the caller, or a future
         # already done that the membership goes on from.
-        self._poll_again()
+        self._control.poll_again()
         done: Future[None] = Future()
 
         def ask(_: object = None) -> None:
             if self.asks_caller or kind == "lost":
-                self._ask_caller(RebalanceEvent(kind, partitions, done))
+                self._events.stage(RebalanceEvent(kind, partitions, done))
             elif not done.done():
                 done.set_result(None)
 

@@ -2,9 +2,10 @@
 
 One iteration: drain application events → read ``now`` once → poll every manager in a fixed order and hand their
 requests to the delegate → fail events past their deadline → sleep in ``delegate.poll`` until something happens →
-publish the snapshot and deliver what the iteration staged. The caller wakes the loop from any thread with
-``wakeup()``; on the background thread, a part that hands a manager work in the middle of the pass (perhaps after
-that manager's turn: the membership queueing a commit before it revokes) calls ``poll_again()``.
+publish the snapshot and deliver what the iteration staged. Parts reach the loop through its ``LoopControl``
+(``control.py``), made before them: any thread wakes it; on the background thread, a part that hands a manager work
+in the middle of the pass (perhaps after that manager's turn: the membership queueing a commit before it revokes)
+asks for another pass, and the event processor asks for the close.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 import anyio
 import attrs
 
+from asyncconsumer._background.control import LoopControl
 from asyncconsumer._background.owned import Owner
 from asyncconsumer._background.processor import EventProcessor
 from asyncconsumer._clock import Clock
@@ -37,6 +39,7 @@ class ConsumerNetworkThread:
     def __init__(
         self,
         clock: Clock,
+        control: LoopControl,
         app_events: ApplicationEventQueue,
         background_events: BackgroundEventQueue,
         processor: EventProcessor,
@@ -48,6 +51,7 @@ class ConsumerNetworkThread:
         owner: Owner | None = None,
     ) -> None:
         self._clock = clock
+        self._control = control
         self._app_events = app_events
         self._background_events = background_events
         self._processor = processor
@@ -58,17 +62,10 @@ class ConsumerNetworkThread:
         the iteration staged for the caller (fetched records, background events) and wakes it."""
         self._owner = owner or Owner()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()
-        self._wake_pending = False
-        """Set by any thread's ``wakeup`` and cleared on the background loop: coalesces wake-ups."""
-        self._poll_again = False
-        """Background only: set by ``poll_again`` since the current pass over the managers began."""
-        self._close_event: CloseEvent | None = None
-        """Background only (set by the processor when the caller's close event arrives)."""
         self.failure: BaseException | None = None
         self.iterations = 0
-        app_events.set_wakeup(self.wakeup)
+        app_events.set_wakeup(control.wakeup)
 
     # --- caller side ----------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -81,30 +78,13 @@ class ConsumerNetworkThread:
 
     def wakeup(self) -> None:
         """Thread-safe; coalesces wake-ups so a burst of events costs one loop hop."""
-        loop = self._loop
-        if loop is None or self._wake_pending:
-            return
-        self._wake_pending = True
-        with contextlib.suppress(RuntimeError):  # the loop has already stopped
-            loop.call_soon_threadsafe(self._wake_in_loop)
+        self._control.wakeup()
 
     def join(self, timeout_s: float) -> bool:
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
 
     # --- background side ------------------------------------------------------------------------------------
-    def poll_again(self) -> None:
-        """Background side: a manager was handed work during the pass, maybe after its turn; poll them all again
-        before sleeping."""
-        self._poll_again = True
-
-    def _wake_in_loop(self) -> None:
-        self._wake_pending = False
-        self._delegate.wakeup()
-
-    def request_close(self, event: CloseEvent) -> None:
-        self._close_event = event
-
     def _run(self) -> None:
         try:
             anyio.run(self._main, backend="asyncio")
@@ -116,14 +96,14 @@ class ConsumerNetworkThread:
 
     async def _main(self) -> None:
         self._owner.claim()
-        self._loop = asyncio.get_running_loop()
+        self._control.bind(asyncio.get_running_loop(), self._delegate.wakeup)
         self._started.set()
         async with anyio.create_task_group() as tg:
             self._delegate.attach(tg)
             try:
-                while self._close_event is None:
+                while (closing := self._control.close_event) is None:
                     await self.run_once()
-                await self._close(self._close_event)
+                await self._close(closing)
                 self._publish(self._clock.now_ms())
             except Exception as exc:
                 log.error("background.failed", error=repr(exc))
@@ -148,11 +128,11 @@ class ConsumerNetworkThread:
         self.iterations += 1
         for event in self._app_events.drain():
             self._processor.process(event)
-        if self._close_event is not None:
+        if self._control.close_event is not None:
             return  # close now rather than after the next sleep
         now = self._clock.now_ms()
         wait = MAX_POLL_WAIT_MS
-        self._poll_again = False  # what was handed over before the pass, the pass sees
+        self._control.begin_pass()
         for manager in self._managers:
             result = manager.poll(now)
             if result.unsent_requests:
@@ -166,7 +146,7 @@ class ConsumerNetworkThread:
             wait = min(wait, deadline - now)
         # The loop sleeps only when no work waits: no new event, no manager handed work after its turn, nothing
         # staged for the caller (delivered when this iteration ends).
-        if self._app_events or self._poll_again or self._background_events.staged:
+        if self._app_events or self._control.again or self._background_events.staged:
             wait = 0
         await self._delegate.poll(max(wait, 0), now)
         self._publish(self._clock.now_ms())

@@ -10,9 +10,12 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from asyncconsumer._state.snapshot import NO_PARTITIONS, BackgroundSnapshot, Published
+from asyncconsumer._state.snapshot import NO_PARTITIONS, BackgroundSnapshot, Published, PublishedShare, ShareSnapshot
+from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.fetch import FetchManager
 from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.managers.share_consume import ShareConsumeManager
+from asyncconsumer.managers.share_membership import ShareMembershipManager
 from asyncconsumer.network.delegate import NetworkClientDelegate
 
 if TYPE_CHECKING:
@@ -96,4 +99,43 @@ class SnapshotPublisher:
             member_id=member_id,
             group_instance_id=instance_id,
             rejoin_on_poll=rejoin_on_poll,
+        )
+
+
+class ShareSnapshotPublisher:
+    """Background thread only: a share consumer's ``publish`` (``ShareSnapshot``), as ``SnapshotPublisher``'s."""
+
+    def __init__(
+        self,
+        published: PublishedShare,
+        coordinator: CoordinatorManager,
+        membership: ShareMembershipManager,
+        consume: ShareConsumeManager,
+        delegate: NetworkClientDelegate,
+    ) -> None:
+        self._published = published
+        self._coordinator = coordinator
+        self._membership = membership
+        self._consume = consume
+        self._delegate = delegate
+
+    def publish(self, now_ms: int) -> None:
+        found = self._coordinator.coordinator
+        last_error = self._delegate.last_connection_error()
+        membership, consume, delegate = self._membership, self._consume, self._delegate
+        self._published.current = ShareSnapshot(
+            member_id=membership.member_id,
+            member_epoch=membership.member_epoch,
+            member_state=membership.state.value,
+            assignment=membership.assignment,
+            coordinator_id=None if found is None else found.broker_node_id,
+            last_heartbeat_ms=membership.last_heartbeat_ms,
+            acquisition_lock_timeout_ms=consume.acquisition_lock_timeout_ms,
+            share_fetches=consume.fetches,
+            records_acquired=consume.records_acquired,
+            acknowledgements_sent=consume.acknowledgements_sent,
+            acknowledgement_errors=consume.acknowledgement_errors,
+            connection_count=delegate.connection_count,
+            connections_created=delegate.connections_created,
+            last_connection_error=None if last_error is None else str(last_error),
         )

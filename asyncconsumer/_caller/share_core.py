@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future
 from typing import Any
 
-from asyncconsumer._background.share_builder import ShareComponents, build_share
+from asyncconsumer._background.builder import ShareComponents, build_share
 from asyncconsumer._caller.lifecycle import ClientCore
 from asyncconsumer._caller.share_collector import ShareCollector
 from asyncconsumer._clock import Clock, SystemClock
@@ -341,4 +341,6 @@ class ShareCore(ClientCore[ShareComponents]):
             last_connection_error=b.last_connection_error,
             acknowledgements_sent=b.acknowledgements_sent,
             connections_created=b.connections_created,
+            buffered_bytes=self.parts.buffer.buffered_bytes,
+            fetch_buffer_limit_bytes=self.parts.buffer.limit,
         )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import Self
 
 import attrs
 
@@ -106,6 +107,12 @@ class FetchBuffer:
         """Partition -> subscription epoch of its failed fetch that the caller has not taken yet: background adds,
         caller removes; the background reads it without the lock only to see that it is empty."""
 
+    @classmethod
+    def starting_at_half(cls, max_bytes: int, signal: CallerSignal) -> Self:
+        """A buffer bounded by ``max_bytes`` (``fetch_buffer_bytes``) whose limit starts at half of it, as every kind
+        of consumer's does: a caller that never takes more than half never pays for the rest."""
+        return cls(max_bytes, signal, max_bytes // 2)
+
     def set_space_waiter(self, wake_background: Callable[[], None]) -> None:
         """How to wake the background when the caller frees space it was waiting for."""
         self._space_waiter = wake_background
@@ -149,27 +156,6 @@ class FetchBuffer:
             self._background_waiting = True
             self._held = True
             return 0
-
-    def empty_or_wait(self) -> bool:
-        """Background side: True when nothing is held or in flight; otherwise the caller's next release wakes the
-        background (a share consumer fetches only then, so it never holds locks on records the caller has not
-        reached)."""
-        with self._lock:
-            if self._bytes == 0 and self._reserved == 0:
-                return True
-            self._background_waiting = True
-            return False
-
-    def one_response_ahead(self, caller_holds: bool) -> bool:
-        """Background side, a share consumer fetching ahead: True when a fetch now would put the caller at most one
-        response behind (nothing in flight, and nothing buffered or, if the caller holds no decoded record, the one
-        response it has not started); otherwise the caller's next release wakes the background. Fetching on
-        arrival, before the caller decodes, keeps the next fetch from waiting for a GIL the caller holds."""
-        with self._lock:
-            if self._reserved == 0 and (self._bytes == 0 or (not caller_holds and self._responses == 1)):
-                return True
-            self._background_waiting = True
-            return False
 
     def reserve(self, size: int) -> None:
         """Background side: a fetch that may bring ``size`` bytes was sent."""

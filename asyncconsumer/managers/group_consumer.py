@@ -21,13 +21,13 @@ def build(context: MembershipContext) -> Membership:
         ConsumerGroupSettings(context.group_id, config.group_instance_id),
         lambda: context.metadata.cluster,
         context.metadata.request_update,
-        context.apply_assignment,
-        context.listener,
-        context.emit,
+        context.host.apply_assignment,
+        context.host.call_listener,
+        context.host.report,
     )
 
     def subscribed_regex() -> str | None:
-        pattern = context.pattern()
+        pattern = context.host.pattern
         return None if pattern is None else server_side_regex(pattern)
 
     heartbeat = ConsumerHeartbeatManager(
@@ -43,10 +43,10 @@ def build(context: MembershipContext) -> Membership:
         membership,
         lambda: sorted(context.subscriptions.subscription or ()),
         subscribed_regex,
-        context.last_poll_ms,
+        context.host.last_poll_ms,
         context.backoff,
-        context.emit,
-        lambda: context.api_supported(int(ApiKey.CONSUMER_GROUP_HEARTBEAT)),
+        context.host.report,
+        lambda: context.host.supports_api(int(ApiKey.CONSUMER_GROUP_HEARTBEAT)),
     )
     return Membership(
         manager=membership,

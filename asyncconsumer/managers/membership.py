@@ -31,7 +31,7 @@ from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.records import TopicPartition
 
 ListenerCall = Callable[[str, frozenset[TopicPartition]], "Future[None]"]
-"""Asks the caller's side to run ``on_partitions_<kind>`` (revoked, assigned, lost); done when it returned."""
+"""``MembershipHost.call_listener``, as the membership managers take it."""
 
 
 class MembershipManager(RequestManager, Protocol):
@@ -84,9 +84,39 @@ class HeartbeatManager(RequestManager, Protocol):
         ...
 
 
+class MembershipHost(Protocol):
+    """What a membership asks of the consumer it belongs to (``_background/group.py`` answers), on the background
+    thread: the ways back to the subscription state, the caller's listener and the caller's activity."""
+
+    @property
+    def pattern(self) -> re.Pattern[str] | None:
+        """The pattern subscribed to, or None for explicit topics."""
+        ...
+
+    def apply_assignment(self, partitions: frozenset[TopicPartition]) -> None:
+        """The member's partitions now: the subscription state takes them (new ones start from committed offsets)."""
+        ...
+
+    def call_listener(self, kind: str, partitions: frozenset[TopicPartition]) -> Future[None]:
+        """Asks the caller's side to run ``on_partitions_<kind>`` (revoked, assigned, lost); done when it returned."""
+        ...
+
+    def report(self, event: ErrorEvent) -> None:
+        """An error for the caller, raised by its next ``poll``."""
+        ...
+
+    def last_poll_ms(self) -> int | None:
+        """When the caller last polled (read from the shared state)."""
+        ...
+
+    def supports_api(self, key: int) -> bool | None:
+        """Whether the connected brokers offer an API key (None: no broker connected yet)."""
+        ...
+
+
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class MembershipContext:
-    """What the group wiring hands a kind's ``build``: settings, shared managers and the ways back to the consumer."""
+    """What the group wiring hands a kind's ``build``: settings, the managers it shares, and its host."""
 
     config: ConsumerConfig
     group_id: str
@@ -95,15 +125,7 @@ class MembershipContext:
     coordinator: CoordinatorManager
     assignors: Sequence[PartitionAssignor]
     backoff: ExponentialBackoff
-    emit: Callable[[ErrorEvent], None]
-    apply_assignment: Callable[[frozenset[TopicPartition]], None]
-    listener: ListenerCall
-    last_poll_ms: Callable[[], int | None]
-    """When the caller last polled (read from the shared state)."""
-    pattern: Callable[[], re.Pattern[str] | None]
-    """The pattern subscribed to, or None for explicit topics."""
-    api_supported: Callable[[int], bool | None]
-    """Whether the connected brokers offer an API key (None: no broker connected yet)."""
+    host: MembershipHost
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)

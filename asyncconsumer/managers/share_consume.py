@@ -29,7 +29,8 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from asyncconsumer._logs import get_logger
-from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer, ResponseShare
+from asyncconsumer._state.fetch_buffer import CompletedFetch, ResponseShare
+from asyncconsumer._state.share_fetch_buffer import ShareFetchBuffer
 from asyncconsumer._state.snapshot import ShareDemand
 from asyncconsumer.errors import ErrorCode, KafkaConnectionError, KafkaError, UnsupportedVersionError, for_code
 from asyncconsumer.events.background import AcknowledgedEvent, BackgroundEvent, ErrorEvent
@@ -86,6 +87,9 @@ class ShareFetchSettings:
     max_wait_ms: int
     min_bytes: int
     max_bytes: int
+    """``fetch_max_bytes``: what one ShareFetch asks for at most, within the buffer's room."""
+    partition_max_bytes: int
+    """``max_partition_fetch_bytes``: the room a ShareFetch needs before it goes (the consumer's rule too)."""
     max_records: int
     acquire_mode: int
     """0: batch-optimized (the broker may return more than ``max_records`` to keep batches whole); 1: record-limit."""
@@ -117,7 +121,7 @@ class ShareConsumeManager:
         settings: ShareFetchSettings,
         membership: ShareMembershipManager,
         metadata: MetadataManager,
-        buffer: FetchBuffer,
+        buffer: ShareFetchBuffer,
         emit: Callable[[BackgroundEvent], None],
         backoff: ExponentialBackoff,
         demand: ShareDemand,
@@ -198,6 +202,7 @@ class ShareConsumeManager:
         # within ACK_RIDE_MS
         wait = ACK_RIDE_MS if self._demand.held else MAX_POLL_WAIT_MS
         may_fetch: bool | None = None
+        per_fetch: int | None = None
         if not self._pending:
             self._pending_since_ms = None
         elif self._pending_since_ms is None:
@@ -243,7 +248,11 @@ class ShareConsumeManager:
                 else:
                     may_fetch = self._buffer.empty_or_wait()
             fetch = may_fetch and asked
-            if fetch:
+            if fetch and per_fetch is None:
+                # the buffer's room, shared evenly by the brokers this pass may fetch from (as the consumer's fetches)
+                room = self._buffer.room(min(self._settings.partition_max_bytes, self._buffer.limit))
+                per_fetch = max(1, room // len(wanted)) if room else 0
+            if fetch and per_fetch:
                 node.served_poll = polls
                 acks = self._pending.take(pending.get(node_id, ())) if session.is_open else {}
                 # only a fetch with nothing else to wait for long-polls: one ahead of records the caller holds or
@@ -255,7 +264,9 @@ class ShareConsumeManager:
                 wait_ms = 0
                 if held == 0 and not self._buffer.buffered_bytes:
                     wait_ms = min(self._settings.max_wait_ms, ACK_FETCH_WAIT_MS) if acks else self._settings.max_wait_ms
-                requests.append(self._fetch(node_id, node, wanted[node_id], acks, now_ms, wait_ms=wait_ms))
+                requests.append(
+                    self._fetch(node_id, node, wanted[node_id], acks, now_ms, wait_ms=wait_ms, max_bytes=per_fetch)
+                )
             elif asked and session.is_open and pending.get(node_id) and ride_left > 0:
                 # the fetch asked for goes once the caller has decoded what is buffered (its release wakes the
                 # background): the acknowledgements ride on it, and do not take the broker's one request in flight
@@ -296,11 +307,14 @@ class ShareConsumeManager:
         now_ms: int,
         *,
         wait_ms: int,
+        max_bytes: int = 1,
         minimal: bool = False,
     ) -> UnsentRequest:
-        """A ShareFetch that long-polls for ``wait_ms`` (MaxWaitMs); a ``minimal`` one acquires at most one record
-        (it opens a session for the acknowledgements waiting)."""
+        """A ShareFetch that long-polls for ``wait_ms`` (MaxWaitMs) for up to ``max_bytes`` (at most
+        ``fetch_max_bytes``), reserved in the buffer until it is answered; a ``minimal`` one acquires at most one
+        record (it opens a session for the acknowledgements waiting)."""
         s = self._settings
+        max_bytes = 1 if minimal else min(s.max_bytes, max_bytes)
         plan = node.session.next_request(partitions, acks)
         ids = self._topic_ids()
         by_topic: dict[str, list[fetch_api.FetchPartition]] = defaultdict(list)
@@ -320,7 +334,7 @@ class ShareConsumeManager:
             share_session_epoch=plan.epoch,
             max_wait_ms=wait_ms,
             min_bytes=s.min_bytes,
-            max_bytes=1 if minimal else s.max_bytes,
+            max_bytes=max_bytes,
             max_records=1 if minimal else s.max_records,
             batch_size=s.max_records,
             share_acquire_mode=s.acquire_mode,
@@ -334,8 +348,10 @@ class ShareConsumeManager:
         self.fetches += 1
         self.acknowledgements_sent += sum(len(a) for a in acks.values())
         names = {v: k for k, v in ids.items()}
+        self._buffer.reserve(max_bytes)
 
         def on_response(result: object, now: int) -> None:
+            self._buffer.unreserve(max_bytes)  # before its records are added: counted once, as what they are
             self._on_fetch(node_id, node, names, acks, result, now)
 
         return UnsentRequest(request, node_id, on_response, s.request_timeout_ms + s.max_wait_ms)

@@ -5,6 +5,7 @@ acknowledgement modes and ``close()`` in each; and on Tansu, which has no share 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from pathlib import Path
 
@@ -377,3 +378,37 @@ async def test_acknowledgements_are_confirmed_without_waiting_for_a_long_poll(
 
         await wait_for_async(confirmed, 4.0, message=lambda: f"{len(heard)} of 10 acknowledgements confirmed")
     assert sorted(heard) == sorted(r.offset for r in got) == list(range(10))
+
+
+@KAFKA_ONLY
+async def test_fetch_buffer_bytes_bounds_what_a_share_consumer_holds(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    """``fetch_buffer_bytes`` means one thing in both consumers: what a fetch may bring for the caller. A share
+    consumer used to ask every broker for ``fetch_max_bytes`` (50 MiB) and took the whole 2 MB topic into a 256 KiB
+    buffer in one ShareFetch; now each ShareFetch is sized within the buffer's room, so none acquires more than the
+    bound's worth of 1 KB records (plus one 32-record batch: a broker always returns whole batches)."""
+    kafka = kafka_of(broker)
+    name = topic(1)
+    batch = [bytes([i % 251]) * 1_000 for i in range(32)]
+    produce.batches(name, [batch] * 64)
+    bound = 256 * 1024
+    group = new_share_group(kafka)
+    async with AsyncShareConsumer(
+        kafka.bootstrap_servers, group_id=group, fetch_buffer_bytes=bound, max_poll_records=2_000
+    ) as consumer:
+        await consumer.subscribe([name])
+        got, steps = 0, [(0, 0)]  # (ShareFetches answered, records acquired) after each poll
+
+        async def more() -> bool:
+            nonlocal got
+            got += (await consumer.poll(200)).count()
+            metrics = consumer.metrics()
+            steps.append((metrics.share_fetches, metrics.records_acquired))
+            assert metrics.buffered_bytes <= bound + 34_000
+            return got >= 64 * 32
+
+        await wait_for_async(more, 60, message=lambda: f"{got} of {64 * 32} records")
+        assert consumer.metrics().fetch_buffer_limit_bytes <= bound
+    one_fetch = [a2 - a1 for (f1, a1), (f2, a2) in itertools.pairwise(steps) if f2 - f1 == 1]
+    assert one_fetch and max(one_fetch) <= (bound + 33_000) // 1_000, one_fetch

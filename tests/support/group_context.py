@@ -9,13 +9,17 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from asyncconsumer._background.group import ConsumerGroup
+from asyncconsumer._background.control import LoopControl
+from asyncconsumer._background.group import ConsumerGroup, GroupContext
 from asyncconsumer._clock import ManualClock
+from asyncconsumer._state.queues import BackgroundEventQueue
+from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer._state.snapshot import CallerActivity
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.assignors import assignor_for
 from asyncconsumer.config import ConsumerConfig
-from asyncconsumer.errors import ErrorCode
-from asyncconsumer.events.background import ErrorEvent, RebalanceEvent
+from asyncconsumer.errors import ErrorCode, KafkaError
+from asyncconsumer.events.background import BackgroundEvent, ErrorEvent, RebalanceEvent
 from asyncconsumer.managers import group_classic, group_consumer
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.membership import MembershipContext
@@ -80,21 +84,34 @@ def answer_metadata(
 
 
 class Recorder:
-    """What a membership hands back to the consumer, recorded: errors, applied assignments, listener calls."""
+    """A membership's host (``MembershipHost``) that records what the membership hands back: errors, applied
+    assignments, listener calls."""
 
     def __init__(self) -> None:
         self.errors: list[ErrorEvent] = []
         self.applied: list[frozenset[TopicPartition]] = []
         self.calls: list[tuple[str, frozenset[TopicPartition]]] = []
-        self.last_poll_ms: int | None = None
+        self.polled_at_ms: int | None = None
         self.pattern: re.Pattern[str] | None = None
         self.supported: dict[int, bool] = {}
 
-    def listener(self, kind: str, partitions: frozenset[TopicPartition]) -> Future[None]:
+    def apply_assignment(self, partitions: frozenset[TopicPartition]) -> None:
+        self.applied.append(partitions)
+
+    def call_listener(self, kind: str, partitions: frozenset[TopicPartition]) -> Future[None]:
         self.calls.append((kind, partitions))
         done: Future[None] = Future()
         done.set_result(None)
         return done
+
+    def report(self, event: ErrorEvent) -> None:
+        self.errors.append(event)
+
+    def last_poll_ms(self) -> int | None:
+        return self.polled_at_ms
+
+    def supports_api(self, key: int) -> bool | None:
+        return self.supported.get(key)
 
 
 def membership_context(**settings: Any) -> tuple[MembershipContext, Recorder]:
@@ -111,14 +128,22 @@ def membership_context(**settings: Any) -> tuple[MembershipContext, Recorder]:
         coordinator=CoordinatorManager("g", backoff, recorder.errors.append),
         assignors=[assignor_for(name) for name in config.partition_assignment_strategy],
         backoff=backoff,
-        emit=recorder.errors.append,
-        apply_assignment=recorder.applied.append,
-        listener=recorder.listener,
-        last_poll_ms=lambda: recorder.last_poll_ms,
-        pattern=lambda: recorder.pattern,
-        api_supported=lambda key: recorder.supported.get(key),
+        host=recorder,
     )
     return context, recorder
+
+
+class Brokers:
+    """The network as the group sees it (``group.Brokers``): no broker connected, no connection error."""
+
+    def __init__(self) -> None:
+        self.supported: dict[int, bool] = {}
+
+    def supports_api(self, key: int) -> bool | None:
+        return self.supported.get(key)
+
+    def last_connection_error(self) -> KafkaError | None:
+        return None
 
 
 class WiredGroup:
@@ -129,18 +154,37 @@ class WiredGroup:
         self.subscriptions = SubscriptionState(config.auto_offset_reset)
         self.metadata = MetadataManager(["h:1"], 60_000, ExponentialBackoff(100, 1000, jitter=0))
         self.clock = ManualClock()
-        self.errors: list[ErrorEvent] = []
-        self.asked: list[RebalanceEvent] = []
+        self.events = BackgroundEventQueue(CallerSignal())
+        self.control = LoopControl()
         self.group = ConsumerGroup(
-            config,
-            [assignor_for(name) for name in config.partition_assignment_strategy],
-            self.clock,
-            self.subscriptions,
-            self.metadata,
-            self.errors.append,
-            self.asked.append,
-            membership=group_consumer.build if config.group_protocol == "consumer" else group_classic.build,
+            GroupContext(
+                config=config,
+                clock=self.clock,
+                subscriptions=self.subscriptions,
+                activity=CallerActivity(),
+                metadata=self.metadata,
+                assignors=[assignor_for(name) for name in config.partition_assignment_strategy],
+                membership=group_consumer.build if config.group_protocol == "consumer" else group_classic.build,
+                events=self.events,
+                brokers=Brokers(),
+                control=self.control,
+            )
         )
+        self._seen: list[BackgroundEvent] = []
+
+    def _staged(self) -> list[BackgroundEvent]:
+        """Everything the group staged for the caller so far (delivered here, as at the end of a loop iteration)."""
+        self.events.deliver()
+        self._seen.extend(self.events.drain())
+        return self._seen
+
+    @property
+    def errors(self) -> list[ErrorEvent]:
+        return [e for e in self._staged() if isinstance(e, ErrorEvent)]
+
+    @property
+    def asked(self) -> list[RebalanceEvent]:
+        return [e for e in self._staged() if isinstance(e, RebalanceEvent)]
 
     def find_coordinator(self, node_id: int = 1, now_ms: int = 0) -> None:
         (find,) = self.group.coordinator.poll(now_ms).unsent_requests

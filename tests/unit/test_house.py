@@ -37,7 +37,7 @@ THREADS: dict[str, set[str]] = {
 """Which thread runs each package. ``_state`` and ``events`` are what crosses between the two; the foundation and
 ``protocol`` are plain data and functions either may use; ``tools`` and ``spark`` are applications of the faces."""
 
-CALLER_MAY_IMPORT_FROM_BACKGROUND = {"asyncconsumer._background.builder", "asyncconsumer._background.share_builder"}
+CALLER_MAY_IMPORT_FROM_BACKGROUND = {"asyncconsumer._background.builder"}
 """The doors, one per kind of client: the caller's side builds its parts and holds the thread's handle, nothing
 more."""
 

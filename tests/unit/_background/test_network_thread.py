@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 
 from asyncconsumer._background import builder
+from asyncconsumer._background.control import LoopControl
 from asyncconsumer._background.network_thread import ConsumerNetworkThread
 from asyncconsumer._background.processor import ApplicationEventProcessor
 from asyncconsumer._clock import ManualClock
@@ -85,7 +86,8 @@ def build(
     app = ApplicationEventQueue()
     delegate = RecordingDelegate()
     processor = ApplicationEventProcessor(subs, metadata, offsets, on_close=lambda e: None, last_error=lambda: None)
-    thread = ConsumerNetworkThread(clock, app, background, processor, [metadata, *managers], delegate)  # type: ignore[arg-type]
+    control = LoopControl()
+    thread = ConsumerNetworkThread(clock, control, app, background, processor, [metadata, *managers], delegate)  # type: ignore[arg-type]
     return thread, app, delegate, subs, metadata
 
 
@@ -155,7 +157,7 @@ def test_work_handed_to_a_manager_after_its_turn_is_polled_for_before_the_loop_s
     log: list[tuple[str, int]] = []
     early = FixedManager("early", 700, log)
     thread, _, delegate, _, _ = build(clock, [early])
-    thread._managers.append(HandingOver(log, thread.poll_again))
+    thread._managers.append(HandingOver(log, thread._control.poll_again))
     anyio.run(thread.run_once)
     assert delegate.polls == [(0, 0)]  # no sleep: the next iteration polls "early" again at once
     anyio.run(thread.run_once)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from asyncconsumer._background.share_builder import build_share
+from asyncconsumer._background.builder import build_share
 from asyncconsumer._background.share_processor import ShareEventProcessor
 from asyncconsumer._clock import ManualClock
 from asyncconsumer.config import ShareConsumerConfig

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from asyncconsumer._caller.share_collector import ShareCollector
-from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
+from asyncconsumer._state.fetch_buffer import CompletedFetch
+from asyncconsumer._state.share_fetch_buffer import ShareFetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.snapshot import ShareDemand
 from asyncconsumer.config import ConsumerConfig
@@ -23,12 +24,12 @@ from tests.support.batches import GZIP, build_batch, build_control_batch, legacy
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
-def collector(**config: Any) -> tuple[ShareCollector, FetchBuffer]:
-    buffer = FetchBuffer(1 << 20, CallerSignal())
+def collector(**config: Any) -> tuple[ShareCollector, ShareFetchBuffer]:
+    buffer = ShareFetchBuffer(1 << 20, CallerSignal())
     return ShareCollector(ConsumerConfig.from_kwargs("h:1", **config), buffer), buffer
 
 
-def add(buffer: FetchBuffer, records: bytes, *acquired: tuple[int, int, int], tp: TopicPartition = T0) -> None:
+def add(buffer: ShareFetchBuffer, records: bytes, *acquired: tuple[int, int, int], tp: TopicPartition = T0) -> None:
     ranges = tuple(AcquiredRecords(first, last, count) for first, last, count in acquired)
     first, last = ranges[0].first_offset, ranges[-1].last_offset
     buffer.add_all([CompletedFetch(tp, 0, first, last + 1, memoryview(records), -1, acquired=ranges)])
@@ -151,7 +152,7 @@ def test_collect_works_whether_or_not_gc_is_paused(pause_gc: bool) -> None:
 def test_the_background_hears_of_held_records_before_the_release_wakes_it() -> None:
     """Releasing a decoded fetch's bytes wakes a waiting background; by then ``held`` says what is left, or it
     would fetch for a caller that has records yet."""
-    buffer = FetchBuffer(1 << 20, CallerSignal())
+    buffer = ShareFetchBuffer(1 << 20, CallerSignal())
     demand = ShareDemand()
     c = ShareCollector(ConsumerConfig.from_kwargs("h:1"), buffer, demand)
     add(buffer, build_batch(0, values(6)), (0, 5, 1))

@@ -11,7 +11,8 @@ from typing import Any
 import attrs
 import pytest
 
-from asyncconsumer._state.fetch_buffer import CompletedFetch, FetchBuffer
+from asyncconsumer._state.fetch_buffer import CompletedFetch
+from asyncconsumer._state.share_fetch_buffer import ShareFetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.snapshot import ShareDemand
 from asyncconsumer.errors import (
@@ -48,6 +49,7 @@ SETTINGS = ShareFetchSettings(
     max_wait_ms=500,
     min_bytes=1,
     max_bytes=1 << 20,
+    partition_max_bytes=1 << 16,
     max_records=100,
     acquire_mode=1,
     request_timeout_ms=30_000,
@@ -64,7 +66,7 @@ class Consumer:
         assert topic_id is not None
         self.topic_id = topic_id
         self.member = ShareMember(lambda: self.metadata.cluster)
-        self.buffer = FetchBuffer(1 << 20, CallerSignal())
+        self.buffer = ShareFetchBuffer(1 << 20, CallerSignal())
         self.woken = 0
         self.buffer.set_space_waiter(self.wake)
         self.events: list[BackgroundEvent] = []
@@ -174,7 +176,8 @@ def test_one_share_fetch_per_leader_opens_a_session_and_each_answer_raises_its_e
     assert set(first) == {1, 2}
     request = fetch_request(first[1])
     assert (request.group_id, request.member_id, request.share_session_epoch) == ("g", c.member.membership.member_id, 0)
-    assert (request.max_wait_ms, request.min_bytes, request.max_bytes, request.max_records) == (500, 1, 1 << 20, 100)
+    # the buffer's room (1 MiB, fetch_buffer_bytes) is shared by the two brokers fetched from
+    assert (request.max_wait_ms, request.min_bytes, request.max_bytes, request.max_records) == (500, 1, 1 << 19, 100)
     assert (request.batch_size, request.share_acquire_mode, request.is_renew_ack) == (100, 1, False)
     assert [(t.topic_id, [p.partition_index for p in t.partitions]) for t in request.topics] == [(c.topic_id, [0])]
     assert batches(fetch_request(first[2])) == {1: ()}
@@ -754,3 +757,20 @@ def test_a_fenced_member_s_commit_waits_for_the_rejoin_and_reports_what_the_brok
     sent[1].on_response(acknowledged(c.topic_id, (0, ErrorCode.INVALID_RECORD_STATE)), 1006)
     (results,) = c.commits
     assert results[T0] is not None and "INVALID_RECORD_STATE" in str(results[T0])
+
+
+def test_share_fetches_ask_for_no_more_than_the_buffer_s_room_and_wait_for_room_to_go() -> None:
+    """``fetch_buffer_bytes`` bounds a share consumer as it bounds a consumer: every ShareFetch is reserved in the
+    buffer while it is out, and none goes while less than one partition's worth is free."""
+    c = Consumer(settings=attrs.evolve(SETTINGS, acquire_mode=0))  # batch_optimized: fetches ahead of the caller
+    c.join()
+    first = c.poll(0)
+    assert sum(fetch_request(u).max_bytes for u in first.values()) <= 1 << 20
+    assert c.buffer.reserved_bytes == sum(fetch_request(u).max_bytes for u in first.values())
+    first[1].on_response(fetched(c.topic_id, part(0, build_batch(0, [b"x" * 1000] * 980), ((0, 979, 1),))), 1)
+    assert c.buffer.reserved_bytes == fetch_request(first[2]).max_bytes  # answered: its reservation is settled
+    first[2].on_response(fetched(c.topic_id), 1)
+    c.buffer.deliver()
+    assert c.buffer.buffered_bytes > (1 << 20) - (1 << 16)  # the answer filled the buffer
+    c.demand.polls += 1
+    assert c.poll(2) == {}  # less than one partition's worth (64 KiB) is free: nothing more is fetched

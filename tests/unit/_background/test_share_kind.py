@@ -1,9 +1,9 @@
-"""One share consumer's parts, built and wired (``_background/share_builder.py``) with nothing running: the share
+"""One share consumer's parts, built and wired (``_background/share_kind.py``) with nothing running: the share
 settings handed to the managers, the managers in loop order, and the snapshot each iteration publishes."""
 
 from __future__ import annotations
 
-from asyncconsumer._background.share_builder import build_share
+from asyncconsumer._background.builder import build_share
 from asyncconsumer._clock import ManualClock
 from asyncconsumer.config import ShareConsumerConfig
 from asyncconsumer.errors import KafkaError
