@@ -20,7 +20,7 @@ T = TypeVar("T")
 def submit(consumer: AsyncConsumer | Consumer, look: Callable[[BackgroundParts], T]) -> Future[T]:
     """Runs ``look(parts)`` on the consumer's background loop (started); its result, or its error, in the future."""
     parts = consumer._core.parts
-    loop = parts.thread._loop
+    loop = parts.thread._control._loop
     assert loop is not None and parts.thread.alive, "the consumer's background thread is not running"
     done: Future[T] = Future()
 
