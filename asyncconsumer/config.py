@@ -9,18 +9,37 @@ from __future__ import annotations
 import difflib
 import ssl
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
 
 import attrs
 
 import asyncconsumer._config_checks as checks
 from asyncconsumer.errors import ConfigError
 
-if TYPE_CHECKING:  # the types only: config never imports the plugins or the assignors
-    from asyncconsumer.assignors.base import PartitionAssignor
-    from asyncconsumer.plugins.registry import Plugin
-
 Deserializer = Callable[[bytes | None], Any]
+
+
+class PluginLike(Protocol):
+    """A ``plugins`` entry given as an object: a ``Plugin`` (``asyncconsumer.plugins``) or anything with its two
+    fields. Settings live below the plugins, so they name this shape rather than the class."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def factory(self) -> Callable[[Any], Any]: ...
+
+
+class AssignorLike(Protocol):
+    """A ``partition_assignment_strategy`` entry given as an object (or its class): a ``PartitionAssignor``
+    (``asyncconsumer.assignors``), which the consumer checks it is when it is built. Settings live below the
+    assignors, so they name this shape rather than the class."""
+
+    @property
+    def name(self) -> str: ...
+
+    def assign(self, partitions_per_topic: Mapping[str, int], members: Sequence[Any]) -> Mapping[str, Any]: ...
+
 
 _RESET = ("earliest", "latest", "none")
 _ISOLATION = ("read_uncommitted", "read_committed")
@@ -258,7 +277,7 @@ class ConsumerConfig:
     ``sasl_kerberos_principal``; None: use the default credentials cache (a prior ``kinit``)."""
     sasl_kerberos_domain_name: str | None = attrs.field(default=None, validator=checks.non_empty_or_none)
     """No Java twin: the host part of the brokers' service principal; None: each broker's host as connected to."""
-    plugins: tuple[str | Plugin, ...] = attrs.field(
+    plugins: tuple[str | PluginLike, ...] = attrs.field(
         default=(), converter=checks.comma_list, validator=checks.check_plugin_list
     )
     """No Java twin: request managers to run in the background loop, by installed name (entry-point group
@@ -452,8 +471,8 @@ class ConsumerSettings(ClientSettings, total=False):
     auto_commit_interval_ms: int
     group_protocol: Literal["classic", "consumer"]
     group_remote_assignor: str | None
-    partition_assignment_strategy: str | Sequence[str | PartitionAssignor | type[PartitionAssignor]]
-    plugins: str | Sequence[str | Plugin]
+    partition_assignment_strategy: str | Sequence[str | AssignorLike | type[AssignorLike]]
+    plugins: str | Sequence[str | PluginLike]
     plugin_options: Mapping[str, Mapping[str, Any]]
     plugin_errors: Literal["isolate", "fatal"]
 

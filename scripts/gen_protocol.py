@@ -24,7 +24,10 @@ What comes out, for the versions of each API we speak (``APIS``):
   where the version does not allow it raises too; tagged fields are written when not at their default; decoding
   reads null leniently into ``| None`` fields, skips unknown tags, and treats null in a non-nullable array as corrupt;
 - speed: consecutive fixed-width fields are read and written with one precompiled ``struct.Struct`` per layout
-  of the versions (a fetch response's partition head is one unpack).
+  of the versions (a fetch response's partition head is one unpack);
+- layouts: every request has ``for_version(version)``, which framing calls; where one-item fields became a batch
+  inside the versions we speak (``Api.batched``: FindCoordinator, LeaveGroup, OffsetFetch), it rewrites a request
+  built in either layout into the one the version has, matching the batch's item fields to the old ones by name.
 """
 
 from __future__ import annotations
@@ -59,15 +62,17 @@ def snake(name: str) -> str:
 @attrs.frozen
 class Api:
     """One generated module: Kafka's message definitions (a request and its response, or one data schema) and the
-    versions we speak, ``None`` for every version Kafka defines."""
+    versions we speak, ``None`` for every version Kafka defines; ``batched``: the request's field (Kafka's name)
+    that, from a version we speak on, batches what fields before it said of one item (``Emitter.for_version``)."""
 
     module: str
     schemas: tuple[str, ...]
     versions: tuple[int, int] | None
+    batched: str | None = None
 
 
-def _api(name: str, versions: tuple[int, int] | None) -> Api:
-    return Api(snake(name), (f"{name}Request", f"{name}Response"), versions)
+def _api(name: str, versions: tuple[int, int] | None, batched: str | None = None) -> Api:
+    return Api(snake(name), (f"{name}Request", f"{name}Response"), versions, batched)
 
 
 APIS: tuple[Api, ...] = (
@@ -76,12 +81,12 @@ APIS: tuple[Api, ...] = (
     _api("Fetch", (4, 12)),
     _api("ListOffsets", (1, 9)),
     _api("OffsetCommit", (2, 9)),
-    _api("OffsetFetch", (1, 9)),
-    _api("FindCoordinator", (1, 4)),
+    _api("OffsetFetch", (1, 9), batched="Groups"),
+    _api("FindCoordinator", (1, 4), batched="CoordinatorKeys"),
     _api("JoinGroup", (2, 9)),
     _api("SyncGroup", (1, 5)),
     _api("Heartbeat", (1, 4)),
-    _api("LeaveGroup", (1, 5)),
+    _api("LeaveGroup", (1, 5), batched="Members"),
     _api("DescribeGroups", (0, 5)),
     _api("SaslHandshake", (1, 1)),
     _api("SaslAuthenticate", (0, 2)),
@@ -581,6 +586,29 @@ def differs(expr: str, f: Field) -> str:
     return f"{expr} != {value}"
 
 
+def convert(expr: str, source: Field, target: Field, depth: int = 0) -> str:
+    """``expr``, a value of ``source``, as a value of ``target``: the same for a scalar, a struct (or a tuple of
+    them) rebuilt with the fields both have, by Kafka's names; ``SystemExit`` where the two cannot match."""
+    if source.struct is None or target.struct is None:
+        if source.spec.type != target.spec.type or (source.optional and not target.optional):
+            raise SystemExit(f"{source.spec.name}: {source.spec.type} cannot become {target.spec.type}")
+        return expr
+    if source.array != target.array or (source.optional and not target.optional):
+        raise SystemExit(f"{source.spec.name}: {source.spec.type} cannot become {target.spec.type}")
+    var = f"item{depth}"
+    one = var if source.array else expr
+    fields = {f.spec.name: f for f in target.struct.fields}
+    args = ", ".join(
+        f"{fields[f.spec.name].attr}={convert(f'{one}.{f.attr}', f, fields[f.spec.name], depth + 1)}"
+        for f in source.struct.fields
+        if f.spec.name in fields
+    )
+    value = f"{target.struct.name}({args})"
+    if source.array:
+        value = f"tuple({value} for {var} in {expr})"
+    return f"None if {expr} is None else {value}" if source.optional else value
+
+
 def segments(fields: Sequence[Field]) -> Iterator[list[Field]]:
     """The fields in order: each run of consecutive fixed-width ones together (one ``struct`` call), each other
     field alone."""
@@ -809,6 +837,61 @@ class Emitter:
             cases.append((absent, self.strict(f, struct)))
         return branches(domain, cases)
 
+    # layouts -------------------------------------------------------------------------------------------------------
+
+    def for_version(self, struct: Struct) -> list[str]:
+        """A request's ``for_version``, which ``base.encode_request`` calls before writing: the request itself, or,
+        for an API whose one-item fields became a batch (``Api.batched``), the request rewritten in the layout the
+        version has, from whichever it was built in, as Kafka's request builders do."""
+        batched = self.module.api.batched
+        if batched is None:
+            return ['"""Itself: this request has one layout at every version we speak."""', "return self"]
+        batch = next((f for f in struct.fields if f.spec.name == batched), None)
+        if batch is None or not batch.array:
+            raise SystemExit(f"{struct.name}: no array field {batched} to batch with")
+        domain = struct.domain
+        first = min(batch.present)
+        before = frozenset(v for v in domain if v < first)
+        if not before or batch.present != domain - before:
+            raise SystemExit(f"{struct.name}.{batch.attr}: not present from one version we speak on")
+        singles = [f for f in struct.fields if f.present == before]
+        if batch.struct is None:
+            if len(singles) != 1 or singles[0].spec.type != batch.base:
+                raise SystemExit(f"{struct.name}: {batched} batches no one field of type {batch.base}")
+            item = f"self.{singles[0].attr}"
+            taken = {singles[0].attr: "one"}
+        else:
+            inner = {f.spec.name: f for f in batch.struct.fields}
+            missing = [f.spec.name for f in singles if f.spec.name not in inner]
+            if not singles or missing:
+                raise SystemExit(f"{struct.name}: {batched} items lack {missing or 'any field before them'}")
+            pairs = [(f, inner[f.spec.name]) for f in singles]
+            args = ", ".join(f"{b.attr}={convert('self.' + a.attr, a, b)}" for a, b in pairs)
+            item = f"{batch.struct.name}({args})"
+            taken = {a.attr: convert(f"one.{b.attr}", b, a) for a, b in pairs}
+        cleared = ", ".join(f"{f.attr}={default(f)}" for f in singles)
+        given = " or ".join(differs(f"self.{f.attr}", f) for f in singles)
+        names = ", ".join(f"``{f.attr}``" for f in singles)
+        doc = (
+            f"The request in the layout ``version`` has, built in either: {names} to v{first - 1}, ``{batch.attr}`` "
+            f"from v{first}; ``ValueError`` when an older version cannot carry the batch (Kafka's builders' rule)."
+        )
+        too_many = f"{struct.name} v{{version}} takes one of {batch.attr}, not {{len(self.{batch.attr})}}"
+        back = ", ".join(f"{k}={v}" for k, v in taken.items())
+        return [
+            *docstring(doc, 8),
+            f"if version >= {first}:",
+            f"    if not self.{batch.attr}:",
+            f"        return attrs.evolve(self, {cleared}, {batch.attr}=({item},))",
+            f"    return attrs.evolve(self, {cleared}) if {given} else self",
+            f"if not self.{batch.attr}:",
+            "    return self",
+            f"if len(self.{batch.attr}) != 1:",
+            f'    raise ValueError(f"{too_many}")',
+            f"(one,) = self.{batch.attr}",
+            f"return attrs.evolve(self, {back}, {batch.attr}={default(batch)})",
+        ]
+
     # classes -------------------------------------------------------------------------------------------------------
 
     def attribute(self, f: Field) -> list[str]:
@@ -861,6 +944,9 @@ class Emitter:
         out += ["        " + line for line in self.encode(struct)]
         out += ["", "    @classmethod", "    def decode(cls, r: Reader, version: int) -> Self:"]
         out += ["        " + line for line in self.decode(struct)]
+        if schema is not None and schema.kind == "request":
+            out += ["", "    def for_version(self, version: int) -> Self:"]
+            out += ["        " + line for line in self.for_version(struct)]
         return out
 
     def class_doc(self, struct: Struct) -> str:

@@ -391,7 +391,7 @@ class FetchCollector:
                     if batch.magic >= 2:
                         drain.data = batch.plain(self._check_crcs, self._max_batch_bytes)
                     else:
-                        drain.data = list(batch.decode(self._check_crcs, self._max_batch_bytes))
+                        drain.data = batch.legacy_records(self._check_crcs, self._max_batch_bytes)
                 except BatchTooLargeError as exc:
                     error = RecordBatchTooLargeError(
                         topic, partition, max(exc.offset, drain.position), batch.next_offset, exc.limit, exc.reason

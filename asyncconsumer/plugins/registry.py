@@ -17,6 +17,7 @@ from asyncconsumer.errors import ConfigError, PluginError
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
+    from asyncconsumer.config import PluginLike
     from asyncconsumer.managers.base import RequestManager
     from asyncconsumer.plugins.context import PluginContext
 
@@ -54,7 +55,7 @@ def installed_plugins() -> dict[str, EntryPoint]:
     return dict(sorted(found.items()))
 
 
-def check_installed(value: tuple[str | Plugin, ...]) -> None:
+def check_installed(value: tuple[str | PluginLike, ...]) -> None:
     """Raises ``ConfigError`` naming the first name that no installed plugin has (the config checked the shape)."""
     names = [item for item in value if isinstance(item, str)]
     if not names:
@@ -66,13 +67,14 @@ def check_installed(value: tuple[str | Plugin, ...]) -> None:
             raise ConfigError("plugins", f"unknown plugin {name!r}; installed: {listed}")
 
 
-def plugin_name(item: str | Plugin) -> str:
+def plugin_name(item: str | PluginLike) -> str:
     return item if isinstance(item, str) else item.name
 
 
-def resolve(item: str | Plugin) -> PluginFactory:
-    """The factory behind a config entry; a plugin whose entry point cannot be imported is a ``PluginError``."""
-    if isinstance(item, Plugin):
+def resolve(item: str | PluginLike) -> PluginFactory:
+    """The factory behind a config entry (a ``Plugin``, or any object with its two fields, as the config took it);
+    a plugin whose entry point cannot be imported is a ``PluginError``."""
+    if not isinstance(item, str):
         return item.factory
     entry = installed_plugins().get(item)
     if entry is None:

@@ -1,8 +1,9 @@
 """The contract every protocol message of ours follows, and request/response framing.
 
 A request class names its API key, the versions we implement and the version where flexible encoding starts;
-its ``RESPONSE`` class decodes the answer. The classes are generated (``protocol/messages/``); both directions are
-implemented for every message so that tests and test brokers can speak the protocol too.
+its ``RESPONSE`` class decodes the answer, and its ``for_version`` gives it in the layout of the version it is sent
+at. The classes are generated (``protocol/messages/``); both directions are implemented for every message so that
+tests and test brokers can speak the protocol too.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import struct
 from typing import ClassVar, Protocol, Self
 
 from asyncconsumer.errors import CorruptResponseError
-from asyncconsumer.protocol.layouts import for_version
 from asyncconsumer.protocol.messages.api_keys import ApiKey
 from asyncconsumer.protocol.wire import Reader, Writer
 
@@ -50,6 +50,11 @@ class Request(Message, Protocol):
     FLEXIBLE_FROM: ClassVar[int]
     RESPONSE: ClassVar[type[Response]]
 
+    def for_version(self, version: int) -> Self:
+        """This request in the layout ``version`` has: itself, but where one-item fields became a batch inside
+        the versions we speak (FindCoordinator, LeaveGroup, OffsetFetch), so users build one value for all."""
+        ...
+
 
 _SIZE = struct.Struct(">i")
 _HEADER_V1 = struct.Struct(">hhi")
@@ -60,17 +65,15 @@ def is_flexible(request_type: type[Request], version: int) -> bool:
 
 
 def encode_request(request: Request, version: int, correlation_id: int, client_id: str | None) -> bytes:
-    """The whole frame (size prefix, header v1 or v2, body) for ``request`` at ``version``.
-
-    A request whose layout changed inside our versions is written in the one ``version`` has (``layouts``).
-    """
+    """The whole frame (size prefix, header v1 or v2, body) for ``request`` at ``version``, written in the layout
+    ``version`` has (``Request.for_version``)."""
     w = Writer()
     w.raw(b"\x00\x00\x00\x00")
     w.raw(_HEADER_V1.pack(int(request.API_KEY), version, correlation_id))
     w.nullable_string(client_id, flexible=False)  # the client id stays a classic string even in header v2
     if is_flexible(type(request), version):
         w.empty_tags()
-    for_version(request, version).encode(w, version)
+    request.for_version(version).encode(w, version)
     _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
     return bytes(w.buf)
 

@@ -2,9 +2,8 @@
 
 Batch headers are read with ``struct`` so the background thread never decodes a record. On the caller's side
 ``RecordBatchView.plain`` checks a v2 batch's CRC and decompresses it, and ``v2decode`` reads its records; magic 0/1
-message sets are read here (aiokafka's C reader trusts their inner lengths). ``decode`` reads a v2 batch with
-aiokafka's Cython reader, kept as an independent second reading for the fuzz tests. Corrupt data of any kind is
-reported as ``BatchError`` only.
+message sets, which a Kafka 4 broker still serves from segments written before it (KIP-724 drops only their
+writing), are read here by ``legacy_records``. Corrupt data of any kind is reported as ``BatchError`` only.
 
 Compressed data is decompressed here, within a limit (``codecs.decompress``), into the uncompressed batch it stands
 for; a batch that would pass the limit is a ``BatchTooLargeError``.
@@ -65,15 +64,11 @@ def _compiled_crc32c() -> Callable[[memoryview], int] | None:
     return crc32c
 
 
-def _google_crc32c() -> Callable[[memoryview], int] | None:
-    """google-crc32c's C implementation (SSE4.2/ARMv8 CRC instructions: ~10x aiokafka's table-driven CRC), or
-    ``None`` when only its pure-Python fallback is available here."""
-    try:
-        import google_crc32c
-    except ImportError:
-        return None
-    if google_crc32c.implementation != "c":
-        return None
+def _google_crc32c() -> Callable[[memoryview], int]:
+    """google-crc32c's (a dependency): its C implementation (SSE4.2/ARMv8 CRC instructions) where its wheel has
+    one, else its pure-Python tables, slow but right."""
+    import google_crc32c
+
     extend = google_crc32c.extend
 
     def crc32c(data: memoryview) -> int:
@@ -86,15 +81,7 @@ def _google_crc32c() -> Callable[[memoryview], int] | None:
 
 
 _crc32c = _compiled_crc32c() or _google_crc32c()
-"""The CRC32C ``RecordBatchView`` checks v2 batches with: compiled, else google-crc32c's; ``None``: aiokafka's."""
-
-
-def _aiokafka_batch(buffer: memoryview) -> Any:
-    """aiokafka's Cython reader over one v2 batch, imported at first use: the C decoder and ``_crc32c`` do the
-    usual work, and importing aiokafka costs ~40 ms of every process's start (a Spark query's Python runner)."""
-    from asyncconsumer.protocol.aiokafka_parts import DefaultRecordBatch
-
-    return DefaultRecordBatch(buffer)
+"""The CRC32C ``RecordBatchView`` checks v2 batches with: the compiled one, else google-crc32c's."""
 
 
 __all__ = [
@@ -162,14 +149,6 @@ def complete_batches(records: memoryview) -> tuple[int, int | None, int]:
     return pos, next_offset, epoch
 
 
-def _taken_as_decoded(records: Iterator[Any], base_offset: int) -> Iterator[Any]:
-    """aiokafka's records one by one (``yield from`` costs nothing per record), its errors as ``BatchError``."""
-    try:
-        yield from records
-    except Exception as exc:  # aiokafka's reader raises several types on bad record data
-        raise BatchError(base_offset, f"{type(exc).__name__}: {exc}") from exc
-
-
 @attrs.define(slots=True)
 class RecordBatchView:
     """One batch's header fields and a decoder for its records."""
@@ -183,30 +162,21 @@ class RecordBatchView:
     producer_id: int
     buffer: memoryview
 
-    def decode(self, check_crc: bool, max_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES) -> Iterator[Any]:
-        """The batch's records (aiokafka record objects, ``LegacyRecord`` for magic 0/1: offset, timestamp, key,
-        value, headers...), decoded as they are taken; raises only ``BatchError``, here or while iterating.
-
-        A compressed batch is decompressed here, at once, and only if it fits in ``max_bytes``
-        (``receive_message_max_bytes``): ``BatchTooLargeError`` otherwise.
-        """
+    def legacy_records(self, check_crc: bool, max_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES) -> list[LegacyRecord]:
+        """The records of a magic 0/1 message (itself, or the messages its compressed value holds); raises only
+        ``BatchError`` (``BatchTooLargeError`` when its value would decompress past ``max_bytes``). A v2 batch is
+        read by ``v2decode`` from ``plain`` instead."""
+        if self.magic >= 2:
+            raise BatchError(self.base_offset, f"a magic {self.magic} batch is read from plain(), not here")
         try:
-            if self.magic < 2:
-                if check_crc and not self._legacy_crc_ok():
-                    raise BatchError(self.base_offset, "CRC check failed")
-                return iter(_legacy_records(self.buffer, self.magic, max_bytes))
-            if check_crc and not self._crc_ok():
+            if check_crc and not self._legacy_crc_ok():
                 raise BatchError(self.base_offset, "CRC check failed")
-            codec = self.buffer[_V2_CODEC_AT] & _CODEC_MASK
-            batch: Any = _aiokafka_batch(self._decompressed(codec, max_bytes) if codec else self.buffer)
-            # Records are decoded as taken, so a decoded batch is never held whole in memory. aiokafka's batch is its
-            # own iterator and refuses a second ``iter()``; the generator can be resumed across polls.
-            return _taken_as_decoded(iter(batch), self.base_offset)
+            return _legacy_records(self.buffer, self.magic, max_bytes)
         except BatchError:
             raise
         except DecompressionLimitError as exc:
             raise BatchTooLargeError(self.base_offset, exc.limit, exc.detail) from exc
-        except Exception as exc:  # aiokafka's reader and the codecs under it (zlib, cramjam) raise many types
+        except Exception as exc:  # the codecs under it (zlib, cramjam) raise many types; ours raise ValueError
             raise BatchError(self.base_offset, f"{type(exc).__name__}: {exc}") from exc
 
     def plain(self, check_crc: bool, max_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES) -> memoryview:
@@ -234,11 +204,9 @@ class RecordBatchView:
         return plain
 
     def _crc_ok(self) -> bool:
-        """A v2 batch's CRC32C (over the bytes from its attributes on) by ``_crc32c``, else aiokafka's check."""
-        if _crc32c is not None:
-            stored = int(_U32.unpack_from(self.buffer, _V2_CRC_AT)[0])
-            return _crc32c(self.buffer[_V2_ATTRIBUTES_AT:]) == stored
-        return bool(_aiokafka_batch(self.buffer).validate_crc())
+        """A v2 batch's CRC32C, over the bytes from its attributes on."""
+        stored = int(_U32.unpack_from(self.buffer, _V2_CRC_AT)[0])
+        return _crc32c(self.buffer[_V2_ATTRIBUTES_AT:]) == stored
 
     def _legacy_crc_ok(self) -> bool:
         """A magic 0/1 message's CRC32 (over the bytes from its magic byte on)."""
@@ -280,7 +248,7 @@ _MIN_OFFSET = -(1 << 63)
 
 
 class LegacyRecord(NamedTuple):
-    """A record of a magic 0/1 message set; the fields aiokafka's legacy records have, with the same values."""
+    """A record of a magic 0/1 message set, as Kafka reads one (``headers`` always empty: v2 brought them)."""
 
     offset: int
     timestamp: int | None
@@ -344,8 +312,8 @@ def _legacy_records(buffer: memoryview, magic: int, max_bytes: int) -> list[Lega
     """The records of one magic 0/1 message: itself, or the messages its compressed value holds (decompressed
     within ``max_bytes``, else ``DecompressionLimitError``).
 
-    Read here rather than by aiokafka: its C reader follows the sizes inside a decompressed value without bounds
-    checks, so a CRC-valid message with a negative inner length crashes the interpreter or loops forever.
+    Every size is checked against what holds it (aiokafka's C reader, which did this before, follows the sizes
+    inside a decompressed value unchecked: a CRC-valid negative inner length crashed it or looped forever).
     Raises ``ValueError`` (or a codec's own error) for a malformed message.
     """
     wrapper = _read_legacy(buffer, 0, magic)

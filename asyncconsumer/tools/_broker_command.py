@@ -8,13 +8,19 @@ import signal
 import threading
 
 from asyncconsumer.tools._common import EXIT_ERROR, err, out
-from asyncconsumer.tools._demo import produce
+from asyncconsumer.tools._demo import ProducerMissingError, produce, producer_type
 
 
 def run_broker(args: argparse.Namespace) -> int:
     """Runs the embedded Tansu broker in the foreground until Ctrl-C (or SIGTERM), with an optional sample topic."""
     from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
 
+    if args.topic and args.records:
+        try:
+            producer_type()
+        except ProducerMissingError as exc:
+            err(f"error: {exc}")
+            return EXIT_ERROR
     try:
         broker = EmbeddedBroker.start(port=args.port)
     except BrokerStartError as exc:

@@ -8,11 +8,24 @@ import asyncio
 import os
 import resource
 import time
-from typing import Any
+from typing import Any, cast
 
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.records import TopicPartition
 from asyncconsumer.tools._common import err, out
+
+
+class ProducerMissingError(Exception):
+    """The sample producer is aiokafka's, which comes with the ``[demo]`` extra (the consumer never needs it)."""
+
+
+def producer_type() -> type[Any]:
+    """aiokafka's ``AIOKafkaProducer``; ``ProducerMissingError`` saying which extra brings it when it is missing."""
+    try:
+        from aiokafka import AIOKafkaProducer
+    except ImportError as exc:
+        raise ProducerMissingError('the sample producer needs aiokafka: pip install "asyncconsumer[demo]"') from exc
+    return cast("type[Any]", AIOKafkaProducer)
 
 
 def _cpu_s() -> float:
@@ -31,9 +44,7 @@ async def produce(
     last batch makes LATEST (what ``auto_offset_reset="latest"`` and ``consume`` without ``--from-beginning`` start
     at) the partition's end.
     """
-    from aiokafka import AIOKafkaProducer
-
-    producer = AIOKafkaProducer(
+    producer = producer_type()(
         bootstrap_servers=bootstrap, linger_ms=20, max_batch_size=1 << 20, acks=1, enable_idempotence=False
     )
     await producer.start()
@@ -62,6 +73,11 @@ async def run_demo(args: argparse.Namespace) -> int:
     from asyncconsumer.tools.embedded_broker import BrokerStartError, EmbeddedBroker
 
     out("asyncconsumer demo")
+    try:
+        producer_type()
+    except ProducerMissingError as exc:
+        err(f"error: {exc}")
+        return 1
     try:
         broker = EmbeddedBroker.start()
     except BrokerStartError as exc:

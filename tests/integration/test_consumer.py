@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
+import textwrap
 import time
 
+import anyio
 import pytest
 
 from asyncconsumer import (
@@ -333,3 +337,41 @@ async def test_a_caller_that_takes_more_than_is_buffered_grows_the_buffer_limit_
         assert (await consumer.poll(timeout_ms=200)).count() == 0
     assert limits[0] == bound // 2 and bound in limits, f"limits seen: {sorted(set(limits))}"
     assert by_partition(got) == {p: [r.offset for r in recs] for p, recs in produced.items()}
+
+
+CONSUMER_PROCESS = textwrap.dedent(
+    """
+    import asyncio, json, sys, time
+    from asyncconsumer import AsyncConsumer, TopicPartition
+
+    async def main(bootstrap, topic, n):
+        values = []
+        async with AsyncConsumer(bootstrap, auto_offset_reset="earliest") as consumer:
+            await consumer.assign([TopicPartition(topic, 0)])
+            deadline = time.monotonic() + 30
+            while len(values) < n and time.monotonic() < deadline:
+                values += [r.value.hex() for r in (await consumer.poll(timeout_ms=1_000)).records()]
+        return values
+
+    print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))))
+    print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "aiokafka")))
+    """
+)
+
+
+async def test_a_consumer_process_reads_every_codec_without_importing_aiokafka(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    """The whole path, connections to decoding, in a fresh interpreter (this one has aiokafka's producer loaded):
+    batches of every codec and none come back, and no aiokafka module was imported. About 2 s."""
+    name = topic(1)
+    produced: list[ProducedRecord] = []
+    for codec in ("gzip", "snappy", "lz4", "zstd", None):
+        produced += produce.values(name, 20, 1, start=len(produced), value_size=32, compression_type=codec)[0]
+    command = [sys.executable, "-c", CONSUMER_PROCESS, broker.bootstrap_servers, name, str(len(produced))]
+    with anyio.fail_after(60):
+        child = await anyio.run_process(command, check=False)
+    assert child.returncode == 0, child.stderr.decode()
+    values, aiokafka = (json.loads(line) for line in child.stdout.decode().splitlines())
+    assert values == [p.value.hex() for p in produced if p.value is not None]
+    assert aiokafka == []

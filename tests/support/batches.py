@@ -1,5 +1,6 @@
 """Hand-built record batches for tests (aiokafka's builders; tests may import aiokafka directly): v2 batches, a
-transaction marker, a corrupt legacy (magic 1) gzip wrapper, and compression bombs."""
+transaction marker, a corrupt legacy (magic 1) gzip wrapper, and compression bombs; and aiokafka's reading of a v2
+batch, the tests' independent second reading of what our decoder reads."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 
 import cramjam
 from aiokafka.codec import gzip_encode
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from aiokafka.record.util import calc_crc32c
 
@@ -54,6 +55,20 @@ def build_batch(
     return bytes(data)
 
 
+def build_legacy(base_offset: int, magic: int, values: Sequence[bytes], *, compression: int = 0) -> bytes:
+    """A magic 0/1 message set as a broker stores one: a message per value at offsets base_offset, base_offset+1,
+    ..., or, compressed, one wrapper holding them, which carries its last message's offset (inside, magic 1
+    counts from 0 and magic 0 keeps the absolute offsets)."""
+    builder = LegacyRecordBatchBuilder(magic, compression, 1 << 20)
+    for i, value in enumerate(values):
+        inner = i if compression and magic == 1 else base_offset + i
+        builder.append(inner, 1_700_000_000_000 + i if magic else None, b"k%d" % i, value)
+    data = bytearray(builder.build())
+    if compression:
+        data[0:8] = (base_offset + len(values) - 1).to_bytes(8, "big", signed=True)  # outside the CRC
+    return bytes(data)
+
+
 def build_control_batch(offset: int, producer_id: int, commit: bool) -> bytes:
     """A transaction marker (COMMIT or ABORT) as the broker writes it."""
     builder = DefaultRecordBatchBuilder(2, 0, 1, producer_id, 0, -1, 1 << 20)
@@ -84,6 +99,15 @@ def legacy_wrapper_with_inner_length(length: int) -> bytes:
     # The wrapper: offset (of its last message), length, crc, magic 1, attributes gzip, timestamp, null key, value.
     body = struct.pack(">bbqi", 1, GZIP, 1_700_000_000_000, -1) + struct.pack(">i", len(value)) + value
     return struct.pack(">qiI", 1, len(body) + 4, zlib.crc32(body)) + body
+
+
+def aiokafka_reading(plain: bytes | memoryview) -> list[tuple[object, ...]]:
+    """(offset, timestamp, timestamp type, key, value, headers) of each record of an uncompressed v2 batch, as
+    aiokafka's Cython reader reads them; whatever it raises on a malformed batch comes out as it is."""
+    return [
+        (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple(r.headers))
+        for r in DefaultRecordBatch(bytes(plain))
+    ]
 
 
 # --- compression bombs --------------------------------------------------------------------------------------------

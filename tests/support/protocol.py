@@ -40,6 +40,12 @@ def since(version: int, first: int, strategy: st.SearchStrategy[Any], default: A
     return strategy if version >= first else st.just(default)
 
 
+def framed(request: base.Request, version: int) -> bytes:
+    """The body ``base.encode_request`` writes (after header v1/v2): the request in the layout ``version`` has."""
+    frame = base.encode_request(request, version, 1, None)
+    return frame[4 + 10 + (1 if base.is_flexible(type(request), version) else 0) :]
+
+
 def versions(request_type: type[base.Request]) -> list[int]:
     return list(range(request_type.MIN_VERSION, request_type.MAX_VERSION + 1))
 

@@ -54,15 +54,15 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports(name: str, path: Path, *, module_level_only: bool) -> Iterator[str]:
-    """The modules ``name`` imports (``TYPE_CHECKING`` blocks left out), resolved to absolute names."""
+def _imports(name: str, path: Path, *, module_level_only: bool, type_only: bool = False) -> Iterator[str]:
+    """The modules ``name`` imports, resolved to absolute names; ``TYPE_CHECKING`` blocks too with ``type_only``."""
     tree = ast.parse(path.read_text())
     is_package = path.name == "__init__.py"
 
     def visit(nodes: list[ast.stmt]) -> Iterator[str]:
         for node in nodes:
             if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                yield from visit(node.orelse)
+                yield from visit(node.body if type_only else node.orelse)
                 continue
             if isinstance(node, ast.Import):
                 yield from (alias.name for alias in node.names)
@@ -95,11 +95,13 @@ def test_every_piece_of_the_package_has_a_layer() -> None:
     assert {_part(m) for m in MODULES} == set(LAYER_OF)
 
 
-def test_no_package_imports_one_above_it() -> None:
+@pytest.mark.parametrize("type_only", [False, True], ids=["run-time", "type-only"])
+def test_no_package_imports_one_above_it(type_only: bool) -> None:
+    """A type-only import counts too: the floor above is then one a reader of the module must know."""
     wrong = [
         f"{module} imports {target}"
         for module, path in MODULES.items()
-        for target in _imports(module, path, module_level_only=False)
+        for target in _imports(module, path, module_level_only=False, type_only=type_only)
         if target in MODULES and LAYER_OF[_part(target)] > LAYER_OF[_part(module)]
     ]
     assert wrong == []

@@ -215,3 +215,7 @@ class ApiVersionsRequest:
         if version >= 3:
             r.skip_tags()
         return cls(client_software_name, client_software_version)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

@@ -253,3 +253,7 @@ class ConsumerGroupDescribeRequest:
         include_authorized_operations = r.boolean()
         r.skip_tags()
         return cls(group_ids, include_authorized_operations)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

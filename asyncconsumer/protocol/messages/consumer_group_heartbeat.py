@@ -193,3 +193,7 @@ class ConsumerGroupHeartbeatRequest:
             server_assignor,
             topic_partitions,
         )
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

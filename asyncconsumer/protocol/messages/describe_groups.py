@@ -176,3 +176,7 @@ class DescribeGroupsRequest:
         if version >= 5:
             r.skip_tags()
         return cls(groups, include_authorized_operations)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

@@ -215,3 +215,7 @@ class DescribeShareGroupOffsetsRequest:
         groups = r.structs(DescribeShareGroupOffsetsRequestGroup, version, True)
         r.skip_tags()
         return cls(groups)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

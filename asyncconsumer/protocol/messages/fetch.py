@@ -537,3 +537,7 @@ class FetchRequest:
             forgotten_topics_data,
             rack_id,
         )
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

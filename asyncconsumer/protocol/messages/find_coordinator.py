@@ -158,3 +158,20 @@ class FindCoordinatorRequest:
         if version >= 3:
             r.skip_tags()
         return cls(key, key_type, coordinator_keys)
+
+    def for_version(self, version: int) -> Self:
+        """The request in the layout ``version`` has, built in either: ``key`` to v3, ``coordinator_keys`` from v4;
+        ``ValueError`` when an older version cannot carry the batch (Kafka's builders' rule).
+        """
+        if version >= 4:
+            if not self.coordinator_keys:
+                return attrs.evolve(self, key="", coordinator_keys=(self.key,))
+            return attrs.evolve(self, key="") if self.key else self
+        if not self.coordinator_keys:
+            return self
+        if len(self.coordinator_keys) != 1:
+            raise ValueError(
+                f"FindCoordinatorRequest v{version} takes one of coordinator_keys, not {len(self.coordinator_keys)}"
+            )
+        (one,) = self.coordinator_keys
+        return attrs.evolve(self, key=one, coordinator_keys=())

@@ -107,3 +107,7 @@ class GetTelemetrySubscriptionsRequest:
         client_instance_id = r.uuid()
         r.skip_tags()
         return cls(client_instance_id)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

@@ -90,3 +90,7 @@ class HeartbeatRequest:
         if version >= 4:
             r.skip_tags()
         return cls(group_id, generation_id, member_id, group_instance_id)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

@@ -177,3 +177,7 @@ class IncrementalAlterConfigsRequest:
         if version >= 1:
             r.skip_tags()
         return cls(resources, validate_only)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

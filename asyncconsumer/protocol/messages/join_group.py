@@ -221,3 +221,7 @@ class JoinGroupRequest:
             protocols,
             reason,
         )
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

@@ -160,3 +160,18 @@ class LeaveGroupRequest:
         if version >= 4:
             r.skip_tags()
         return cls(group_id, member_id, members)
+
+    def for_version(self, version: int) -> Self:
+        """The request in the layout ``version`` has, built in either: ``member_id`` to v2, ``members`` from v3;
+        ``ValueError`` when an older version cannot carry the batch (Kafka's builders' rule).
+        """
+        if version >= 3:
+            if not self.members:
+                return attrs.evolve(self, member_id="", members=(MemberIdentity(member_id=self.member_id),))
+            return attrs.evolve(self, member_id="") if self.member_id else self
+        if not self.members:
+            return self
+        if len(self.members) != 1:
+            raise ValueError(f"LeaveGroupRequest v{version} takes one of members, not {len(self.members)}")
+        (one,) = self.members
+        return attrs.evolve(self, member_id=one.member_id, members=())

@@ -226,3 +226,7 @@ class ListOffsetsRequest:
         if version >= 6:
             r.skip_tags()
         return cls(replica_id, isolation_level, topics)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

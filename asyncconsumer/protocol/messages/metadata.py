@@ -335,3 +335,7 @@ class MetadataRequest:
             include_cluster_authorized_operations,
             include_topic_authorized_operations,
         )
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

@@ -223,3 +223,7 @@ class OffsetCommitRequest:
         if version >= 8:
             r.skip_tags()
         return cls(group_id, generation_id_or_member_epoch, member_id, group_instance_id, retention_time_ms, topics)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

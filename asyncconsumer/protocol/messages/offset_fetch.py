@@ -354,3 +354,43 @@ class OffsetFetchRequest:
         if version >= 6:
             r.skip_tags()
         return cls(group_id, topics, groups, require_stable)
+
+    def for_version(self, version: int) -> Self:
+        """The request in the layout ``version`` has, built in either: ``group_id``, ``topics`` to v7, ``groups``
+        from v8; ``ValueError`` when an older version cannot carry the batch (Kafka's builders' rule).
+        """
+        if version >= 8:
+            if not self.groups:
+                return attrs.evolve(
+                    self,
+                    group_id="",
+                    topics=None,
+                    groups=(
+                        OffsetFetchRequestGroup(
+                            group_id=self.group_id,
+                            topics=None
+                            if self.topics is None
+                            else tuple(
+                                OffsetFetchRequestTopics(name=item0.name, partition_indexes=item0.partition_indexes)
+                                for item0 in self.topics
+                            ),
+                        ),
+                    ),
+                )
+            return attrs.evolve(self, group_id="", topics=None) if self.group_id or self.topics is not None else self
+        if not self.groups:
+            return self
+        if len(self.groups) != 1:
+            raise ValueError(f"OffsetFetchRequest v{version} takes one of groups, not {len(self.groups)}")
+        (one,) = self.groups
+        return attrs.evolve(
+            self,
+            group_id=one.group_id,
+            topics=None
+            if one.topics is None
+            else tuple(
+                OffsetFetchRequestTopic(name=item0.name, partition_indexes=item0.partition_indexes)
+                for item0 in one.topics
+            ),
+            groups=(),
+        )

@@ -194,3 +194,7 @@ class OffsetForLeaderEpochRequest:
         if version >= 4:
             r.skip_tags()
         return cls(replica_id, topics)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

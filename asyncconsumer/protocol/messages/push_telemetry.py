@@ -83,3 +83,7 @@ class PushTelemetryRequest:
         metrics = r.bytes_(True)
         r.skip_tags()
         return cls(client_instance_id, subscription_id, terminating, compression_type, metrics)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

@@ -85,3 +85,7 @@ class SaslAuthenticateRequest:
         if version >= 2:
             r.skip_tags()
         return cls(auth_bytes)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

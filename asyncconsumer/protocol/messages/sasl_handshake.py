@@ -62,3 +62,7 @@ class SaslHandshakeRequest:
     def decode(cls, r: Reader, version: int) -> Self:
         mechanism = r.string(False)
         return cls(mechanism)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

@@ -290,3 +290,7 @@ class ShareAcknowledgeRequest:
         topics = r.structs(AcknowledgeTopic, version, True)
         r.skip_tags()
         return cls(group_id, member_id, share_session_epoch, is_renew_ack, topics)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

@@ -419,3 +419,7 @@ class ShareFetchRequest:
             topics,
             forgotten_topics_data,
         )
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

@@ -224,3 +224,7 @@ class ShareGroupDescribeRequest:
         include_authorized_operations = r.boolean()
         r.skip_tags()
         return cls(group_ids, include_authorized_operations)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

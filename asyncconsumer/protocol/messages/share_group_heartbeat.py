@@ -151,3 +151,7 @@ class ShareGroupHeartbeatRequest:
         subscribed_topic_names = r.nullable_strings(True)
         r.skip_tags()
         return cls(group_id, member_id, member_epoch, rack_id, subscribed_topic_names)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

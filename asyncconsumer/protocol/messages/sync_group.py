@@ -145,3 +145,7 @@ class SyncGroupRequest:
         if version >= 4:
             r.skip_tags()
         return cls(group_id, generation_id, member_id, group_instance_id, protocol_type, protocol_name, assignments)
+
+    def for_version(self, version: int) -> Self:
+        """Itself: this request has one layout at every version we speak."""
+        return self

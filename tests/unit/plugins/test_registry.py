@@ -1,8 +1,11 @@
 """Which plugins exist and what a config entry names (``plugins/registry.py``): installed plugins by entry point,
-``Plugin`` given directly, and a name no installed plugin has."""
+``Plugin`` (or an object of its shape) given directly, and a name no installed plugin has."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import attrs
 import pytest
 
 from asyncconsumer import Consumer
@@ -44,6 +47,24 @@ def test_a_plugin_given_directly_is_its_own_factory_and_needs_no_lookup() -> Non
     assert (plugin_name(direct), plugin_name("lag-monitor")) == ("mine", "lag-monitor")
     check_installed((direct,))  # no name to look up
     assert direct == Plugin("mine", LagMonitor)  # a plugin is its name: its factory is not compared
+
+
+def test_any_object_with_a_name_and_a_factory_is_taken_as_the_config_takes_it() -> None:
+    """The config takes an entry by its shape (``config.PluginLike``, a foundation type), so the registry does too:
+    such an object resolves to its factory, not to an installed plugin of its name."""
+
+    @attrs.frozen
+    class Mine:
+        name: str
+        factory: Callable[[object], LagMonitor]
+
+    def factory(ctx: object) -> LagMonitor:
+        raise AssertionError("not called")
+
+    entry = Mine("lag-monitor", factory)
+    config = ConsumerConfig.from_kwargs("h:1", plugins=[entry])
+    assert config.plugins == (entry,)
+    assert (resolve(entry), plugin_name(entry)) == (factory, "lag-monitor")
 
 
 def test_a_name_that_is_no_longer_installed_is_a_plugin_error() -> None:

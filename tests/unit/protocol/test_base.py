@@ -60,9 +60,12 @@ def test_only_api_versions_falls_back() -> None:
 
 
 def test_a_request_is_framed_in_its_versions_layout() -> None:
-    """FindCoordinator v4 batches keys: the single-key request goes out as a one-key batch (``layouts``)."""
+    """FindCoordinator v4 batches keys: the single-key request goes out as a one-key batch (its ``for_version``);
+    a request of one layout at every version goes out as it was built."""
     frame = base.encode_request(FindCoordinatorRequest(key="g"), 4, 1, None)
     assert frame[4:] == h("00 0a 00 04 00 00 00 01 ff ff 00") + h("00  02 02 67  00")
+    request = HeartbeatRequest(group_id="g")
+    assert request.for_version(1) is request
 
 
 def test_decoding_errors_are_corrupt_responses() -> None:

@@ -133,10 +133,11 @@ from asyncconsumer.protocol.messages.offset_for_leader_epoch import (
 from asyncconsumer.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from asyncconsumer.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from asyncconsumer.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from asyncconsumer.protocol.records import BatchError, complete_prefix, iter_batches
+from asyncconsumer.protocol.records import BatchError, RecordBatchView, complete_prefix, iter_batches
+from asyncconsumer.protocol.v2decode import DecodeError, fill_records
 from asyncconsumer.protocol.wire import ZERO_UUID, Reader
-from asyncconsumer.records import TopicPartition
-from tests.support.batches import legacy_wrapper_with_inner_length
+from asyncconsumer.records import ConsumerRecord, TopicPartition
+from tests.support.batches import aiokafka_reading, legacy_wrapper_with_inner_length
 
 FUZZ = settings(deadline=None, derandomize=True, database=None)
 """Derandomized and without an example database: every run (and CI) tries the same inputs."""
@@ -911,9 +912,25 @@ def typed_in_time(call: Callable[[], object], allowed: tuple[type[Exception], ..
 # --- the decoders, each with the payloads the client decodes from its result ----------------------------------
 
 
+def our_reading(batch: RecordBatchView, check_crc: bool) -> list[tuple[object, ...]]:
+    """(offset, timestamp, timestamp type, key, value, headers) of each record as the fetch collector reads it:
+    ``legacy_records`` for magic 0/1, ``plain`` and the v2 decoder for v2; raises only ``BatchError``."""
+    if batch.magic < 2:
+        legacy = batch.legacy_records(check_crc)
+        return [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers) for r in legacy]
+    plain = batch.plain(check_crc)
+    records: list[ConsumerRecord] = []
+    try:
+        fill_records(plain, -1, 0, -(1 << 63), 1 << 30, records, ConsumerRecord, "t", 0, batch.leader_epoch)
+    except DecodeError as exc:
+        raise BatchError(batch.base_offset, exc.reason) from exc
+    return [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers) for r in records]
+
+
 def decode_records(records: memoryview | bytes) -> int:
     """The record path of a fetched partition; raises only ``BatchError``, as ``FetchCollector`` expects, and
-    returns how many batches ``decode`` found corrupt.
+    returns how many batches our reading found corrupt. A v2 batch we read is read again by aiokafka
+    (``aiokafka_reading``), which must find the same records.
 
     ``complete_prefix`` runs on the background thread, which expects it never to raise; what it returns must
     describe a prefix of the data.
@@ -929,17 +946,23 @@ def decode_records(records: memoryview | bytes) -> int:
             assert control is None or isinstance(control, int)
         for check_crc in (True, False):
             try:
-                decoded = list(batch.decode(check_crc))
+                decoded = our_reading(batch, check_crc)
             except BatchError as exc:
                 assert exc.reason
                 corrupt += 1
                 continue
-            for record in decoded:
-                assert isinstance(record.offset, int)
-                assert record.key is None or isinstance(record.key, bytes)
-                assert record.value is None or isinstance(record.value, bytes)
-                assert record.timestamp is None or isinstance(record.timestamp, int)
-                assert all(isinstance(key, str) for key, _ in record.headers)
+            for offset, timestamp, _, key, value, headers in decoded:
+                assert isinstance(offset, int)
+                assert key is None or isinstance(key, bytes)
+                assert value is None or isinstance(value, bytes)
+                assert timestamp is None or isinstance(timestamp, int)
+                assert all(isinstance(name, str) for name, _ in headers)  # type: ignore[attr-defined]
+            if batch.magic >= 2 and check_crc:
+                try:
+                    theirs = aiokafka_reading(batch.plain(False))
+                except Exception as exc:  # aiokafka's reader raises many types
+                    pytest.fail(f"our decoder reads a batch aiokafka's refuses ({exc!r}): {bytes(batch.buffer)!r}")
+                assert decoded == theirs, "our decoder and aiokafka's read the batch differently"
     return corrupt
 
 
@@ -1027,24 +1050,26 @@ def test_seeds_are_valid_responses(request_type: type[base.Request], version: in
 
 
 def test_record_seeds_are_valid_and_decode_like_aiokafka() -> None:
-    """The record seeds pass their CRC checks; legacy ones decode exactly as aiokafka's own reader reads them."""
-    legacy = 0
+    """The record seeds pass their CRC checks and decode exactly as aiokafka's own readers read them."""
+    legacy = v2 = 0
     for data in [*RECORD_SEEDS, FETCH_RECORDS]:
         view = memoryview(data)
         assert complete_prefix(view)[0] == len(data)
         for batch in iter_batches(view):
-            records = list(batch.decode(check_crc=True))
-            assert records
+            ours = our_reading(batch, check_crc=True)
+            assert ours
             if batch.magic < 2:
                 legacy += 1
                 theirs = LegacyRecordBatch(bytes(batch.buffer), batch.magic)
                 assert theirs.validate_crc()
-                expected = [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, list(r.headers)) for r in theirs]
-                ours = [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, list(r.headers)) for r in records]
+                expected = [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, tuple(r.headers)) for r in theirs]
                 assert ours == expected
-            elif batch.is_control:
-                assert batch.control_type() in (0, 1)
-    assert legacy == 8
+            else:
+                v2 += 1
+                assert ours == aiokafka_reading(batch.plain(check_crc=True))
+                if batch.is_control:
+                    assert batch.control_type() in (0, 1)
+    assert (legacy, v2) == (8, 11)
 
 
 # --- 2. random bytes --------------------------------------------------------------------------------------------
@@ -1250,7 +1275,7 @@ def test_legacy_wrapper_with_a_bad_inner_length_is_corrupt(length: int) -> None:
     assert struct.unpack_from(">I", data, 12)[0] == zlib.crc32(data[16:])
     (batch,) = iter_batches(memoryview(data))
     with time_limit(), pytest.raises(BatchError, match="message length"):
-        batch.decode(check_crc=True)
+        batch.legacy_records(check_crc=True)
 
 
 def test_legacy_wrapper_with_a_negative_inner_length_neither_hangs_nor_crashes_the_interpreter() -> None:
@@ -1265,7 +1290,7 @@ def test_legacy_wrapper_with_a_negative_inner_length_neither_hangs_nor_crashes_t
         for length in (-12, -100_000, -1):
             (batch,) = iter_batches(memoryview(legacy_wrapper_with_inner_length(length)))
             try:
-                batch.decode(check_crc=True)
+                batch.legacy_records(check_crc=True)
             except BatchError as exc:
                 print(exc.reason.split(":")[0])
         """
@@ -1290,7 +1315,8 @@ def test_legacy_wrapper_with_a_negative_inner_length_neither_hangs_nor_crashes_t
 )
 def test_undecompressable_v2_batch_is_corrupt(codec: int, garbage: bytes) -> None:
     """Codec errors (gzip.BadGzipFile, EOFError, zlib.error, cramjam.DecompressionError, UnsupportedCodecError)
-    escaped ``decode`` and ``control_type``; now the first raises ``BatchError`` and the second reads "unreadable"."""
+    escaped the batch's decoding and ``control_type``; now ``plain`` raises ``BatchError`` and the second reads
+    "unreadable"."""
     header = bytearray(v2_batch(0, 0, count=1)[:61])
     header[21:23] = (codec | 0x20).to_bytes(2, "big")  # compressed, and a control batch
     data = fix_batch(bytes(header) + garbage)
@@ -1298,7 +1324,7 @@ def test_undecompressable_v2_batch_is_corrupt(codec: int, garbage: bytes) -> Non
     assert batch.is_control
     assert batch.control_type() is None
     with pytest.raises(BatchError):
-        batch.decode(check_crc=True)
+        batch.plain(check_crc=True)
 
 
 @pytest.mark.parametrize("magic", [3, 99, 255])

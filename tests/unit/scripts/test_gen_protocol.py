@@ -300,3 +300,98 @@ def test_check_names_the_files_that_differ(tmp_path: Path, monkeypatch: pytest.M
         "asyncconsumer/protocol/messages/stale.py",
         "asyncconsumer/protocol/messages/stray.py",
     ]
+
+
+# --- layouts: for_version ---------------------------------------------------------------------------------------
+
+BATCHED_REQUEST: dict[str, Any] = {
+    "apiKey": 99,
+    "type": "request",
+    "name": "WidgetRequest",
+    "validVersions": "0-5",
+    "flexibleVersions": "none",
+    "fields": [
+        {"name": "GroupId", "type": "string", "versions": "0-2"},
+        {
+            "name": "Topics",
+            "type": "[]OldTopic",
+            "versions": "0-2",
+            "nullableVersions": "1-2",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0-2"},
+                {"name": "Parts", "type": "[]int32", "versions": "0-2"},
+            ],
+        },
+        {
+            "name": "Groups",
+            "type": "[]Group",
+            "versions": "3+",
+            "fields": [
+                {"name": "GroupId", "type": "string", "versions": "3+"},
+                {"name": "Epoch", "type": "int32", "versions": "4+", "default": "-1", "ignorable": True},
+                {
+                    "name": "Topics",
+                    "type": "[]NewTopic",
+                    "versions": "3+",
+                    "nullableVersions": "3+",
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "3+"},
+                        {"name": "Parts", "type": "[]int32", "versions": "3+"},
+                    ],
+                },
+            ],
+        },
+        {"name": "Stable", "type": "bool", "versions": "0+"},
+    ],
+}
+BATCHED_RESPONSE: dict[str, Any] = {
+    "apiKey": 99,
+    "type": "response",
+    "name": "WidgetResponse",
+    "validVersions": "0-5",
+    "flexibleVersions": "none",
+    "fields": [{"name": "ErrorCode", "type": "int16", "versions": "0+"}],
+}
+
+
+def batched_module(tmp_path: Path, request: dict[str, Any]) -> ModuleType:
+    defs = definitions(tmp_path, request, BATCHED_RESPONSE)
+    api = gen.Api("widget", ("WidgetRequest", "WidgetResponse"), (1, 5), batched="Groups")
+    source = gen.Emitter(gen.build_module(api, defs)).render()
+    source = source.replace(
+        "from asyncconsumer.protocol.messages.api_keys import ApiKey",
+        "from enum import IntEnum\nApiKey = IntEnum('ApiKey', {'WIDGET': 99})",
+    )
+    namespace = ModuleType("widget")
+    exec(compile(source, "widget.py", "exec"), namespace.__dict__)
+    return namespace
+
+
+def test_a_request_without_layout_changes_is_its_own_layout_at_every_version(tmp_path: Path) -> None:
+    ns = widget_module(tmp_path)[1]
+    request = ns.WidgetRequest(group_id="g")
+    assert all(request.for_version(v) is request for v in range(2, 7))
+
+
+def test_one_item_fields_and_their_batch_are_rewritten_for_the_version(tmp_path: Path) -> None:
+    """The batch's items take the fields before them by name, nested structs rebuilt field by field, null kept;
+    the batch wins when both are given, and an older version refuses more than one item."""
+    ns = batched_module(tmp_path, BATCHED_REQUEST)
+    old = ns.WidgetRequest(group_id="g", topics=(ns.OldTopic(name="t", parts=(0, 1)),), stable=True)
+    new = ns.WidgetRequest(groups=(ns.Group(group_id="g", topics=(ns.NewTopic(name="t", parts=(0, 1)),)),), stable=True)
+    assert old.for_version(3) == new and new.for_version(2) == old
+    assert old.for_version(2) is old and new.for_version(5) is new
+    every = ns.WidgetRequest(group_id="g", topics=None)
+    assert every.for_version(4) == ns.WidgetRequest(groups=(ns.Group(group_id="g", topics=None),))
+    assert every.for_version(4).for_version(1) == every
+    assert ns.WidgetRequest(group_id="stale", groups=new.groups, stable=True).for_version(3) == new
+    two = ns.WidgetRequest(groups=(ns.Group(group_id="a"), ns.Group(group_id="b")))
+    with pytest.raises(ValueError, match="WidgetRequest v2 takes one of groups, not 2"):
+        two.for_version(2)
+
+
+def test_a_batch_whose_items_lack_a_field_before_it_is_refused(tmp_path: Path) -> None:
+    broken = json.loads(json.dumps(BATCHED_REQUEST))
+    broken["fields"][2]["fields"] = broken["fields"][2]["fields"][1:]  # the items lose GroupId
+    with pytest.raises(SystemExit, match=r"WidgetRequest: Groups items lack \['GroupId'\]"):
+        batched_module(tmp_path, broken)

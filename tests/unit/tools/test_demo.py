@@ -1,10 +1,12 @@
 """The demo's parts that need no broker: the sample producer's records (partition, key, value) and its sealing of
-each partition's last record in a batch of its own, and the demo's one error line when the broker cannot start."""
+each partition's last record in a batch of its own, and the demo's one error line when the broker cannot start or
+the producer is not installed."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from typing import Any
 
 import pytest
@@ -79,3 +81,18 @@ def test_the_demo_says_when_the_broker_cannot_start(
     captured = capsys.readouterr()
     assert captured.out == "asyncconsumer demo\n"
     assert captured.err == "error: the embedded broker could not start: no tansu binary\n"
+
+
+def test_without_aiokafka_the_demo_names_the_extra_that_brings_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """aiokafka is the sample producer's only, in the ``[demo]`` extra: without it the demo says so, before any
+    broker starts."""
+    monkeypatch.setitem(sys.modules, "aiokafka", None)  # what `import aiokafka` meets where it is not installed
+
+    def no_start(**_: object) -> EmbeddedBroker:
+        raise AssertionError("no broker should start")
+
+    monkeypatch.setattr(EmbeddedBroker, "start", no_start)
+    assert asyncio.run(_demo.run_demo(argparse.Namespace(records=10, size=100, partitions=4))) == 1
+    assert capsys.readouterr().err == 'error: the sample producer needs aiokafka: pip install "asyncconsumer[demo]"\n'

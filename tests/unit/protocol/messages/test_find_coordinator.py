@@ -1,7 +1,7 @@
 """FindCoordinator (API key 10), v1-4: aiokafka's independent encoders agree for v1, the flexible v3 and the
 batched v4 are pinned with bytes computed by hand from Kafka's JSON definitions, every version round-trips, framed
-too, and fuzzed or cut answers fail only with ``CorruptResponseError``. Reading either layout of the answer one way
-is ``layouts``' (``test_layouts.py``)."""
+too, fuzzed or cut answers fail only with ``CorruptResponseError``, and one request goes out at every version
+(``for_version``). Reading either layout of the answer one way is ``layouts``' (``test_layouts.py``)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from tests.support.protocol import (
     check_request_matches_aiokafka,
     check_response_matches_aiokafka,
     check_round_trip,
+    framed,
     h,
     int8,
     int16,
@@ -155,11 +156,34 @@ def test_v4_golden() -> None:
 
 
 def test_a_request_in_the_other_layout_is_refused() -> None:
-    """Key (v0-3) and CoordinatorKeys (v4+) are not ignorable; ``layouts.for_version`` moves one to the other."""
+    """Key (v0-3) and CoordinatorKeys (v4+) are not ignorable; ``for_version`` moves one to the other."""
     with pytest.raises(ValueError, match="key needs v0-3"):
         encode(FindCoordinatorRequest(key="g"), 4)
     with pytest.raises(ValueError, match="coordinator_keys needs v4"):
         encode(FindCoordinatorRequest(coordinator_keys=("g",)), 3)
+
+
+# --- one request, the version's layout (the generated for_version) ----------------------------------------------
+
+
+def test_a_single_key_is_framed_at_every_version() -> None:
+    single, batched = FindCoordinatorRequest(key="g"), FindCoordinatorRequest(coordinator_keys=("g",))
+    for version in range(1, 5):
+        assert framed(single, version) == framed(batched, version)
+    assert framed(single, 4) == h("00  02 02 67  00")  # KeyType, CoordinatorKeys ["g"], tags
+    assert framed(batched, 3) == h("02 67  00  00")  # Key "g", KeyType, tags
+    assert single.for_version(4) == FindCoordinatorRequest(coordinator_keys=("g",))
+    assert batched.for_version(3) == FindCoordinatorRequest(key="g")
+    assert single.for_version(3) is single and batched.for_version(4) is batched
+
+
+def test_keys_an_older_version_cannot_carry_are_refused() -> None:
+    one = FindCoordinatorRequest(key="", key_type=1, coordinator_keys=("t",))
+    assert encode(one.for_version(2), 2) == encode(FindCoordinatorRequest(key="t", key_type=1), 2)
+    with pytest.raises(ValueError, match="FindCoordinatorRequest v3 takes one of coordinator_keys, not 2"):
+        FindCoordinatorRequest(key="", key_type=0, coordinator_keys=("a", "b")).for_version(3)
+    both = FindCoordinatorRequest(key="x", coordinator_keys=("a", "b"))  # the batch wins
+    assert both.for_version(4) == FindCoordinatorRequest(coordinator_keys=("a", "b"))
 
 
 # --- every version ----------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """LeaveGroup (API key 13), v1-5: aiokafka's independent encoders agree for v1, the batched v4-5 are pinned with bytes
 computed by hand from Kafka's JSON definitions, every version round-trips, framed too, and fuzzed or cut answers
-fail only with ``CorruptResponseError``. One request at every version is ``layouts``' (``test_layouts.py``)."""
+fail only with ``CorruptResponseError``, and one request goes out at every version (``for_version``)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from tests.support.protocol import (
     check_request_matches_aiokafka,
     check_response_matches_aiokafka,
     check_round_trip,
+    framed,
     h,
     int16,
     int32,
@@ -126,6 +127,20 @@ def test_v4_v5_golden() -> None:
     for version in (4, 5):
         assert encode(value_r, version) == response
         assert decode(LeaveGroupResponse, response, version) == value_r
+
+
+def test_one_member_is_framed_at_every_version() -> None:
+    """The generated ``for_version``: a single member goes out as a one-member batch from v3, and back."""
+    single = LeaveGroupRequest(group_id="g", member_id="m1")
+    batched = LeaveGroupRequest(group_id="g", members=(MemberIdentity(member_id="m1"),))
+    assert framed(single, 4) == h("02 67  02 03 6d 31 00 00  00")  # "g", [{"m1", null instance, tags}], tags
+    for version in range(1, 6):
+        assert framed(single, version) == framed(batched, version)
+    one = LeaveGroupRequest(group_id="g", member_id="", members=(MemberIdentity(member_id="m"),))
+    assert encode(one.for_version(2), 2) == encode(LeaveGroupRequest(group_id="g", member_id="m"), 2)
+    two = LeaveGroupRequest(group_id="g", members=(MemberIdentity(member_id="a"), MemberIdentity(member_id="b")))
+    with pytest.raises(ValueError, match="LeaveGroupRequest v2 takes one of members, not 2"):
+        two.for_version(2)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -1,13 +1,14 @@
 """OffsetFetch (API key 9), v1-9: aiokafka's independent encoders agree for v1-3, the flexible versions (v6-7 one
 group at the top level, v8-9 a Groups array) are pinned with bytes computed by hand from Kafka's JSON definitions,
-every version round-trips, framed too, and fuzzed or cut answers fail only with ``CorruptResponseError``. One request
-at every version, and one view of either answer, are ``layouts``' (``test_layouts.py``)."""
+every version round-trips, framed too, fuzzed or cut answers fail only with ``CorruptResponseError``, and one
+request goes out at every version (``for_version``). One view of either answer is ``layouts``' (``test_layouts.py``)."""
 
 from __future__ import annotations
 
 import functools
 from typing import Any
 
+import attrs
 import pytest
 from aiokafka.protocol import commit as ak_commit
 from hypothesis import given, settings
@@ -32,6 +33,7 @@ from tests.support.protocol import (
     check_request_matches_aiokafka,
     check_response_matches_aiokafka,
     check_round_trip,
+    framed,
     h,
     int16,
     int32,
@@ -222,11 +224,47 @@ def test_v1_cannot_ask_for_all_topics() -> None:
 
 
 def test_a_v8_request_may_ask_for_several_groups() -> None:
-    """Our client asks for one group; a v8 request holds any number (an older version cannot, see layouts)."""
+    """Our client asks for one group; a v8 request holds any number (an older version cannot, see below)."""
     two_groups = h("03  02 67 00 00  02 68 00 00  00  00")
     assert decode(OffsetFetchRequest, two_groups, 8) == OffsetFetchRequest(
         groups=(OffsetFetchRequestGroup(group_id="g"), OffsetFetchRequestGroup(group_id="h"))
     )
+
+
+def test_one_group_is_framed_at_every_version() -> None:
+    """The generated ``for_version``: one group's fields go out as a one-group batch from v8, and back."""
+    old = OffsetFetchRequest(
+        group_id="g", topics=(OffsetFetchRequestTopic(name="t", partition_indexes=(0, 1)),), require_stable=True
+    )
+    new = OffsetFetchRequest(
+        groups=(
+            OffsetFetchRequestGroup(
+                group_id="g",
+                member_id="m",
+                member_epoch=3,
+                topics=(OffsetFetchRequestTopics(name="t", partition_indexes=(0, 1)),),
+            ),
+        ),
+        require_stable=True,
+    )
+    for version in range(7, 9):  # the member fields are v9+ (and ignorable)
+        assert framed(old, version) == framed(new, version)
+    assert framed(new, 9) != framed(old, 9)
+    for version in range(1, 7):  # RequireStable is v7+ and not ignorable: Kafka's builder refuses it too
+        loose = attrs.evolve(new, require_stable=False)
+        assert framed(attrs.evolve(old, require_stable=False), version) == framed(loose, version)
+        with pytest.raises(ValueError, match="require_stable needs v7"):
+            framed(new, version)
+    every_topic = OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id="g"),))
+    assert framed(every_topic, 6) == h("02 67  00  00")  # GroupId "g", Topics: null (all), tags
+    with pytest.raises(ValueError, match="v2"):
+        framed(every_topic, 1)  # null topics need v2+
+    two = OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id="g"), OffsetFetchRequestGroup(group_id="h")))
+    assert framed(two, 8) == h("03  02 67 00 00  02 68 00 00  00  00")
+    with pytest.raises(ValueError, match="OffsetFetchRequest v7 takes one of groups, not 2"):
+        framed(two, 7)
+    both = attrs.evolve(new, group_id="stale")  # the batch wins, and the old layout's fields are cleared
+    assert both.for_version(8) == new
 
 
 @pytest.mark.parametrize("version", VERSIONS)
