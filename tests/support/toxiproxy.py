@@ -268,6 +268,13 @@ class Proxy:
         finally:
             self.remove_toxic(added.name)
 
+    def retarget(self, upstream: tuple[str, int]) -> Proxy:
+        """The proxy forwarding to ``upstream`` from now on, on the same port (the server stops it and starts it
+        again there: its connections are cut)."""
+        body = {"listen": address(self.listen), "upstream": address(upstream), "enabled": True}
+        data = self.client.call("POST", self.path, body)
+        return Proxy(self.client, self.name, _host_port(data["listen"]), _host_port(data["upstream"]))
+
     def enabled(self) -> bool:
         return bool(self.client.call("GET", self.path)["enabled"])
 
