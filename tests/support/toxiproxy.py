@@ -415,9 +415,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.support.toxiproxy")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help=f"build Toxiproxy {TOXIPROXY_VERSION}'s server into the cache (CI does it first)")
+    sub.add_parser("built", help="exit 0 if the server is built, printing where; 1 if not")
     args = parser.parse_args(argv)
-    if args.command == "build":
+    if args.command == "built":
+        built = (build_dir() / ".complete").exists()
+        print(f"Toxiproxy {TOXIPROXY_VERSION}: {binary_path() if built else 'not built yet'}")
+        return 0 if built else 1
+    try:
         print(f"Toxiproxy {TOXIPROXY_VERSION}: {built_server()}")
+    except ToxiproxyUnavailable as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 1
     return 0
 
 
