@@ -178,6 +178,7 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
             connection_count=delegate.connection_count,
             connections_created=delegate.connections_created,
             last_connection_error=None if last_error is None else str(last_error),
+            unreachable_nodes=delegate.unreachable_nodes(),
         )
         buffer.deliver()
         background_events.deliver()
