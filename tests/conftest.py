@@ -355,13 +355,12 @@ def kafka_cluster() -> Iterator[KafkaCluster]:
 
 
 @pytest.fixture(scope="module")
-def toxi_cluster(request: pytest.FixtureRequest) -> Iterator[ProxiedCluster]:
+def toxi_cluster() -> Iterator[ProxiedCluster]:
     """A 3-node Apache Kafka cluster with a Toxiproxy proxy in front of each broker's client listener, for one module
     (``tests/support/toxi_cluster.py``). Its tests add toxics and disable proxies, and must heal them when they end
-    (``ProxiedCluster.heal``), so the next test starts on a clean network."""
-    cluster = yield from _run_broker(ProxiedCluster.start)
-    if request.session.testsfailed:
-        sys.stderr.write(f"\nthe fault cluster's last log lines (tests failed):\n{cluster.log_tail()}\n")
+    (``ProxiedCluster.heal``), so the next test starts on a clean network; a failed test writes the logs itself
+    (they are gone after the module)."""
+    yield from _run_broker(ProxiedCluster.start)
 
 
 @attrs.frozen

@@ -136,9 +136,16 @@ def address(host_port: tuple[str, int]) -> str:
 
 
 def toxic_body(
-    kind: str, *, stream: Stream, toxicity: float = 1.0, name: str | None = None, **attributes: int
+    kind: str,
+    *,
+    stream: Stream,
+    toxicity: float = 1.0,
+    name: str | None = None,
+    attributes: Mapping[str, int] | None = None,
+    **more: int,
 ) -> dict[str, Any]:
     """The JSON of ``POST /proxies/NAME/toxics``; ``ValueError`` names what is wrong before the server is asked."""
+    attributes = {**(attributes or {}), **more}
     if kind not in TOXIC_TYPES:
         raise ValueError(f"unknown toxic {kind!r}: Toxiproxy {TOXIPROXY_VERSION} has {sorted(TOXIC_TYPES)}")
     if stream not in STREAMS:
@@ -248,7 +255,19 @@ class Proxy:
     ) -> Toxic:
         """Adds a toxic (``latency=``, ``jitter=``, ``rate=``, ``bytes=``, ``timeout=``... as Toxiproxy names its
         attributes); it applies to open connections at once and to new ones."""
-        body = toxic_body(kind, stream=stream, toxicity=toxicity, name=name, **attributes)
+        return self.add(kind, stream, attributes, toxicity=toxicity, name=name)
+
+    def add(
+        self,
+        kind: str,
+        stream: Stream,
+        attributes: Mapping[str, int],
+        *,
+        toxicity: float = 1.0,
+        name: str | None = None,
+    ) -> Toxic:
+        """``add_toxic`` with the attributes as a mapping."""
+        body = toxic_body(kind, stream=stream, toxicity=toxicity, name=name, attributes=attributes)
         return Toxic.from_json(self.client.call("POST", f"{self.path}/toxics", body))
 
     def remove_toxic(self, name: str) -> None:

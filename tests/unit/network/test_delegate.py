@@ -409,7 +409,8 @@ class Driven:
 
     def send(self, node: int) -> None:
         request = MetadataRequest(topics=(), allow_auto_topic_creation=False)
-        self.delegate.add_all([UnsentRequest(request, node, lambda r, now: self.results.append(r))], self.clock.now_ms())
+        unsent = UnsentRequest(request, node, lambda r, now: self.results.append(r))
+        self.delegate.add_all([unsent], self.clock.now_ms())
 
     async def until(self, done: Callable[[], bool]) -> None:
         with anyio.fail_after(10):
