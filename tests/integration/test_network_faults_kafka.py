@@ -23,6 +23,7 @@ is logged or raised, every record read is one that was produced). ``-s`` shows t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import sys
@@ -30,11 +31,12 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, cast
 
 import pytest
 
-from asyncconsumer import AsyncConsumer, TopicPartition
+from asyncconsumer import AsyncConsumer, AsyncShareConsumer, KafkaError, TopicPartition
+from asyncconsumer.managers import share_membership as share_membership_module
 from asyncconsumer.network import connection as connection_module
 from asyncconsumer.network import delegate as delegate_module
 from tests.conftest import unique_topic_name
@@ -42,9 +44,12 @@ from tests.support.cluster_load import (
     AckedProducer,
     AsyncReader,
     GroupMember,
+    Reader,
+    Seen,
     check_acknowledged,
     check_exactly_once,
     create_placed_topic,
+    value_of,
 )
 from tests.support.logs import captured_events
 from tests.support.network_faults import (
@@ -64,6 +69,8 @@ from tests.support.network_faults import (
     Toxin,
     both,
     check_commits_landed,
+    check_fenced_stops,
+    check_never_back,
     check_order,
     check_redelivery_covered,
     fault_on,
@@ -80,6 +87,7 @@ from tests.support.network_faults import (
     unreachable_node,
     wait_progress,
 )
+from tests.support.produce import Record, produce
 from tests.support.toxi_cluster import ProxiedCluster
 from tests.support.toxiproxy import ToxiproxyServer
 from tests.support.waiting import wait_for_async
@@ -175,6 +183,18 @@ def test_toxiproxy_adds_latency_black_holes_refuses_and_resets_as_the_suite_need
         echo.close()
 
 
+class Running(Protocol):
+    """A consumer under test that a run stops at its end (or abandons, when the test failed)."""
+
+    name: str
+    seen: list[Seen]
+    consumer: Any
+
+    async def stop(self) -> None: ...
+
+    async def abandon(self) -> None: ...
+
+
 # --- the runs ------------------------------------------------------------------------------------------------------
 class Run:
     """One test's cluster, topic, producer, legs, timeline and findings, and the fault steps they go through."""
@@ -184,14 +204,14 @@ class Run:
         self.topic = topic
         self.producer = producer
         self.legs: list[Leg] = []
-        self.readers: list[AsyncReader | ProcessReader] = []
+        self.readers: list[Running] = []
         self.timeline = Timeline()
         self.findings = Findings(self.timeline)
         self.stalls: list[str] = []
 
     def add(self, leg: Leg) -> None:
         self.legs.append(leg)
-        self.readers.extend(r for r in leg.readers if isinstance(r, AsyncReader | ProcessReader))
+        self.readers.extend(cast(Running, r) for r in leg.readers)
 
     async def progressed(self, mark: int, partitions: Iterable[int], timeout: float, what: str) -> None:
         await wait_progress(self.legs, self.producer, mark, partitions, timeout, what)
@@ -235,7 +255,7 @@ class Run:
         await self.findings.awaits(
             "every record read", wait_for_async(reached, RECOVER_S, interval=0.05, message=missing)
         )
-        pollers = [r for r in self.readers if isinstance(r, AsyncReader)]  # process() has no polls to count
+        pollers = [r for r in self.readers if isinstance(r, Reader) and not isinstance(r, ProcessReader)]  # no polls
         polled = [r.polls for r in pollers]
 
         def polled_more() -> bool:
@@ -264,13 +284,15 @@ def check_group_legs(run: Run, members: list[GroupMember], acked: list[Any], lan
         assert group_id is not None
         groups.setdefault(group_id, []).append(m)
         run.findings.check(f"{m.name}: order per partition", partial(check_order, m, m.events))
+        run.findings.check(f"{m.name}: a commit rejected as fenced fences it at once", partial(check_fenced_stops, m))
         succeeded = [(c.at, c.offsets) for c in m.commits]
         run.findings.check(
             f"{m.name}: every successful commit landed",
             partial(check_commits_landed, m.name, group_id, succeeded, landed),
         )
-    for pair in groups.values():
+    for group_id, pair in groups.items():
         name = f"group {', '.join(m.name for m in pair)}"
+        run.findings.check(f"{name}: committed offsets never move back", partial(check_never_back, group_id, landed))
         run.findings.check(
             f"{name}: nothing lost", partial(check_acknowledged, name, [s for m in pair for s in m.seen], acked)
         )
@@ -578,6 +600,7 @@ async def test_faults_on_the_group_coordinator(cluster: ProxiedCluster, monkeypa
         partial(check_redelivery_covered, "process()", reads, processing.commits.succeeded),
     )
     run.findings.check("process(): order per partition", partial(check_order, processing, processing.events))
+    run.findings.check("process(): committed offsets never move back", partial(check_never_back, process_id, landed))
     failed_commits = {m.name: len(m.commit_errors) for m in members} | {"process()": len(processing.commits.failed)}
     report(
         f"faults on the coordinator, node {TARGET}: {len(acked)} records acknowledged; consumed: "
@@ -588,3 +611,244 @@ async def test_faults_on_the_group_coordinator(cluster: ProxiedCluster, monkeypa
         + f"\n{run.timeline.describe()}"
     )
     run.findings.assert_none()
+
+
+# --- a share group ---------------------------------------------------------------------------------------------------
+SHARE_COORDINATOR = 2
+"""The share group's coordinator (FindCoordinator's answer for it, which takes its ShareGroupHeartbeats); the share
+state coordinator behind it is the brokers' own business, reached over their direct listener, so no client fault
+reaches it. Faults on a leader go to ``SHARE_LEADER``."""
+SHARE_LEADER = 3
+SHARE_LOCK_MS = 6_000
+"""The group's acquisition lock: records a black-holed member held come back to the group after this."""
+
+
+class ShareReader(Reader):
+    """An ``AsyncShareConsumer`` (implicit acknowledgement) polled by a task: every delivery with its count, and every
+    acknowledgement the broker confirmed, with when the callback heard of it."""
+
+    def __init__(self, name: str, consumer: AsyncShareConsumer) -> None:
+        super().__init__(name)
+        self.consumer = consumer
+        self.deliveries: list[tuple[float, int, int, int]] = []
+        """(when, partition, offset, delivery count)."""
+        self.confirmed: list[tuple[float, int, int]] = []
+        """(when, partition, offset) of each acceptance the broker confirmed."""
+        self.refused: list[tuple[float, str]] = []
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+        consumer.set_acknowledgement_commit_callback(self._acknowledged)
+
+    def _acknowledged(self, offsets: dict[TopicPartition, set[int]], error: KafkaError | None) -> None:
+        now = time.monotonic()
+        if error is not None:
+            self.refused.append((now, str(error)))
+            return
+        self.confirmed.extend((now, tp.partition, o) for tp, got in offsets.items() for o in got)
+
+    async def start(self, topic: str) -> ShareReader:
+        await self.consumer.subscribe([topic])
+        self._task = asyncio.create_task(self._run(), name=self.name)
+        return self
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            records = list((await self.consumer.poll(200)).records())
+            now = time.monotonic()
+            self.deliveries.extend((now, r.partition, r.offset, r.delivery_count or 1) for r in records)
+            self.note(records)  # type: ignore[arg-type]  # a ShareRecord has what Reader reads of a record
+
+    def check(self) -> None:
+        assert self._task is not None
+        if self._task.done():
+            self._task.result()
+            raise AssertionError(f"{self.name}: the polling task ended without being stopped")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        try:
+            if self._task is not None:
+                await asyncio.wait_for(self._task, 30)
+        finally:
+            await self.consumer.close()
+
+    async def abandon(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self.consumer.close(timeout_ms=5_000)
+
+
+def check_share_redeliveries(members: list[ShareReader]) -> int:
+    """A record is delivered again only if no acceptance of it was confirmed before, and with a higher delivery
+    count; returns the records delivered more than once."""
+    confirmed: dict[tuple[int, int], float] = {}
+    for m in members:
+        for at, p, o in m.confirmed:
+            confirmed[p, o] = min(at, confirmed.get((p, o), at))
+    deliveries = sorted((at, p, o, n, m.name) for m in members for at, p, o, n in m.deliveries)
+    counts: dict[tuple[int, int], int] = {}
+    wrong: list[str] = []
+    again = 0
+    for at, p, o, n, name in deliveries:
+        if (p, o) in counts:
+            again += 1
+            if confirmed.get((p, o), float("inf")) < at:
+                wrong.append(f"{name} got {p}/{o} again after its acceptance was confirmed")
+            if n <= counts[p, o]:
+                wrong.append(f"{name} got {p}/{o} again with delivery count {n} after {counts[p, o]}")
+        counts[p, o] = max(n, counts.get((p, o), 0))
+    assert not wrong, f"{len(wrong)} wrong redeliveries: {wrong[:5]}"
+    return again
+
+
+SHARE_FAULTS: list[tuple[Fault, int, float]] = [
+    # (fault, target, seconds)
+    (Fault("latency with jitter", both("latency", latency=300, jitter=150)), SHARE_LEADER, 3),
+    (Fault("reset_peer", both("reset_peer", timeout=0)), SHARE_LEADER, 2),
+    (Fault("limit_data responses", [Toxin("limit_data", "downstream", {"bytes": 4096})]), SHARE_LEADER, 2),
+    (Fault("short black hole on the coordinator", both("timeout", timeout=0)), SHARE_COORDINATOR, 2),
+    (Fault("requests dropped", [Toxin("timeout", "upstream", {"timeout": 0})]), SHARE_LEADER, 5),
+]
+
+
+async def test_faults_on_a_share_group(cluster: ProxiedCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = await new_run(cluster, "faults-share")
+    group = await group_led_by(cluster, SHARE_COORDINATOR)
+    await in_thread(
+        cluster.kafka.set_group_config,
+        group,
+        {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": SHARE_LOCK_MS},
+    )
+    settings = {k: v for k, v in CONSUMER_SETTINGS.items() if k != "auto_offset_reset"}
+    members = [
+        ShareReader(f"share-{i}", AsyncShareConsumer(cluster.bootstrap_servers, group_id=group, **settings))
+        for i in (1, 2)
+    ]
+    run.add(Leg("share group", members))
+    with captured_events(monkeypatch, connection_module, delegate_module, share_membership_module) as events:
+        finished = False
+        try:
+            for m in members:
+                await m.start(run.topic)
+            await run.progressed(run.producer.sent, range(PARTITIONS), RECOVER_S, "the start")
+            run.timeline.note("the share group reads every partition")
+            for fault, target, seconds in SHARE_FAULTS:
+                async with fault_on(cluster, fault, [target], run.timeline) as began:
+                    if target != SHARE_COORDINATOR:
+                        await run.others_flow(fault, target, run.producer.sent)
+                    await lasting(seconds, began)
+                await run.recovered(fault.name)
+
+            refused = Fault("refused", refused=True)
+            async with fault_on(cluster, refused, [SHARE_LEADER], run.timeline) as began:
+                await run.others_flow(refused, SHARE_LEADER, run.producer.sent)
+                for m in members:
+                    await run.findings.awaits(
+                        f"refused: {m.name}'s metrics() name the broker unreachable",
+                        wait_for_async(lambda m=m: unreachable_node(m.consumer, SHARE_LEADER), 3.0, interval=0.05),
+                    )
+                await lasting(4, began)
+            await run.recovered(refused.name)
+            await run.findings.awaits(
+                "refused: metrics() forget the outage after the heal",
+                wait_for_async(
+                    lambda: all(unreachable_node(m.consumer, SHARE_LEADER) is None for m in members),
+                    RECOVER_S,
+                    interval=0.05,
+                ),
+            )
+
+            long_hole = Fault("long black hole on the coordinator", both("timeout", timeout=0))
+            hole_at = len(events)
+            async with fault_on(cluster, long_hole, [SHARE_COORDINATOR], run.timeline) as began:
+                await lasting(LONG_BLACK_HOLE_S, began)
+            healed_at = len(events)  # the events logged from the heal on
+            ids = {m.consumer.metrics().member_id: m.name for m in members}
+
+            def named(event: str, since: int) -> set[str]:
+                found = [e for e in list(events)[since:] if e["event"] == event]
+                return {ids[str(e.get("member"))] for e in found if str(e.get("member")) in ids}
+
+            await run.findings.awaits(
+                f"every share member rejoins within {REJOIN_S:.0f} s of the heal",
+                wait_for_async(
+                    lambda: named("share.joined", healed_at) == set(ids.values()),
+                    REJOIN_S,
+                    interval=0.05,
+                    message=lambda: f"rejoined: {named('share.joined', healed_at)}",
+                ),
+            )
+            expelled = named("share.fenced", hole_at)
+            run.findings.holds(
+                "a black hole longer than the share session expels every member",
+                expelled == set(ids.values()),
+                f"fenced: {expelled}",
+            )
+            await run.recovered(long_hole.name)
+            acked = await run.finish()
+            await run.stop()
+            finished = True
+        finally:
+            if not finished:
+                await run.abandon()
+    cut_short = frames_checked(run, events)
+    wanted = {a.index for a in acked}
+    got = set().union(*(m.indices for m in members))
+    run.findings.holds(
+        "share group: nothing lost", wanted <= got, f"{len(wanted - got)} acknowledged records never delivered"
+    )
+    again = 0
+    try:
+        again = check_share_redeliveries(members)
+    except AssertionError as exc:
+        run.findings.add(f"share group: redeliveries: {exc}")
+    report(
+        f"share group ({group}) under faults: {len(acked)} records acknowledged; delivered "
+        + ", ".join(f"{m.name} {len(m.deliveries)}" for m in members)
+        + f"; {again} delivered again; acknowledgements refused {[len(m.refused) for m in members]}; "
+        + f"{cut_short} connections cut short\nstalls after each heal:\n"
+        + "\n".join(run.stalls)
+        + f"\n{run.timeline.describe()}"
+    )
+    run.findings.assert_none()
+
+
+# --- the Spark source ----------------------------------------------------------------------------------------------
+def test_a_spark_batch_read_through_latency_slices_and_resets_reads_every_record_once(
+    spark: Any, cluster: ProxiedCluster
+) -> None:
+    """One run of the PySpark source: every broker slow and jittery, one leader's responses sliced into small pieces
+    and a third of its new connections reset: the read returns exactly what was produced."""
+    topic = unique_topic_name("faults-spark")
+    create_placed_topic(cluster.kafka, topic, PLACEMENT)
+    records = [Record(value_of(i), partition=i % PARTITIONS) for i in range(3_000)]
+    produced = produce(cluster.direct_servers, topic, records, max_batch_size=4096)
+    expected = sorted((r.partition, r.offset, r.value) for r in produced)
+    options = {
+        "kafka.bootstrap.servers": cluster.bootstrap_servers,
+        "kafka.request.timeout.ms": str(REQUEST_TIMEOUT_MS),
+        "kafka.socket.connection.setup.timeout.ms": "3000",
+        "subscribe": topic,
+    }
+    proxies = [cluster.proxy(n) for n in (1, 2, 3)]
+    began = time.monotonic()
+    try:
+        for proxy in proxies:
+            proxy.add("latency", "downstream", {"latency": 100, "jitter": 50})
+        cluster.proxy(2).add("slicer", "downstream", {"average_size": 128, "size_variation": 64, "delay": 50})
+        cluster.proxy(3).add("reset_peer", "downstream", {"timeout": 0}, toxicity=0.3)
+        rows = (
+            spark.read.format("asyncconsumer")
+            .options(**options)
+            .load()
+            .select("partition", "offset", "value")
+            .collect()
+        )
+    finally:
+        cluster.heal()
+    got = sorted((r.partition, r.offset, bytes(r.value)) for r in rows)
+    took = time.monotonic() - began
+    report(f"spark batch read of {len(expected)} records through latency, slicer and resets: {took:.1f} s")
+    assert len(got) == len(expected), f"{len(got)} rows for {len(expected)} records"
+    assert got == expected

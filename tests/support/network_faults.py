@@ -428,9 +428,10 @@ def decode_offset_commit(key: bytes | None, value: bytes | None) -> tuple[str, s
 
 def landed_commits(
     cluster: ProxiedCluster, groups: Iterable[str], timeout_s: float = 60.0
-) -> dict[tuple[str, int], set[int]]:
-    """Every offset committed for each (group, partition) of ``groups``, as ``__consumer_offsets`` holds them: read
-    directly (past the proxies) from the start of each of its partitions to its end."""
+) -> dict[tuple[str, int], list[int]]:
+    """Every offset committed for each (group, partition) of ``groups``, in the order Kafka wrote them, as
+    ``__consumer_offsets`` holds them (one of its partitions holds all of a group's commits): read directly, past
+    the proxies, from the start of each of its partitions to its end."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer
     from confluent_kafka import TopicPartition as ConfluentPartition
 
@@ -443,7 +444,7 @@ def landed_commits(
             "log_level": 0,
         }
     )
-    found: dict[tuple[str, int], set[int]] = defaultdict(set)
+    found: dict[tuple[str, int], list[int]] = defaultdict(list)
     try:
         ends = {
             p: reader.get_watermark_offsets(ConfluentPartition(OFFSETS_TOPIC, p), timeout=10)[1]
@@ -462,18 +463,51 @@ def landed_commits(
                 remaining.discard(partition)
             decoded = decode_offset_commit(message.key(), message.value())
             if decoded is not None and decoded[0] in wanted:
-                group, _, partition, offset = decoded
-                found[group, partition].add(offset)
+                group, _, committed_partition, committed = decoded
+                found[group, committed_partition].append(committed)
     finally:
         reader.close()
     return dict(found)
+
+
+def check_never_back(group: str, landed: Mapping[tuple[str, int], Sequence[int]]) -> None:
+    """A group's committed offset never moves back: a commit that lands from a member the group has fenced (its
+    partitions read on by their new owner meanwhile) would move it back, and its new owner would read again what
+    it had committed."""
+    back = [
+        (p, offsets[i - 1], offsets[i])
+        for (g, p), offsets in sorted(landed.items())
+        if g == group
+        for i in range(1, len(offsets))
+        if offsets[i] < offsets[i - 1]
+    ]
+    assert not back, f"group {group}: committed offsets moved back (partition, from, to): {back[:8]}"
+
+
+FENCING_ERRORS = ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH", "FENCED_INSTANCE_ID")
+"""The answers by which a group fences a member: a commit rejected with one of them means its partitions are lost."""
+
+
+def check_fenced_stops(member: GroupMember) -> None:
+    """After a commit the group rejected as from a fenced member, the member's next ``poll`` runs the lost-partitions
+    callback before it hands out another record (records handed out meanwhile are read twice for nothing)."""
+    releases_at = sorted(at for at, kind, parts in member.events if kind in ("lost", "revoked") and parts)
+    wrong: list[str] = []
+    for failed_at, error in member.commit_errors:
+        if not any(code in error for code in FENCING_ERRORS):
+            continue
+        until = next((at for at in releases_at if at > failed_at), float("inf"))
+        after = [s for s in member.seen if failed_at < s.at < until]
+        if after:
+            wrong.append(f"{len(after)} record(s) handed out after {error[:120]!r}")
+    assert not wrong, f"{member.name}: {wrong[:3]}"
 
 
 def check_commits_landed(
     name: str,
     group: str,
     succeeded: Iterable[tuple[float, Mapping[int, int]]],
-    landed: Mapping[tuple[str, int], set[int]],
+    landed: Mapping[tuple[str, int], Sequence[int]],
 ) -> None:
     """Every commit ``commit()`` reported successful is in ``__consumer_offsets``: a success for a commit that did
     not land would be a lie."""
@@ -481,7 +515,7 @@ def check_commits_landed(
         (round(at, 1), p, offset)
         for at, offsets in succeeded
         for p, offset in offsets.items()
-        if offset not in landed.get((group, p), set())
+        if offset not in landed.get((group, p), ())
     ]
     assert not missing, (
         f"{name}: commit() reported success for {len(missing)} offset(s) Kafka never wrote "
