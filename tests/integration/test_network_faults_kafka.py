@@ -743,10 +743,21 @@ async def test_faults_on_a_share_group(cluster: ProxiedCluster, monkeypatch: pyt
             refused = Fault("refused", refused=True)
             async with fault_on(cluster, refused, [SHARE_LEADER], run.timeline) as began:
                 await run.others_flow(refused, SHARE_LEADER, run.producer.sent)
-                for m in members:
+                fetching = [  # a member sends ShareFetches to the leaders of the partitions assigned to it
+                    m
+                    for m in members
+                    if {tp.partition for tp in m.consumer.metrics().assignment} & set(led_by(SHARE_LEADER))
+                ]
+                run.findings.holds(f"refused: a member reads from node {SHARE_LEADER}", bool(fetching))
+                for m in fetching:
                     await run.findings.awaits(
                         f"refused: {m.name}'s metrics() name the broker unreachable",
-                        wait_for_async(lambda m=m: unreachable_node(m.consumer, SHARE_LEADER), 3.0, interval=0.05),
+                        wait_for_async(
+                            lambda m=m: unreachable_node(m.consumer, SHARE_LEADER),
+                            3.0,
+                            interval=0.05,
+                            message=lambda m=m: f"{m.consumer.metrics()}",
+                        ),
                     )
                 await lasting(4, began)
             await run.recovered(refused.name)
