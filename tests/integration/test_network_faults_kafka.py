@@ -71,6 +71,7 @@ from tests.support.network_faults import (
     check_commits_landed,
     check_fenced_stops,
     check_never_back,
+    check_no_success_while_expelled,
     check_order,
     check_redelivery_covered,
     fault_on,
@@ -284,11 +285,14 @@ def check_group_legs(run: Run, members: list[GroupMember], acked: list[Any], lan
         assert group_id is not None
         groups.setdefault(group_id, []).append(m)
         run.findings.check(f"{m.name}: order per partition", partial(check_order, m, m.events))
-        run.findings.check(f"{m.name}: a commit rejected as fenced fences it at once", partial(check_fenced_stops, m))
+        run.findings.check(
+            f"{m.name}: a commit rejected as fenced fences it at once",
+            partial(check_fenced_stops, m, run.timeline.started),
+        )
         succeeded = [(c.at, c.offsets) for c in m.commits]
         run.findings.check(
             f"{m.name}: every successful commit landed",
-            partial(check_commits_landed, m.name, group_id, succeeded, landed),
+            partial(check_commits_landed, m.name, group_id, succeeded, landed, run.timeline.started),
         )
     for group_id, pair in groups.items():
         name = f"group {', '.join(m.name for m in pair)}"
@@ -570,6 +574,17 @@ async def test_faults_on_the_group_coordinator(cluster: ProxiedCluster, monkeypa
             run.timeline.note(
                 f"rejoined after the heal (s): { {k: None if v is None else round(v, 2) for k, v in rejoined.items()} }"
             )
+            for one in everyone:
+                back_at = healed + (rejoined[one.name] or REJOIN_S)
+                successes = (
+                    [(c.at, c.offsets) for c in one.commits] if isinstance(one, GroupMember) else one.commits.succeeded
+                )
+                run.findings.check(
+                    f"{one.name}: no commit succeeds while the member is out of the group",
+                    partial(
+                        check_no_success_while_expelled, one.name, successes, healed, back_at, run.timeline.started
+                    ),
+                )
             expelled = {m.name: [e for e in m.events if e[0] >= began and e[1] == "lost"] for m in everyone}
             run.findings.holds(
                 "a black hole longer than the session expels every member (its partitions are lost)",
@@ -592,7 +607,9 @@ async def test_faults_on_the_group_coordinator(cluster: ProxiedCluster, monkeypa
     run.findings.check("process(): nothing lost", partial(check_acknowledged, "process()", processing.seen, acked))
     run.findings.check(
         "process(): every successful commit landed",
-        partial(check_commits_landed, "process()", process_id, processing.commits.succeeded, landed),
+        partial(
+            check_commits_landed, "process()", process_id, processing.commits.succeeded, landed, run.timeline.started
+        ),
     )
     reads = [(s.at, s.partition, s.offset) for s in processing.seen]
     run.findings.check(
@@ -679,6 +696,10 @@ class ShareReader(Reader):
         await self.consumer.close(timeout_ms=5_000)
 
 
+def metrics_of(consumer: Any) -> str:
+    return str(consumer.metrics())
+
+
 def check_share_redeliveries(members: list[ShareReader]) -> int:
     """A record is delivered again only if no acceptance of it was confirmed before, and with a higher delivery
     count; returns the records delivered more than once."""
@@ -753,10 +774,10 @@ async def test_faults_on_a_share_group(cluster: ProxiedCluster, monkeypatch: pyt
                     await run.findings.awaits(
                         f"refused: {m.name}'s metrics() name the broker unreachable",
                         wait_for_async(
-                            lambda m=m: unreachable_node(m.consumer, SHARE_LEADER),
+                            partial(unreachable_node, m.consumer, SHARE_LEADER),
                             3.0,
                             interval=0.05,
-                            message=lambda m=m: f"{m.consumer.metrics()}",
+                            message=partial(metrics_of, m.consumer),
                         ),
                     )
                 await lasting(4, began)

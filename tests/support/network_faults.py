@@ -488,7 +488,7 @@ FENCING_ERRORS = ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOC
 """The answers by which a group fences a member: a commit rejected with one of them means its partitions are lost."""
 
 
-def check_fenced_stops(member: GroupMember) -> None:
+def check_fenced_stops(member: GroupMember, origin: float = 0.0) -> None:
     """After a commit the group rejected as from a fenced member, the member's next ``poll`` runs the lost-partitions
     callback before it hands out another record (records handed out meanwhile are read twice for nothing)."""
     releases_at = sorted(at for at, kind, parts in member.events if kind in ("lost", "revoked") and parts)
@@ -499,7 +499,7 @@ def check_fenced_stops(member: GroupMember) -> None:
         until = next((at for at in releases_at if at > failed_at), float("inf"))
         after = [s for s in member.seen if failed_at < s.at < until]
         if after:
-            wrong.append(f"{len(after)} record(s) handed out after {error[:120]!r}")
+            wrong.append(f"{len(after)} record(s) handed out after, at {failed_at - origin:.1f} s, {error[:110]!r}")
     assert not wrong, f"{member.name}: {wrong[:3]}"
 
 
@@ -508,11 +508,12 @@ def check_commits_landed(
     group: str,
     succeeded: Iterable[tuple[float, Mapping[int, int]]],
     landed: Mapping[tuple[str, int], Sequence[int]],
+    origin: float = 0.0,
 ) -> None:
     """Every commit ``commit()`` reported successful is in ``__consumer_offsets``: a success for a commit that did
-    not land would be a lie."""
+    not land would be a lie. ``origin``: the time the messages count from (a timeline's start)."""
     missing = [
-        (round(at, 1), p, offset)
+        (round(at - origin, 1), p, offset)
         for at, offsets in succeeded
         for p, offset in offsets.items()
         if offset not in landed.get((group, p), ())
@@ -546,6 +547,19 @@ def check_redelivery_covered(
         seen.add((p, offset))
     assert not covered, f"{name}: records read again though a successful commit covered them: {covered[:5]}"
     return twice
+
+
+def check_no_success_while_expelled(
+    name: str, succeeded: Iterable[tuple[float, Mapping[int, int]]], healed: float, back: float, origin: float = 0.0
+) -> None:
+    """Between the heal of a fault that outlasted the session (the group expelled the member meanwhile) and the
+    member's next assignment, no commit of the member succeeds: it was not in the group. One reported successful
+    then either committed nothing or was accepted from a member the group had fenced."""
+    wrong = [(round(at - origin, 2), dict(offsets)) for at, offsets in succeeded if healed < at < back]
+    assert not wrong, (
+        f"{name}: commit() reported success while the member was out of the group (between {healed - origin:.1f} s "
+        f"and {back - origin:.1f} s): {wrong[:3]}"
+    )
 
 
 def unreachable_node(consumer: Any, node_id: int) -> Any:
