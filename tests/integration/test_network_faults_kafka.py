@@ -499,6 +499,8 @@ COORDINATOR_FAULTS: list[tuple[Fault, float, bool]] = [
 LONG_BLACK_HOLE = Fault("long black hole", both("timeout", timeout=0))
 LONG_BLACK_HOLE_S = SESSION_TIMEOUT_MS / 1000 + REQUEST_TIMEOUT_MS / 1000
 """Longer than the session by more than a request timeout: the coordinator expels every member for certain."""
+PROCESS_GOES_ON_S = 3.0
+"""Into the long black hole, past process()'s first commit into it (it commits every second)."""
 
 
 def rebalanced(members: Iterable[GroupMember | ProcessReader], since: float, until: float) -> dict[str, list[Any]]:
@@ -553,6 +555,21 @@ async def test_faults_on_the_group_coordinator(cluster: ProxiedCluster, monkeypa
                         run.timeline.note(f"{fault.name}: rebalanced {sorted(found)}")
 
             async with fault_on(cluster, LONG_BLACK_HOLE, [TARGET], run.timeline) as began:
+                # process() commits every second: a commit waiting on the black-holed coordinator must not hold up
+                # the records of the partitions other leaders lead (the member is not told it was expelled before
+                # the heal, and goes on reading them)
+                await lasting(PROCESS_GOES_ON_S, began)
+                await run.findings.awaits(
+                    "process(): the other leaders' partitions go on while the coordinator is black-holed",
+                    wait_progress(
+                        [Leg("process()", [processing])],
+                        run.producer,
+                        run.producer.sent,
+                        not_led_by(TARGET),
+                        LONG_BLACK_HOLE_S - PROCESS_GOES_ON_S - 1,
+                        "the long black hole",
+                    ),
+                )
                 await lasting(LONG_BLACK_HOLE_S, began)
             healed = time.monotonic()
 
