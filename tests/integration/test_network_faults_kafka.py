@@ -159,6 +159,17 @@ def round_trip(port: int, timeout: float = 5.0) -> float:
         return time.monotonic() - began
 
 
+def round_trip_on(sock: socket.socket, data: bytes) -> bytes:
+    sock.sendall(data)
+    got = b""
+    while len(got) < len(data):
+        chunk = sock.recv(len(data) - len(got))
+        if not chunk:
+            raise ConnectionError("closed")
+        got += chunk
+    return got
+
+
 def test_toxiproxy_adds_latency_black_holes_refuses_and_resets_as_the_suite_needs(toxi_cluster: ProxiedCluster) -> None:
     """The API the suite drives does what it says, on a plain echo server (Toxiproxy's own server, not a model)."""
     server: ToxiproxyServer = toxi_cluster.toxiproxy
@@ -172,6 +183,18 @@ def test_toxiproxy_adds_latency_black_holes_refuses_and_resets_as_the_suite_need
         assert proxy.toxics() == []
         with proxy.toxic("timeout", stream="upstream", timeout=0), pytest.raises(TimeoutError):
             round_trip(proxy.listen[1], timeout=1.0)  # a black hole: connected, never answered
+        # healed silently: the same connection carries data again; what the black hole took stays lost
+        with socket.create_connection(("127.0.0.1", proxy.listen[1]), timeout=5) as sock:
+            assert round_trip_on(sock, b"first") == b"first"
+            hole = proxy.add_toxic("timeout", stream="upstream", timeout=0)
+            sock.sendall(b"lost!")
+            sock.settimeout(0.5)
+            with pytest.raises(TimeoutError):
+                sock.recv(5)
+            proxy.update_toxic(hole.name, toxicity=0.0)
+            sock.settimeout(5)
+            assert round_trip_on(sock, b"again") == b"again"
+            proxy.remove_toxic(hole.name)
         proxy.disable()
         with pytest.raises(ConnectionRefusedError):
             round_trip(proxy.listen[1])
@@ -226,6 +249,25 @@ class Run:
         )
         shown = ", ".join(f"{leg.name} {stall_after(leg, mark, healed):.2f} s" for leg in self.legs)
         self.stalls.append(f"{name}: {shown}")
+
+    async def toxics_removed(self, fault: Fault, target: int) -> None:
+        """After a silent heal and the recovery from it: the toxics removed (Toxiproxy closes their connections, as
+        at any heal), then the consumers back on every partition and naming no broker unreachable, before the next
+        fault starts."""
+        await in_thread(self.cluster.heal)
+        await self.findings.awaits(
+            f"{fault.name}: back after the toxics were removed",
+            self.progressed(self.producer.sent, range(PARTITIONS), RECOVER_S, f"{fault.name}'s toxics removed"),
+        )
+        await self.findings.awaits(
+            f"{fault.name}: no broker unreachable after the toxics were removed",
+            wait_for_async(
+                lambda: all(unreachable_node(r.consumer, target) is None for r in self.readers),
+                RECOVER_S,
+                interval=0.05,
+                message=lambda: f"{[r.consumer.metrics().unreachable_nodes for r in self.readers]}",
+            ),
+        )
 
     async def others_flow(self, fault: Fault, target: int, mark: int) -> None:
         """While ``fault`` lasts on ``target``, the partitions other leaders lead keep coming."""
@@ -352,10 +394,10 @@ LEADER_FAULTS: list[tuple[Fault, float]] = [
     (Fault("limit_data responses", [Toxin("limit_data", "downstream", {"bytes": 4096})]), 3),
     (Fault("limit_data requests", [Toxin("limit_data", "upstream", {"bytes": 1024})]), 2),
     (Fault("reset_peer", both("reset_peer", timeout=0)), 2),
-    (Fault("short black hole", both("timeout", timeout=0)), 2),
+    (Fault("short black hole", both("timeout", timeout=0), silent_heal=True), 2),
 ]
 UNREACHABLE_FAULTS = [
-    Fault("long black hole", [Toxin("timeout", "downstream", {"timeout": 0})]),
+    Fault("long black hole", [Toxin("timeout", "downstream", {"timeout": 0})], silent_heal=True),
     Fault("requests dropped", [Toxin("timeout", "upstream", {"timeout": 0})]),
     Fault("refused", refused=True),
 ]
@@ -432,6 +474,8 @@ async def test_faults_on_a_leader(cluster: ProxiedCluster, monkeypatch: pytest.M
                     await run.others_flow(fault, LEADER, run.producer.sent)
                     await lasting(seconds, began)
                 await run.recovered(fault.name)
+                if fault.silent_heal:
+                    await run.toxics_removed(fault, LEADER)
 
             for fault in UNREACHABLE_FAULTS:
                 async with fault_on(cluster, fault, [LEADER], run.timeline) as began:
@@ -454,6 +498,8 @@ async def test_faults_on_a_leader(cluster: ProxiedCluster, monkeypatch: pytest.M
                         message=lambda: f"{[r.consumer.metrics().unreachable_nodes for r in run.readers]}",
                     ),
                 )
+                if fault.silent_heal:
+                    await run.toxics_removed(fault, LEADER)
             faults_ended = time.monotonic()
             acked = await run.finish()
             await run.stop()
@@ -490,7 +536,7 @@ it at its next heartbeat after the heal (within a second) and its listener runs 
 COORDINATOR_FAULTS: list[tuple[Fault, float, bool]] = [
     # (fault, seconds, must it cost no rebalance)
     (Fault("latency with jitter", both("latency", latency=300, jitter=150)), 3, True),
-    (Fault("short black hole", both("timeout", timeout=0)), 2, True),
+    (Fault("short black hole", both("timeout", timeout=0), silent_heal=True), 2, True),
     (Fault("reset_peer", both("reset_peer", timeout=0)), 2, False),
     (Fault("limit_data responses", [Toxin("limit_data", "downstream", {"bytes": 4096})]), 2, False),
     (Fault("requests dropped", [Toxin("timeout", "upstream", {"timeout": 0})]), 3, False),
@@ -553,6 +599,8 @@ async def test_faults_on_the_group_coordinator(cluster: ProxiedCluster, monkeypa
                     found = rebalanced(everyone, began, time.monotonic())
                     if found:
                         run.timeline.note(f"{fault.name}: rebalanced {sorted(found)}")
+                if fault.silent_heal:
+                    await run.toxics_removed(fault, TARGET)
 
             async with fault_on(cluster, LONG_BLACK_HOLE, [TARGET], run.timeline) as began:
                 # process() commits every second: a commit waiting on the black-holed coordinator must not hold up
@@ -636,6 +684,8 @@ async def test_faults_on_the_group_coordinator(cluster: ProxiedCluster, monkeypa
     run.findings.check("process(): order per partition", partial(check_order, processing, processing.events))
     run.findings.check("process(): committed offsets never move back", partial(check_never_back, process_id, landed))
     failed_commits = {m.name: len(m.commit_errors) for m in members} | {"process()": len(processing.commits.failed)}
+    process_landed = {p: offsets[-6:] for (g, p), offsets in sorted(landed.items()) if g == process_id}
+    run.timeline.note(f"process()'s last commits in __consumer_offsets, by partition: {process_landed}")
     report(
         f"faults on the coordinator, node {TARGET}: {len(acked)} records acknowledged; consumed: "
         + ", ".join(f"{r.name} {len(r.seen)}" for r in run.readers)

@@ -37,7 +37,7 @@ from tests.support.cluster_load import (
 from tests.support.groups import new_group_id
 from tests.support.kafka_broker import TEST_SETTINGS
 from tests.support.toxi_cluster import ProxiedCluster
-from tests.support.toxiproxy import Stream
+from tests.support.toxiproxy import Proxy, Stream
 from tests.support.waiting import wait_for
 
 T = TypeVar("T")
@@ -165,25 +165,35 @@ class Fault:
     name: str
     toxins: Sequence[Toxin] = ()
     refused: bool = False
+    silent_heal: bool = False
+    """Healed as a real network heals: the toxics pass everything from then on and the connections stay open
+    (Toxiproxy closes a ``timeout`` toxic's connections when it is removed, which tells the client at once). What was
+    dropped meanwhile stays dropped: a request lost in a black hole is only ever answered by its timeout. The toxics
+    are removed by the next ``ProxiedCluster.heal``."""
 
     def describe(self) -> str:
         what = "refused (proxy disabled)" if self.refused else " + ".join(t.describe() for t in self.toxins)
-        return f"{self.name}: {what}"
+        return f"{self.name}: {what}" + (", healed silently" if self.silent_heal else "")
 
 
 @contextlib.contextmanager
 def applied(cluster: ProxiedCluster, fault: Fault, targets: Iterable[int]) -> Iterator[None]:
     """``fault`` on the proxies of ``targets`` for the block; healed at its end whatever happens."""
     proxies = [cluster.proxy(node) for node in targets]
+    added: list[tuple[Proxy, str]] = []
     try:
         for proxy in proxies:
             if fault.refused:
                 proxy.disable()
             for toxin in fault.toxins:
-                proxy.add(toxin.kind, toxin.stream, toxin.attributes)
+                added.append((proxy, proxy.add(toxin.kind, toxin.stream, toxin.attributes).name))
         yield
     finally:
-        cluster.heal()
+        if fault.silent_heal and not fault.refused:
+            for proxy, name in added:
+                proxy.update_toxic(name, toxicity=0.0)
+        else:
+            cluster.heal()
 
 
 @contextlib.asynccontextmanager
@@ -353,16 +363,20 @@ class ProcessReader(Reader):
         return {tp.partition for tp in self.consumer.assignment()}
 
     def check(self) -> None:
+        """AssertionError (a finding, beside the others) if ``process()`` ended: what it raised, or that it ended."""
         assert self._task is not None
         if self._task.done():
-            self._task.result()
+            error = None if self._task.cancelled() else self._task.exception()
+            if error is not None:
+                raise AssertionError(f"{self.name}: process() raised {type(error).__name__}: {error}") from error
             raise AssertionError(f"{self.name}: process() ended without being stopped")
 
     async def stop(self) -> None:
+        """Stops processing and closes the consumer; an error ``process()`` raised before was a finding already."""
         self.consumer.stop_processing()
         try:
             if self._task is not None:
-                await asyncio.wait_for(self._task, 30)
+                await asyncio.wait([self._task], timeout=30)
         finally:
             await self.consumer.close()
 

@@ -270,6 +270,13 @@ class Proxy:
         body = toxic_body(kind, stream=stream, toxicity=toxicity, name=name, attributes=attributes)
         return Toxic.from_json(self.client.call("POST", f"{self.path}/toxics", body))
 
+    def update_toxic(self, name: str, *, toxicity: float) -> Toxic:
+        """A new toxicity for toxic ``name``: its links draw again whether it applies to them, keeping their
+        connections (0 passes everything on from now on; removing a ``timeout`` toxic would close them)."""
+        if not 0.0 <= toxicity <= 1.0:
+            raise ValueError(f"toxicity is a probability from 0 to 1, got {toxicity}")
+        return Toxic.from_json(self.client.call("POST", f"{self.path}/toxics/{name}", {"toxicity": toxicity}))
+
     def remove_toxic(self, name: str) -> None:
         self.client.call("DELETE", f"{self.path}/toxics/{name}")
 

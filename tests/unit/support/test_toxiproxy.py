@@ -164,3 +164,9 @@ def test_the_servers_answers_are_read_back() -> None:
     assert toxiproxy._error_text(b"not json\n") == "not json"
     assert toxiproxy._error_text(b"") == "(no body)"
     assert toxiproxy._host_port("127.0.0.1:9092") == ("127.0.0.1", 9092)
+
+
+def test_a_toxicity_out_of_range_is_refused_before_the_server_is_asked() -> None:
+    proxy = toxiproxy.Proxy(toxiproxy.ToxiproxyClient("127.0.0.1", 1), "p", ("127.0.0.1", 2), ("127.0.0.1", 3))
+    with pytest.raises(ValueError, match="toxicity is a probability"):
+        proxy.update_toxic("t", toxicity=2.0)
