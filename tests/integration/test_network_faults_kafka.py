@@ -93,7 +93,9 @@ from tests.support.toxi_cluster import ProxiedCluster
 from tests.support.toxiproxy import ToxiproxyServer
 from tests.support.waiting import wait_for_async
 
-pytestmark = [pytest.mark.anyio, pytest.mark.cluster]
+# Every test takes the session's Spark fixture, though one uses it: pytest runs the tests of a session fixture's
+# parameter together, and would pull the Spark test out of this module, and the module's cluster would start twice.
+pytestmark = [pytest.mark.anyio, pytest.mark.cluster, pytest.mark.usefixtures("spark")]
 
 OTHERS_S = 10.0
 """A fault lasts at least its scheduled time and, where the other leaders' partitions must keep coming, until they did
