@@ -19,6 +19,12 @@ class SystemClock:
         return time.monotonic_ns() // 1_000_000
 
 
+def wall_ms() -> int:
+    """Unix epoch milliseconds: only for dating what ``metrics()`` shows a person (everything else runs on a
+    ``Clock``)."""
+    return time.time_ns() // 1_000_000
+
+
 class ManualClock:
     """A clock that moves only when told to."""
 

@@ -32,6 +32,24 @@ class PartitionMetrics:
 
 
 @attrs.define(frozen=True, slots=True)
+class UnreachableNode:
+    """A broker (or bootstrap server) the consumer cannot reach now: its connection attempts fail (refused, reset,
+    timed out), or its connection was lost with requests unanswered, and it has not connected since."""
+
+    host: str
+    port: int
+    unreachable_since_ms: int
+    """When it first failed (Unix epoch milliseconds): its first failed connection attempt, or the loss of a
+    connection with requests in flight (a black-holed request shows once it times out)."""
+    unreachable_for_ms: int
+    """How long before this snapshot that was."""
+    failures: int
+    """Connection attempts and connections that failed since."""
+    last_error: str
+    """Why the latest of them failed."""
+
+
+@attrs.define(frozen=True, slots=True)
 class PluginMetrics:
     """What one plugin published: plain values, values per partition, and why it stopped (None while it runs)."""
 
@@ -91,6 +109,10 @@ class ConsumerMetrics:
     (INVALID_FETCH_SESSION_EPOCH); each was followed by a full fetch."""
     plugins: dict[str, PluginMetrics] = attrs.field(factory=dict)
     """Per enabled plugin, by name (see ``asyncconsumer.plugins``)."""
+    unreachable_nodes: dict[int, UnreachableNode] = attrs.field(factory=dict)
+    """The brokers the consumer cannot reach now, by node id, while that lasts (a bootstrap server by a negative id,
+    as Java names ``node--1``; a group coordinator's connection counts for its broker). Empty while every broker the
+    consumer talks to answers."""
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -131,6 +153,8 @@ class ShareConsumerMetrics:
     fetch_buffer_limit_bytes: int = 0
     """What buffered plus in-flight bytes may reach now: half of ``fetch_buffer_bytes`` at first, grown to it when the
     caller keeps running the buffer dry."""
+    unreachable_nodes: dict[int, UnreachableNode] = attrs.field(factory=dict)
+    """The brokers the share consumer cannot reach now, by node id, while that lasts (as for a consumer)."""
 
 
 class RateMeter:

@@ -33,6 +33,8 @@ from tests.support.loop_thread import LoopThreadServer
 from tests.support.produce import ProduceHelper
 from tests.support.secure_front import SecureFront
 from tests.support.spark_cluster import SparkCluster
+from tests.support.toxi_cluster import ProxiedCluster
+from tests.support.toxiproxy import ToxiproxyStartError, ToxiproxyUnavailable
 from tests.support.waiting import wait_for
 from tests.support.watchdog import watching
 
@@ -62,7 +64,7 @@ def unique_topic_name(hint: str = "topic") -> str:
     return f"{cleaned}-{uuid.uuid4().hex[:10]}"
 
 
-_Started = TypeVar("_Started", bound="EmbeddedBroker | KafkaCluster | _FrontedBroker | ProxiedKafka")
+_Started = TypeVar("_Started", bound="EmbeddedBroker | KafkaCluster | _FrontedBroker | ProxiedKafka | ProxiedCluster")
 
 
 def _run_broker(start: Callable[[], _Started]) -> Generator[_Started, None, _Started]:
@@ -76,6 +78,10 @@ def _run_broker(start: Callable[[], _Started]) -> Generator[_Started, None, _Sta
         _broker_unavailable(f"Apache Kafka cannot run here: {exc}")
     except KafkaStartError as exc:
         _broker_unavailable(f"Apache Kafka could not start: {exc}")
+    except ToxiproxyUnavailable as exc:
+        _broker_unavailable(f"Toxiproxy cannot run here: {exc}")
+    except ToxiproxyStartError as exc:
+        _broker_unavailable(f"Toxiproxy could not start: {exc}")
     try:
         yield started
     finally:
@@ -346,6 +352,15 @@ def kafka_cluster() -> Iterator[KafkaCluster]:
     restarts what a failed test left down) and write the nodes' logs itself when it fails (they are gone after
     the module)."""
     yield from _run_broker(start_cluster)
+
+
+@pytest.fixture(scope="module")
+def toxi_cluster() -> Iterator[ProxiedCluster]:
+    """A 3-node Apache Kafka cluster with a Toxiproxy proxy in front of each broker's client listener, for one module
+    (``tests/support/toxi_cluster.py``). Its tests add toxics and disable proxies, and must heal them when they end
+    (``ProxiedCluster.heal``), so the next test starts on a clean network; a failed test writes the logs itself
+    (they are gone after the module)."""
+    yield from _run_broker(ProxiedCluster.start)
 
 
 @attrs.frozen

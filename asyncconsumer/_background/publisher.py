@@ -87,6 +87,7 @@ class SnapshotPublisher:
             last_connection_error=None if last_error is None else str(last_error),
             connections_created=self._delegate.connections_created,
             connection_errors=self._delegate.connection_errors,
+            unreachable_nodes=self._delegate.unreachable_nodes(),
             commit_latency_avg_ms=commit_avg,
             commit_latency_max_ms=commit_max,
             commits=commits,

@@ -20,6 +20,7 @@ from asyncconsumer._caller.lifecycle import ClientCore
 from asyncconsumer._clock import Clock, SystemClock
 from asyncconsumer._logs import get_logger
 from asyncconsumer._patterns import server_side_regex
+from asyncconsumer._state.snapshot import unreachable_nodes
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import (
     ConfigError,
@@ -477,4 +478,5 @@ class ConsumerCore(ClientCore[Components]):
             fetch_requests_incremental=background.fetch_requests_incremental,
             fetch_session_errors=background.fetch_session_errors,
             plugins={name: store.snapshot() for name, store in self.parts.plugin_metrics.items()},
+            unreachable_nodes=unreachable_nodes(background.unreachable_nodes, now, self.wall_clock()),
         )

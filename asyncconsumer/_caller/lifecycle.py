@@ -8,7 +8,7 @@ import time
 from concurrent.futures import Future
 from typing import Any, Generic, Protocol, TypeVar
 
-from asyncconsumer._clock import Clock
+from asyncconsumer._clock import Clock, wall_ms
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer.config import ConsumerConfig
@@ -55,6 +55,10 @@ class ClientCore(Generic[P]):
         self._start_lock = threading.Lock()
         self._wakeup_requested = False
         """Set by ``wakeup()`` from any thread, cleared by the caller's thread when it raises ``WakeupError``."""
+
+    def wall_clock(self) -> int:
+        """Unix epoch milliseconds, for the dates ``metrics()`` shows (the client's ``clock`` is monotonic)."""
+        return wall_ms()
 
     def _log_started(self) -> None:
         """Subclasses: the start's log event."""

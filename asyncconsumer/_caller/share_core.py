@@ -18,6 +18,7 @@ from asyncconsumer._caller.lifecycle import ClientCore
 from asyncconsumer._caller.share_collector import ShareCollector
 from asyncconsumer._clock import Clock, SystemClock
 from asyncconsumer._logs import get_logger
+from asyncconsumer._state.snapshot import unreachable_nodes
 from asyncconsumer.config import ShareConsumerConfig
 from asyncconsumer.errors import ClientClosedError, IllegalStateError, KafkaError
 from asyncconsumer.events.background import AcknowledgedEvent
@@ -343,4 +344,5 @@ class ShareCore(ClientCore[ShareComponents]):
             connections_created=b.connections_created,
             buffered_bytes=self.parts.buffer.buffered_bytes,
             fetch_buffer_limit_bytes=self.parts.buffer.limit,
+            unreachable_nodes=unreachable_nodes(b.unreachable_nodes, now, self.wall_clock()),
         )

@@ -14,12 +14,39 @@ from typing import Generic, TypeVar
 
 import attrs
 
+from asyncconsumer.metrics import UnreachableNode
 from asyncconsumer.records import TopicPartition
 
 M = TypeVar("M")
 """What a consumer's ``metrics()`` returns (``ConsumerMetrics``, ``ShareConsumerMetrics``)."""
 
 NO_PARTITIONS: Mapping[TopicPartition, int] = MappingProxyType({})
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class NodeOutage:
+    """A node the delegate cannot reach, on the consumer's own (monotonic) clock; ``metrics()`` turns it into an
+    ``UnreachableNode`` when it is read."""
+
+    host: str
+    port: int
+    since_ms: int
+    failed_at_ms: int
+    """Its latest failure."""
+    failures: int
+    last_error: str
+
+    def seen_at(self, now_ms: int, wall_ms: int) -> UnreachableNode:
+        """As ``metrics()`` shows it at ``now_ms`` (this clock), when the wall clock says ``wall_ms``."""
+        age = max(0, now_ms - self.since_ms)
+        return UnreachableNode(self.host, self.port, wall_ms - age, age, self.failures, self.last_error)
+
+
+NO_OUTAGES: Mapping[int, NodeOutage] = MappingProxyType({})
+
+
+def unreachable_nodes(outages: Mapping[int, NodeOutage], now_ms: int, wall_ms: int) -> dict[int, UnreachableNode]:
+    return {node: outage.seen_at(now_ms, wall_ms) for node, outage in sorted(outages.items())}
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -40,6 +67,8 @@ class BackgroundSnapshot:
     last_connection_error: str | None = None
     connections_created: int = 0
     connection_errors: int = 0
+    unreachable_nodes: Mapping[int, NodeOutage] = NO_OUTAGES
+    """Nodes the delegate cannot reach now, by broker node id (``NetworkClientDelegate.unreachable_nodes``)."""
     commit_latency_avg_ms: float | None = None
     commit_latency_max_ms: int | None = None
     commits: int = 0
@@ -101,6 +130,7 @@ class ShareSnapshot:
     connection_count: int = 0
     connections_created: int = 0
     last_connection_error: str | None = None
+    unreachable_nodes: Mapping[int, NodeOutage] = NO_OUTAGES
 
 
 class PublishedShare:

@@ -185,6 +185,10 @@ class BrokerConnection:
         self.reauthenticate_at_ms: int | None = None
         self.reauthentications = 0
         self._drained: anyio.Event | None = None
+        self.was_ready = False
+        """It connected (and authenticated): a close after that is a lost connection, not a failed attempt."""
+        self.lost_requests = 0
+        """Requests in flight when it closed, failed with it."""
 
     def __repr__(self) -> str:
         return f"<BrokerConnection node={self.node_id} {self.host}:{self.port} {self.state.value}>"
@@ -202,6 +206,7 @@ class BrokerConnection:
                 if self._security.sasl is not None:
                     await self._authenticate(lambda request: self._exchange(stream, request))
         self.state = ConnectionState.READY
+        self.was_ready = True
         log.debug("connection.ready", node=self.node_id, host=self.host, port=self.port)
 
     async def _open(self) -> FrameStream:
@@ -454,6 +459,7 @@ class BrokerConnection:
         self.state = ConnectionState.CLOSED
         self.close_reason = reason
         pending, self.in_flight = self.in_flight, {}
+        self.lost_requests = len(pending)
         for entry in pending.values():
             self._deliver(entry, reason)
         if self._drained is not None:

@@ -8,7 +8,8 @@ a wake-up from the caller, or the timeout.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Protocol
 
 import anyio
@@ -18,6 +19,7 @@ import attrs
 
 from asyncconsumer._clock import Clock
 from asyncconsumer._logs import get_logger
+from asyncconsumer._state.snapshot import NO_OUTAGES, NodeOutage
 from asyncconsumer.config import DEFAULT_RECEIVE_MESSAGE_MAX_BYTES
 from asyncconsumer.errors import (
     AuthenticationError,
@@ -27,6 +29,7 @@ from asyncconsumer.errors import (
     UnsupportedVersionError,
 )
 from asyncconsumer.managers.base import UnsentRequest
+from asyncconsumer.managers.coordinator import COORDINATOR_NODE_BASE
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.connection import BrokerConnection, ConnectionState
 from asyncconsumer.network.security import ConnectionSecurity
@@ -100,6 +103,8 @@ class NetworkClientDelegate:
         """Connections opened and ready (authenticated), as Java's connection-creation-total."""
         self.connection_errors = 0
         """Connection attempts that failed and open connections lost, not counting the consumer's own closes."""
+        self._outages: dict[int, NodeOutage] = {}
+        """Per connection node id, the nodes that failed since they last connected (see ``unreachable_nodes``)."""
 
     # --- wiring ----------------------------------------------------------------------------------------------
     def attach(self, task_group: anyio.abc.TaskGroup) -> None:
@@ -136,6 +141,41 @@ class NetworkClientDelegate:
         """The most recent failure of a node that has not connected since (None: every node is fine)."""
         failed = [b for b in self._backoff.values() if b.last_error is not None]
         return max(failed, key=lambda b: b.failed_at_ms).last_error if failed else None
+
+    def unreachable_nodes(self) -> Mapping[int, NodeOutage]:
+        """The nodes that cannot be reached now, by broker node id, for ``metrics()``: each connection attempt since
+        the first failure failed, or a connection to it was lost with requests unanswered (refused, reset, a request
+        timed out), and it has not connected since. A coordinator's connection counts for its broker; a bootstrap
+        server keeps its negative id; a node the metadata no longer names is left out. An idle connection the broker
+        closed is not an outage (brokers close idle connections): the next attempt to use the node tells."""
+        if not self._outages:
+            return NO_OUTAGES
+        folded: dict[int, NodeOutage] = {}
+        for node, outage in self._outages.items():
+            if self._nodes.address(node) is None:
+                continue
+            broker = COORDINATOR_NODE_BASE - node if node > COORDINATOR_NODE_BASE // 2 else node
+            other = folded.get(broker)
+            if other is not None:
+                latest = outage if outage.failed_at_ms >= other.failed_at_ms else other
+                outage = attrs.evolve(
+                    latest,
+                    since_ms=min(outage.since_ms, other.since_ms),
+                    failures=outage.failures + other.failures,
+                )
+            folded[broker] = outage
+        return MappingProxyType(folded)
+
+    def _note_outage(self, conn: BrokerConnection, reason: KafkaError, now_ms: int) -> None:
+        known = self._outages.get(conn.node_id)
+        if known is None:
+            self._outages[conn.node_id] = NodeOutage(
+                host=conn.host, port=conn.port, since_ms=now_ms, failed_at_ms=now_ms, failures=1, last_error=str(reason)
+            )
+        else:
+            self._outages[conn.node_id] = attrs.evolve(
+                known, failed_at_ms=now_ms, failures=known.failures + 1, last_error=str(reason)
+            )
 
     # --- requests --------------------------------------------------------------------------------------------
     def add_all(self, requests: Iterable[UnsentRequest], now_ms: int) -> None:
@@ -284,6 +324,7 @@ class NetworkClientDelegate:
             self._wake.set()
             return
         self._backoff.pop(conn.node_id, None)
+        self._outages.pop(conn.node_id, None)
         self.connections_created += 1
         self._note_session(conn)
         self._wake.set()
@@ -346,6 +387,8 @@ class NetworkClientDelegate:
         backoff.retry_at_ms = backoff.failed_at_ms + self._reconnect_backoff.backoff_ms(backoff.failures)
         if not self._closing:  # a normal close is no coordinator lost, no read replica gone
             self.connection_errors += 1
+            if conn.lost_requests or not conn.was_ready:
+                self._note_outage(conn, reason, backoff.failed_at_ms)
             for listener in self._disconnect_listeners:
                 listener(conn.node_id, reason)
         self._wake.set()

@@ -462,3 +462,33 @@ def create_placed_topic(
     )
     cluster.admin().create_topics([topic], request_timeout=timeout)[name].result(timeout=timeout)
     wait_preferred_leaders(cluster, name, timeout)
+
+
+def check_exactly_once(reader: Reader, acked: list[Acked]) -> None:
+    """Every offset exactly once, in order per partition, contiguous from 0; every acknowledged record among them."""
+    for p, offsets in sorted(reader.offsets().items()):
+        wrong = next((i for i, o in enumerate(offsets) if o != i), None)
+        assert wrong is None, (
+            f"{reader.name}: partition {p} read offset {offsets[wrong]} where {wrong} was next "
+            f"(around: {offsets[max(0, wrong - 3) : wrong + 4]})"
+        )
+    check_acknowledged(reader.name, reader.seen, acked)
+    extra = sorted(reader.indices - {a.index for a in acked})
+    assert not extra, f"{reader.name}: consumed records that were never acknowledged: {extra[:5]}"
+
+
+def check_acknowledged(name: str, seen: Iterable[Seen], acked: list[Acked]) -> None:
+    """Every acknowledged record was consumed, from its partition, at its offset when the producer learned it."""
+    where: dict[int, set[tuple[int, int]]] = defaultdict(set)
+    for s in seen:
+        where[s.index].add((s.partition, s.offset))
+    missing = sorted(a.index for a in acked if a.index not in where)
+    assert not missing, f"{name}: {len(missing)} acknowledged records never consumed, e.g. {missing[:5]}"
+    misplaced = [
+        (a.index, a.partition, a.offset, sorted(where[a.index]))
+        for a in acked
+        if not any(p == a.partition and a.offset in (None, o) for p, o in where[a.index])
+    ]
+    assert not misplaced, (
+        f"{name}: consumed elsewhere than acknowledged (value, partition, offset, read): {misplaced[:5]}"
+    )

@@ -187,6 +187,10 @@ def test_an_unreachable_broker_is_named_plainly(address: str, why: str) -> None:
     assert address in message and why in message
     assert "Event" not in message and "OSError" not in message
     assert consumer.metrics().last_connection_error is not None and why in consumer.metrics().last_connection_error
+    (node, outage), *others = consumer.metrics().unreachable_nodes.items()
+    assert node == -1 and not others  # the bootstrap server, as Java names it (node--1)
+    assert f"{outage.host}:{outage.port}" == address and why in outage.last_error and outage.failures >= 1
+    assert 0 <= time.time() * 1000 - outage.unreachable_since_ms < 10_000 and outage.unreachable_for_ms >= 0
     consumer.close(timeout_ms=1_000)
 
 

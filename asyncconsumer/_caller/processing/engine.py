@@ -3,8 +3,9 @@
 One coroutine polls and hands records to the ``Scheduler``; ``concurrency`` worker coroutines take them, each
 record (or batch) after the last of its lane, and await the handler. Per partition a ``PartitionProgress`` says what
 may be committed: the finished prefix, and in the metadata the finished offsets past it. Commits go out every
-``commit_interval_ms``, on revocation (after the partition's running records settle, within ``revoke_timeout_ms``),
-and when processing stops. Auto-commit of polled positions is off meanwhile: a position says what was polled, not
+``commit_interval_ms`` (beside the polling: one waiting for the coordinator holds up no record), on revocation
+(after the partition's running records settle, within ``revoke_timeout_ms``), and when processing stops, one at a
+time in the order they were made. Auto-commit of polled positions is off meanwhile: a position says what was polled, not
 what was handled.
 
 Backpressure: a partition with ``max_in_flight_per_partition`` records waiting or running is paused, and resumed at
@@ -155,6 +156,12 @@ class ProcessingEngine:
         self._ended: asyncio.Future[None] | None = None
         """Made while something waits for running units to end (``_settle``); any unit's end completes it."""
         self._background: set[asyncio.Task[None]] = set()
+        self._interval_commit: asyncio.Task[None] | None = None
+        """The interval's commit while it waits for the coordinator: polling and handling go on meanwhile (a
+        coordinator that does not answer must not stop the partitions whose leaders do), one such commit at a time."""
+        self._commit_lock = asyncio.Lock()
+        """One commit at a time, in the order they were asked for (a revocation's waits for the interval's under
+        way), each taking the offsets when its turn comes: commits land in order and never move back."""
         self._paused: set[TopicPartition] = set()
         self._stopped = False
         self._closing = False
@@ -228,14 +235,15 @@ class ProcessingEngine:
                 await asyncio.sleep(0)
                 self._rate.sample(_now_ms(), self._completed + self._skipped, 0)
                 now = time.monotonic()
-                if now >= next_commit:
-                    await self._commit(self._progress)
+                if now >= next_commit and self._commit_idle():
+                    self._interval_commit = asyncio.ensure_future(self._commit(self._progress))
                     next_commit = time.monotonic() + self._options.commit_interval_ms / 1000
         finally:
             self._stopped = True
             await self._settle(None, self._options.revoke_timeout_ms / 1000)
             await self._stop_workers()
             with contextlib.suppress(KafkaError):
+                await self._commit_finished()
                 await self._commit(self._progress)
             # Positions back to what was handled: polled records that never ran are polled again by whatever the
             # caller does next, and an auto-commit of positions afterwards cannot skip them.
@@ -508,9 +516,31 @@ class ProcessingEngine:
             resuming.add_done_callback(self._background.discard)
 
     # --- commits ---------------------------------------------------------------------------------------------
+    def _commit_idle(self) -> bool:
+        """No interval commit is waiting; one that ended with an error other than Kafka's raises it here."""
+        task = self._interval_commit
+        if task is None:
+            return True
+        if not task.done():
+            return False
+        self._interval_commit = None
+        task.result()
+        return True
+
+    async def _commit_finished(self) -> None:
+        """Until the interval's commit, if one waits, has its answer (raising what it raised but Kafka's errors)."""
+        task = self._interval_commit
+        if task is not None:
+            self._interval_commit = None
+            await task
+
     async def _commit(self, partitions: Iterable[TopicPartition]) -> None:
         if not self._options.commits:
             return
+        async with self._commit_lock:
+            await self._commit_now(partitions)
+
+    async def _commit_now(self, partitions: Iterable[TopicPartition]) -> None:
         offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp in partitions:
             progress = self._progress.get(tp)
@@ -527,7 +557,8 @@ class ProcessingEngine:
             log.warning("processing.commit_failed", partitions=len(offsets), error=str(exc))
             return
         for tp, committed in offsets.items():
-            self._committed[tp] = (committed.offset, committed.metadata)
+            if tp in self._progress:  # not lost meanwhile (an interval commit runs beside poll)
+                self._committed[tp] = (committed.offset, committed.metadata)
 
     def _running_slots(self, partitions: set[TopicPartition] | None) -> list[int]:
         return [

@@ -4,6 +4,7 @@ whole, with the per-partition mapping copied only when it changed."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from asyncconsumer._background.builder import build
 from asyncconsumer._background.publisher import SnapshotPublisher
 from asyncconsumer._clock import ManualClock
-from asyncconsumer._state.snapshot import BackgroundSnapshot, Published
+from asyncconsumer._state.snapshot import NO_OUTAGES, BackgroundSnapshot, NodeOutage, Published
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import KafkaConnectionError, KafkaError
 from asyncconsumer.managers.fetch import FetchManager
@@ -29,9 +30,13 @@ class Network:
         self.connections_created = 0
         self.connection_errors = 0
         self.error: KafkaError | None = None
+        self.outages: Mapping[int, NodeOutage] = NO_OUTAGES
 
     def last_connection_error(self) -> KafkaError | None:
         return self.error
+
+    def unreachable_nodes(self) -> Mapping[int, NodeOutage]:
+        return self.outages
 
 
 def fetch_manager() -> FetchManager:
@@ -62,6 +67,19 @@ def test_without_a_group_the_snapshot_carries_the_fetch_and_network_facts_only()
     metadata.rebootstrap("every known broker failed")
     publisher.publish(2)
     assert (published.current.rebootstraps, published.current.rebootstrapping) == (1, True)
+    assert published.current.unreachable_nodes == {}
+
+
+def test_the_snapshot_carries_the_unreachable_nodes_while_the_outage_lasts() -> None:
+    published, network, fetch = Published(), Network(), fetch_manager()
+    publisher = SnapshotPublisher(published, fetch, network, None, fetch._metadata)  # type: ignore[arg-type]
+    outage = NodeOutage(host="h", port=1, since_ms=5, failed_at_ms=9, failures=2, last_error="connection refused")
+    network.outages = MappingProxyType({2: outage})
+    publisher.publish(10)
+    assert published.current.unreachable_nodes == {2: outage}
+    network.outages = NO_OUTAGES  # it connected again
+    publisher.publish(11)
+    assert published.current.unreachable_nodes == {}
 
 
 def test_where_partitions_were_fetched_from_is_copied_only_when_it_changed() -> None:

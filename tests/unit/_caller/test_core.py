@@ -23,10 +23,11 @@ from asyncconsumer import (
 )
 from asyncconsumer._caller.core import ConsumerCore, to_partition
 from asyncconsumer._clock import ManualClock
-from asyncconsumer._state.snapshot import BackgroundSnapshot
+from asyncconsumer._state.snapshot import BackgroundSnapshot, NodeOutage
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.events.application import PolledEvent
 from asyncconsumer.events.background import CallbackEvent, ErrorEvent, RebalanceEvent
+from asyncconsumer.metrics import UnreachableNode
 from tests.support.no_broker import REFUSED
 
 TP = TopicPartition("t", 0)
@@ -212,6 +213,20 @@ def test_group_metadata_is_the_published_snapshot() -> None:
     assert c.group_metadata() == GroupMetadata("g", 7, "m-1", "i-1")
     with pytest.raises(IllegalStateError, match="set group_id"):
         core().group_metadata()
+
+
+def test_metrics_show_the_unreachable_nodes_dated_and_aged_while_the_outage_lasts() -> None:
+    c = core(group_id="g")
+    assert c.metrics().unreachable_nodes == {}
+    outage = NodeOutage(host="h", port=9, since_ms=400, failed_at_ms=900, failures=2, last_error="connection refused")
+    c.parts.published.current = BackgroundSnapshot(unreachable_nodes={3: outage})
+    c.wall_clock = lambda: 1_700_000_000_000  # type: ignore[method-assign]
+    (shown,) = c.metrics().unreachable_nodes.items()
+    assert shown == (3, UnreachableNode("h", 9, 1_700_000_000_000 - 600, 600, 2, "connection refused"))
+    c.clock.advance(1_000)  # type: ignore[attr-defined]
+    assert c.metrics().unreachable_nodes[3].unreachable_for_ms == 1_600  # it lasts: it ages
+    c.parts.published.current = BackgroundSnapshot()  # it connected again
+    assert c.metrics().unreachable_nodes == {}
 
 
 def test_a_poll_stamps_the_callers_activity_and_asks_to_rejoin_only_when_the_member_left_for_it() -> None:

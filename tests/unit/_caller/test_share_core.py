@@ -13,10 +13,12 @@ import pytest
 from asyncconsumer._caller.share_core import ShareCore
 from asyncconsumer._clock import ManualClock
 from asyncconsumer._state.fetch_buffer import CompletedFetch
+from asyncconsumer._state.snapshot import NodeOutage, ShareSnapshot
 from asyncconsumer.config import ShareConsumerConfig
 from asyncconsumer.errors import ClientClosedError, IllegalStateError, KafkaConnectionError, KafkaError
 from asyncconsumer.events.background import AcknowledgedEvent, ErrorEvent
 from asyncconsumer.events.share import ShareAcknowledgeEvent
+from asyncconsumer.metrics import UnreachableNode
 from asyncconsumer.protocol.messages.share_fetch import AcquiredRecords
 from asyncconsumer.records import AcknowledgeType, ShareRecord, TimestampType, TopicPartition
 from tests.support.batches import build_batch
@@ -180,6 +182,17 @@ def test_records_polled_are_in_flight_and_gaps_become_acknowledgements() -> None
     assert telemetry is not None  # the background's KIP-714 pushes read this core's metrics()
     pushed = {s.name: s.value for s in telemetry._read_samples() or ()}
     assert pushed["org.apache.kafka.consumer.share.fetch.manager.records.consumed.total"] == 2
+
+
+def test_metrics_show_the_unreachable_nodes_while_the_outage_lasts() -> None:
+    c = core()
+    assert c.metrics().unreachable_nodes == {}
+    outage = NodeOutage(host="h", port=9, since_ms=200, failed_at_ms=700, failures=1, last_error="timed out")
+    c.parts.published.current = ShareSnapshot(unreachable_nodes={-1: outage})
+    c.wall_clock = lambda: 50_000  # type: ignore[method-assign]
+    assert c.metrics().unreachable_nodes == {-1: UnreachableNode("h", 9, 49_200, 800, 1, "timed out")}
+    c.parts.published.current = ShareSnapshot()
+    assert c.metrics().unreachable_nodes == {}
 
 
 def test_a_record_that_cannot_be_deserialized_is_released_and_its_error_raised() -> None:

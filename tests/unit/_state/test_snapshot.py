@@ -6,7 +6,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from asyncconsumer._state.snapshot import BackgroundSnapshot, CallerActivity, Published
+from asyncconsumer._state.snapshot import BackgroundSnapshot, CallerActivity, NodeOutage, Published, unreachable_nodes
+from asyncconsumer.metrics import UnreachableNode
 from asyncconsumer.records import TopicPartition
 
 
@@ -42,3 +43,14 @@ def test_the_callers_activity_starts_unknown() -> None:
     assert activity.last_poll_ms is None
     activity.last_poll_ms = 5
     assert activity.last_poll_ms == 5
+
+
+def test_an_outage_is_shown_dated_by_the_wall_clock_and_aged_by_the_consumers_clock() -> None:
+    outage = NodeOutage(host="h", port=9, since_ms=1_000, failed_at_ms=4_000, failures=3, last_error="timed out")
+    # the consumer's clock reads 6_500 when the wall clock says 1_700_000_010_000: it failed 5.5 s before
+    shown = outage.seen_at(6_500, 1_700_000_010_000)
+    assert shown == UnreachableNode("h", 9, 1_700_000_004_500, 5_500, 3, "timed out")
+    assert outage.seen_at(500, 10).unreachable_for_ms == 0  # never negative, whatever the clocks say
+    other = NodeOutage(host="g", port=8, since_ms=6_000, failed_at_ms=6_000, failures=1, last_error="refused")
+    assert list(unreachable_nodes({3: outage, -1: other}, 6_500, 10_000)) == [-1, 3]
+    assert unreachable_nodes({}, 6_500, 10_000) == {}

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from asyncconsumer._clock import SystemClock
+from asyncconsumer._clock import ManualClock, SystemClock
 from asyncconsumer.errors import (
     KafkaConnectionError,
     RequestTimedOutError,
@@ -26,6 +26,7 @@ from asyncconsumer.errors import (
     UnsupportedVersionError,
 )
 from asyncconsumer.managers.base import UnsentRequest
+from asyncconsumer.managers.coordinator import COORDINATOR_NODE_BASE
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.protocol.base import Request, decode_request_frame, encode_response
@@ -100,8 +101,12 @@ class ScriptedBroker:
             return
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread, so the port is closed now
         self._server.close()
         for sock in self._socks:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # a close alone sends nothing while a thread waits in recv
             with contextlib.suppress(OSError):
                 sock.close()
 
@@ -359,3 +364,147 @@ def test_when_every_known_broker_fails_the_bootstrap_servers_are_asked_again(scr
     assert isinstance(anyio.run(exchange, broker, request, 5_000, nodes), MetadataResponse)
     assert nodes.reasons == ["none of the 1 known broker(s) is reachable"]
     assert broker.connections == 1
+
+
+# --- unreachable nodes (metrics().unreachable_nodes) ---------------------------------------------------------------
+
+
+class Directory:
+    """Nodes at addresses a test moves: ``addresses[node_id] = port`` (a node without one is not in the metadata)."""
+
+    def __init__(self, addresses: dict[int, int]) -> None:
+        self.addresses = addresses
+
+    def address(self, node_id: int) -> tuple[str, int] | None:
+        port = self.addresses.get(node_id)
+        return None if port is None else ("127.0.0.1", port)
+
+    def candidate_nodes(self) -> list[int]:
+        return [n for n in self.addresses if n < COORDINATOR_NODE_BASE // 2]
+
+    def rebootstrap(self, reason: str) -> None:
+        """Nothing to ask again: the tests name their nodes."""
+
+
+def closed_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as placeholder:
+        return int(placeholder.getsockname()[1])
+
+
+class Driven:
+    """A delegate on a ``ManualClock`` (which dates its failures) polled on real sockets until a condition holds."""
+
+    def __init__(self, nodes: Directory, request_timeout_ms: int = 2_000) -> None:
+        self.clock = ManualClock(1_000)
+        self.delegate = NetworkClientDelegate(
+            self.clock,  # type: ignore[arg-type]
+            nodes,
+            client_id="t",
+            request_timeout_ms=request_timeout_ms,
+            connection_setup_timeout_ms=2_000,
+            max_in_flight=5,
+            reconnect_backoff=ExponentialBackoff(0, 0),
+        )
+        self.results: list[object] = []
+
+    def send(self, node: int) -> None:
+        request = MetadataRequest(topics=(), allow_auto_topic_creation=False)
+        unsent = UnsentRequest(request, node, lambda r, now: self.results.append(r))
+        self.delegate.add_all([unsent], self.clock.now_ms())
+
+    async def until(self, done: Callable[[], bool]) -> None:
+        with anyio.fail_after(10):
+            while not done():
+                await self.delegate.poll(20, self.clock.now_ms())
+
+
+def run_driven(nodes: Directory, body: Callable[[Driven], Any], request_timeout_ms: int = 2_000) -> None:
+    async def run() -> None:
+        driven = Driven(nodes, request_timeout_ms)
+        async with anyio.create_task_group() as tg:
+            driven.delegate.attach(tg)
+            await body(driven)
+            await driven.delegate.close()
+            tg.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
+def test_a_refused_node_is_unreachable_since_its_first_failure_until_it_connects(scripted: Any) -> None:
+    broker = scripted(lambda key, version, request: metadata_answer())
+    gone = closed_port()
+    nodes = Directory({1: gone})
+
+    async def body(d: Driven) -> None:
+        assert d.delegate.unreachable_nodes() == {}
+        d.send(1)
+        await d.until(lambda: 1 in d.delegate.unreachable_nodes())
+        first = d.delegate.unreachable_nodes()[1]
+        assert (first.host, first.port, first.since_ms, first.failures) == ("127.0.0.1", gone, 1_000, 1)
+        assert "connection refused" in first.last_error and f"127.0.0.1:{gone}" in first.last_error
+        d.clock.advance(700)  # the next attempt fails later: the outage keeps its start
+        await d.until(lambda: d.delegate.unreachable_nodes()[1].failures >= 2)
+        again = d.delegate.unreachable_nodes()[1]
+        assert again.since_ms == 1_000 and again.failed_at_ms == 1_700
+        nodes.addresses[1] = broker.port  # it answers again
+        await d.until(lambda: bool(d.results))
+        assert isinstance(d.results[0], MetadataResponse)
+        assert d.delegate.unreachable_nodes() == {}
+
+    run_driven(nodes, body)
+
+
+def test_a_request_that_times_out_makes_its_node_unreachable(scripted: Any) -> None:
+    broker = scripted(lambda key, version, request: None)  # a black hole: connected, never answered
+    nodes = Directory({1: broker.port})
+
+    async def body(d: Driven) -> None:
+        d.send(1)
+        await d.until(lambda: d.delegate.in_flight_count == 1)
+        assert d.delegate.unreachable_nodes() == {}  # nothing known yet: the request may still be answered
+        d.clock.advance(500)
+        await d.until(lambda: bool(d.results))
+        assert isinstance(d.results[0], RequestTimedOutError)
+        outage = d.delegate.unreachable_nodes()[1]
+        assert outage.since_ms == 1_500 and "timed out" in outage.last_error
+
+    run_driven(nodes, body, request_timeout_ms=500)
+
+
+def test_an_idle_connection_the_broker_closes_is_no_outage_until_the_node_fails_an_attempt(scripted: Any) -> None:
+    broker = scripted(lambda key, version, request: metadata_answer())
+    nodes = Directory({1: broker.port})
+
+    async def body(d: Driven) -> None:
+        d.send(1)
+        await d.until(lambda: bool(d.results))
+        broker.close()  # closes the idle connection, and nothing listens any more
+        await d.until(lambda: d.delegate.connection_count == 0)
+        assert d.delegate.unreachable_nodes() == {}
+        d.clock.advance(100)
+        d.send(1)
+        await d.until(lambda: 1 in d.delegate.unreachable_nodes())
+        assert d.delegate.unreachable_nodes()[1].since_ms == 1_100
+
+    run_driven(nodes, body)
+
+
+def test_a_coordinators_connection_counts_for_its_broker_and_a_node_gone_from_the_metadata_is_left_out() -> None:
+    gone = closed_port()
+    coordinator = COORDINATOR_NODE_BASE - 2
+    nodes = Directory({2: gone, coordinator: gone, 3: gone})
+
+    async def body(d: Driven) -> None:
+        d.send(coordinator)
+        await d.until(lambda: 2 in d.delegate.unreachable_nodes())
+        d.clock.advance(300)
+        d.send(2)
+        d.send(3)
+        await d.until(lambda: d.delegate.unreachable_nodes()[2].failures >= 2 and 3 in d.delegate.unreachable_nodes())
+        outages = d.delegate.unreachable_nodes()
+        assert set(outages) == {2, 3}  # the coordinator's connection under its broker's id
+        assert outages[2].since_ms == 1_000 and outages[2].failed_at_ms == 1_300
+        del nodes.addresses[3]
+        assert set(d.delegate.unreachable_nodes()) == {2}
+
+    run_driven(nodes, body)

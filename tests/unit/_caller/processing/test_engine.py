@@ -396,3 +396,73 @@ async def test_metrics_may_be_read_from_another_thread_while_partitions_come_and
         sys.setswitchinterval(interval)
     assert errors == [] and reads > 0
     assert len(handled) == 1_200
+
+
+class StuckCommits(FakeConsumer):
+    """A consumer whose commits wait until ``answer`` is set: a coordinator that does not answer (a black hole)."""
+
+    def __init__(self, records: Iterable[ConsumerRecord], **kw: Any) -> None:
+        super().__init__(records, **kw)
+        self.answer = asyncio.Event()
+        self.waiting = 0
+        self.landed: list[dict[TopicPartition, OffsetAndMetadata]] = []
+
+    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None) -> None:
+        self.waiting += 1
+        try:
+            await self.answer.wait()
+        finally:
+            self.waiting -= 1
+        await super().commit(offsets)
+        self.landed.append(self.commits[-1])
+
+
+async def test_a_commit_waiting_for_the_coordinator_holds_up_no_record() -> None:
+    """Records of partitions whose leaders answer go on being polled and handled while an interval's commit waits
+    for a coordinator that does not answer; one such commit at a time; the last commit waits for it, then covers
+    everything."""
+    consumer = StuckCommits([record(TP0, o) for o in range(300)], per_poll=10)
+    handled: list[int] = []
+
+    async def handle(r: ConsumerRecord) -> None:
+        handled.append(r.offset)
+
+    engine = ProcessingEngine(consumer, handle, ProcessingOptions(concurrency=4, commit_interval_ms=1))
+    runner = asyncio.ensure_future(engine.run())
+    try:
+        await until(lambda: consumer.waiting == 1)
+        await until(lambda: len(handled) == 300)  # before the fix: stuck at the first commit's records
+        assert consumer.waiting == 1 and consumer.commits == []  # still the one commit, still unanswered
+        engine.stop()
+        await asyncio.sleep(0.01)
+        assert not runner.done()  # the last commit waits for the one under way
+    finally:
+        engine.stop()
+        consumer.answer.set()
+        await asyncio.wait_for(runner, 5)
+    offsets = [c[TP0].offset for c in consumer.landed]
+    assert offsets[-1] == 300 and offsets == sorted(offsets)  # everything, in the order they were made
+
+
+async def test_a_revocation_waits_for_the_interval_commit_so_commits_never_move_back() -> None:
+    consumer = StuckCommits([record(TP0, o) for o in range(50)], per_poll=5)
+    handled: list[int] = []
+
+    async def handle(r: ConsumerRecord) -> None:
+        handled.append(r.offset)
+
+    engine = ProcessingEngine(consumer, handle, ProcessingOptions(concurrency=2, commit_interval_ms=1))
+    runner = asyncio.ensure_future(engine.run())
+    try:
+        await until(lambda: consumer.waiting == 1 and len(handled) == 50)
+        revoking = asyncio.ensure_future(engine.revoked({TP0}))
+        await asyncio.sleep(0.01)
+        assert consumer.waiting == 1  # the revocation's commit is not sent beside the interval's
+        consumer.answer.set()
+        await asyncio.wait_for(revoking, 5)
+    finally:
+        engine.stop()
+        consumer.answer.set()
+        await asyncio.wait_for(runner, 5)
+    offsets = [c[TP0].offset for c in consumer.landed]
+    assert offsets[-1] == 50 and offsets == sorted(offsets)
