@@ -139,4 +139,5 @@ class ShareSnapshotPublisher:
             connection_count=delegate.connection_count,
             connections_created=delegate.connections_created,
             last_connection_error=None if last_error is None else str(last_error),
+            unreachable_nodes=delegate.unreachable_nodes(),
         )
