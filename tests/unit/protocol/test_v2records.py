@@ -10,6 +10,7 @@ import importlib.machinery
 import os
 import re
 import struct
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -989,9 +990,11 @@ def test_append_refuses_a_fill_begun_while_its_headers_were_iterated() -> None:
 
 @needs_compiled
 def test_finish_refuses_a_fill_a_finalizer_begins() -> None:
-    """``finish`` allocates, an allocation may run the cyclic GC, and a finalizer may then call the sink (or let another
-    thread in): finish holds the sink busy meanwhile, so that call is refused and the buffers handed over are the rows
-    counted (a fill there grew the trimmed buffers and added rows to them, past what was counted)."""
+    """``finish`` allocates; on Python 3.11 an allocation may run the cyclic GC, whose finalizers may call the sink (or
+    let another thread in): finish holds the sink busy meanwhile, so that call is refused (a fill there grew the
+    trimmed buffers and added rows to them, past the rows counted). From 3.12 on the GC runs only between bytecodes,
+    after finish, and the finalizer's rows begin the next chunk. Either way the buffers handed over are the rows
+    counted."""
     import gc
 
     assert compiled is not None
@@ -1018,7 +1021,8 @@ def test_finish_refuses_a_fill_a_finalizer_begins() -> None:
     finally:
         gc.set_threshold(*thresholds)
     gc.collect()
-    assert len(refused) == 1
+    inside_finish = sys.version_info < (3, 12)
+    assert (len(refused), sink.rows) == ((1, 0) if inside_finish else (0, 3))
     assert parts["rows"] == 3
     assert parts["topic"] == struct.pack("=3i", 0, 0, 0)
     assert parts["offset"] == struct.pack("=3q", 0, 1, 2)
@@ -1112,7 +1116,7 @@ def test_same_at_the_reserved_bounds() -> None:
 
 @needs_compiled
 @settings(max_examples=50, deadline=None)
-@given(st.lists(large_batches(), min_size=1, max_size=4), st.integers(-1, 1 << 24), st.integers(1, 1 << 20))
+@given(st.lists(large_batches(), min_size=1, max_size=4), st.integers(0, 1 << 24), st.integers(1, 1 << 20))
 def test_the_sizing_hint_changes_no_row(batches: list[bytes], expected_bytes: int, limit: int) -> None:
     """``expected_bytes`` only sizes the compiled sink's buffers (after its first fill): with any hint, right or
     wrong, the rows are the reference's, and the next chunk's too."""
