@@ -39,6 +39,7 @@ SANITIZE = [
 """No ``-fwrapv`` (Python's own flags have it): signed overflow stays undefined, so UBSan reports it."""
 TESTS = [
     "tests/unit/protocol/test_v2records.py",
+    "tests/unit/protocol/test_fuzz_corpus.py",
     "tests/unit/protocol/test_crc32c.py",
     "tests/unit/protocol/test_records.py",
     "tests/unit/protocol/test_fuzz_decoders.py",
