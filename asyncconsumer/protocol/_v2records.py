@@ -12,6 +12,11 @@ A call decodes from byte ``pos`` of ``batch`` (``pos=-1``: the first record) whi
 A malformed record raises ``DecodeError`` after the records before it were taken; a record is taken whole or not at
 all. The checks are Java's ``DefaultRecord.readFrom``: sizes in range, fields within the record's stated size, the
 stated size used exactly, no bytes after the last record, header keys in UTF-8.
+
+Every argument is checked first, in order, with a ``TypeError`` or ``ValueError`` naming it (both decoders raise the
+same): a C-contiguous bytes-like ``batch``; ints (no ``__index__``) for ``pos`` (-1, or a byte from ``RECORDS_AT`` to
+the batch's length, checked after its header), ``left`` (when ``pos`` is not -1: 0 to 2**31 - 1), ``position`` (any)
+and ``limit`` (at least 0; any larger than the records means all of them); then each entry point's own.
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ _LOG_APPEND_TIME = 0x08
 _U32 = 0xFFFF_FFFF
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
 _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
+_DATA_MAX = 0x7FFF_FFFF
+_INT8 = (-(1 << 7), (1 << 7) - 1, "from -128 to 127")
+_INT32 = (-(1 << 31), (1 << 31) - 1, "from -2147483648 to 2147483647")
+_INT64 = (-(1 << 63), (1 << 63) - 1, "from -9223372036854775808 to 9223372036854775807")
+_LEFT = (0, (1 << 31) - 1, "from 0 to 2147483647 (the records left after pos)")
+_PAIR = "a (str, bytes | None) pair"
 
 
 class DecodeError(Exception):
@@ -52,6 +63,48 @@ class DecodeError(Exception):
 
 class _Malformed(Exception):
     """Raised inside a record; turned into ``DecodeError`` with the batch's expected offset."""
+
+
+def _int(fname: str, name: str, value: object) -> int:
+    """An int argument (bool and int subclasses too), else ``TypeError`` naming it."""
+    if not isinstance(value, int):
+        raise TypeError(f"{fname}() argument '{name}' must be int, not {type(value).__name__}")
+    return value
+
+
+def _int_in(fname: str, name: str, value: object, bounds: tuple[int, int, str]) -> int:
+    """An int argument within ``bounds`` (low, high, their text), else ``TypeError`` or ``ValueError`` naming it."""
+    low, high, text = bounds
+    number = _int(fname, name, value)
+    if not low <= number <= high:
+        raise ValueError(f"{fname}() argument '{name}' must be {text}, not {number}")
+    return number
+
+
+def _bytes_like(fname: str, what: str, value: object, or_none: str = "") -> memoryview:
+    """``value``'s bytes, else ``TypeError`` naming it (``what``: "argument 'batch'")."""
+    try:
+        return memoryview(value).cast("B")  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"{fname}() {what} must be a C-contiguous bytes-like object{or_none}, not {type(value).__name__}"
+        ) from None
+
+
+def _cursor_arguments(fname: str, batch: Any, pos: int, left: int, position: int, limit: int) -> memoryview:
+    """The first five arguments of ``fill_records`` and ``ColumnSink.fill`` checked (``pos`` against the batch's
+    length later, in ``_Batch``); the batch's bytes."""
+    buf = _bytes_like(fname, "argument 'batch'", batch)
+    if _int(fname, "pos", pos) < -1:
+        raise ValueError(f"{fname}() argument 'pos' must be -1 (the first record) or a byte of the batch, not {pos}")
+    if pos >= 0:
+        _int_in(fname, "left", left, _LEFT)
+    else:
+        _int(fname, "left", left)
+    _int(fname, "position", position)
+    if _int(fname, "limit", limit) < 0:
+        raise ValueError(f"{fname}() argument 'limit' must be >= 0, not {limit}")
+    return buf
 
 
 def _signed(value: int, mask: int) -> int:
@@ -133,8 +186,7 @@ class _Batch:
 
     __slots__ = ("base_offset", "base_timestamp", "buf", "expected", "left", "log_append", "max_timestamp", "pos")
 
-    def __init__(self, batch: Any, pos: int, left: int) -> None:
-        buf = memoryview(batch).cast("B")
+    def __init__(self, fname: str, buf: memoryview, pos: int, left: int) -> None:
         self.buf = buf
         if len(buf) < RECORDS_AT:
             raise DecodeError(0, f"batch of {len(buf)} bytes is shorter than its header")
@@ -146,6 +198,10 @@ class _Batch:
             left = _COUNT.unpack_from(buf, _COUNT_AT)[0]
             if left < 0:
                 raise DecodeError(self.base_offset, f"record count {left} is negative")
+        elif not RECORDS_AT <= pos <= len(buf):
+            raise ValueError(
+                f"{fname}() argument 'pos' must be -1 (the first record) or from {RECORDS_AT} to {len(buf)}, not {pos}"
+            )
         self.pos = pos
         self.left = left
         self.expected = self.base_offset  # the offset after the last record read (the first one's, at the start)
@@ -229,8 +285,19 @@ def fill_records(
 ) -> tuple[int, int, int]:
     """Appends up to ``limit`` records (``record_type`` tuples: ``ConsumerRecord``'s fields, raw key and value, then
     ``extra`` unless it is None: a share record's delivery count) to ``out``; returns ``(pos, left, position)``."""
+    fname = "fill_records"
+    buf = _cursor_arguments(fname, batch, pos, left, position, limit)
+    if not isinstance(out, list) and not callable(getattr(out, "append", None)):
+        raise TypeError(f"{fname}() argument 'out' must be a list or have an append method, not {type(out).__name__}")
+    if not isinstance(record_type, type) or not issubclass(record_type, tuple):
+        raise TypeError(f"{fname}() argument 'record_type' must be a subclass of tuple, not {record_type!r}")
+    if not isinstance(topic, str):
+        raise TypeError(f"{fname}() argument 'topic' must be str, not {type(topic).__name__}")
+    _int(fname, "partition", partition)
+    if leader_epoch is not None and not isinstance(leader_epoch, int):
+        raise TypeError(f"{fname}() argument 'leader_epoch' must be int or None, not {type(leader_epoch).__name__}")
     more = () if extra is None else (extra,)
-    cursor = _Batch(batch, pos, left)
+    cursor = _Batch(fname, buf, pos, left)
     timestamp_type = 1 if cursor.log_append else 0
     taken = 0
     while cursor.left > 0 and taken < limit:
@@ -270,13 +337,23 @@ class _Binary:
             else:
                 valid[row >> 3] |= 1 << (row & 7)
         if value is not None:
-            if len(self.data) + len(value) > 0x7FFF_FFFF:
+            if len(self.data) + len(value) > _DATA_MAX:
                 raise OverflowError("a column's data passed 2 GiB in one chunk")
             self.data += value
         self.offsets.append(len(self.data))
 
     def parts(self) -> tuple[Any, ...]:
         return (self.valid, self.offsets, self.data, self.nulls)
+
+
+def _optional_bytes(what: str, value: object) -> bytes | None:
+    """A bytes-like value (copied) or None for ``ColumnSink.append`` (``what``: "argument 'key'")."""
+    if value is None:
+        return None
+    with _bytes_like("ColumnSink.append", what, value, " or None") as data:
+        if len(data) > _DATA_MAX:
+            raise OverflowError("a column's data passed 2 GiB in one chunk")
+        return bytes(data)
 
 
 class ColumnSink:
@@ -289,6 +366,11 @@ class ColumnSink:
     """
 
     def __init__(self, include_headers: bool, expected_bytes: int = 0) -> None:
+        if not isinstance(include_headers, bool):
+            kind = type(include_headers).__name__
+            raise TypeError(f"ColumnSink() argument 'include_headers' must be bool, not {kind}")
+        if _int("ColumnSink", "expected_bytes", expected_bytes) < 0:
+            raise ValueError(f"ColumnSink() argument 'expected_bytes' must be >= 0, not {expected_bytes}")
         self.include_headers = include_headers
         self._reset()
 
@@ -315,7 +397,11 @@ class ColumnSink:
         self, batch: Any, pos: int, left: int, position: int, limit: int, topic: int, partition: int
     ) -> tuple[int, int, int]:
         """Appends up to ``limit`` records of ``batch`` as rows of topic number ``topic``; as ``fill_records``."""
-        cursor = _Batch(batch, pos, left)
+        fname = "ColumnSink.fill"
+        buf = _cursor_arguments(fname, batch, pos, left, position, limit)
+        _int_in(fname, "topic", topic, _INT32)
+        _int_in(fname, "partition", partition, _INT32)
+        cursor = _Batch(fname, buf, pos, left)
         timestamp_type = 1 if cursor.log_append else 0
         taken = 0
         while cursor.left > 0 and taken < limit:
@@ -338,10 +424,41 @@ class ColumnSink:
         value: bytes | None,
         headers: tuple[tuple[str, bytes | None], ...],
     ) -> None:
-        """One row from decoded fields (a magic 0/1 record)."""
-        self._row(
-            topic, partition, offset, timestamp, timestamp_type, key, value, [(k.encode(), v) for k, v in headers]
-        )
+        """One row from decoded fields (a magic 0/1 record). ``headers``: any iterable of pairs, each any iterable
+        of a str and a bytes-like value or None; every argument is checked before the row is written."""
+        fname = "ColumnSink.append"
+        _int_in(fname, "topic", topic, _INT32)
+        _int_in(fname, "partition", partition, _INT32)
+        _int_in(fname, "offset", offset, _INT64)
+        _int_in(fname, "timestamp", timestamp, _INT64)
+        _int_in(fname, "timestamp_type", timestamp_type, _INT8)
+        key_bytes = _optional_bytes("argument 'key'", key)
+        value_bytes = _optional_bytes("argument 'value'", value)
+        try:
+            given = iter(headers)
+        except TypeError:
+            raise TypeError(
+                f"{fname}() argument 'headers' must be an iterable of (str, bytes | None) pairs, "
+                f"not {type(headers).__name__}"
+            ) from None
+        pairs: list[tuple[bytes, bytes | None]] = []
+        for i, pair in enumerate(tuple(given)):
+            try:
+                items = tuple(iter(pair))
+            except TypeError:
+                raise TypeError(
+                    f"{fname}() argument 'headers': header {i} must be {_PAIR}, not {type(pair).__name__}"
+                ) from None
+            if len(items) != 2:
+                raise ValueError(f"{fname}() argument 'headers': header {i} must be {_PAIR}, not {len(items)} values")
+            header_key, header_value = items
+            if not isinstance(header_key, str):
+                raise TypeError(
+                    f"{fname}() argument 'headers': header {i}'s key must be str, not {type(header_key).__name__}"
+                )
+            encoded = header_key.encode()
+            pairs.append((encoded, _optional_bytes(f"argument 'headers': header {i}'s value", header_value)))
+        self._row(topic, partition, offset, timestamp, timestamp_type, key_bytes, value_bytes, pairs)
 
     def _row(
         self,

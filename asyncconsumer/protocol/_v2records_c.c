@@ -14,6 +14,11 @@
  * touch only the batch's bytes and the sink's buffers; errors are recorded and raised once the GIL is back.
  * fill_records makes objects, so it keeps the GIL. The module also has crc32c (_crc32c.c).
  *
+ * An entry point holds for any argument: each is checked before anything is read (the reference's TypeError or
+ * ValueError naming it), and what it keeps while Python code runs (a header pair's __iter__, a finalizer) is its
+ * own: append copies the headers into tuples of its own before it borrows their keys' UTF-8, and a sink checks
+ * again that no other thread's fill began once such code ran.
+ *
  * Plain C99 and the CPython C API (3.11+).
  */
 #define PY_SSIZE_T_CLEAN
@@ -21,6 +26,7 @@
 #include <structmember.h>
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "_crc32c.h"
@@ -431,184 +437,78 @@ bad_length:
     return -1;
 }
 
-/* ---- one call: the batch, the cursor and the arguments to resume from ------------------------------------------ */
+/* ---- arguments ---------------------------------------------------------------------------------------------- */
 
-typedef struct {
-    Py_buffer view;
-    Cursor c;
-    PyObject *pos_obj;
-    PyObject *left_obj;
-    PyObject *position_obj;
-    int pos_big;       /* pos past any int64: every record read from it is "truncated" */
-    int left_from_obj; /* left was given and is outside int64: the result is computed from left_obj */
-    int64_t limit;
-    int64_t position;
-    int skip_all;      /* position is past every int64 offset */
-    int64_t consumed;  /* records read (taken or skipped) */
-    int64_t taken;
-    int64_t last_offset;
-} Call;
+/* Every argument of every entry point is checked before anything is read or written, with the reference's
+ * TypeError or ValueError naming it (the same messages, in the same order). Integers must be ints (bool and
+ * subclasses too): no __index__, so no Python code runs while an argument is converted. */
 
-/* Opens ``batch`` and reads its header; -1 with an exception set (and nothing to release) on failure. */
+#define RANGE_INT8 "from -128 to 127"
+#define RANGE_INT32 "from -2147483648 to 2147483647"
+#define RANGE_INT64 "from -9223372036854775808 to 9223372036854775807"
+#define RANGE_LEFT "from 0 to 2147483647 (the records left after pos)"
+#define RANGE_NONNEGATIVE ">= 0"
+#define PAIR "a (str, bytes | None) pair"
+
+/* TypeError: "f() argument 'name' must be what, not <type>". Always returns -1. */
 static int
-call_start(Call *k, PyObject *batch, PyObject *pos, PyObject *left, PyObject *position, PyObject *limit)
+arg_type_error(const char *fname, const char *name, const char *what, PyObject *obj)
 {
-    int overflow;
-    long long value;
-
-    if (PyObject_GetBuffer(batch, &k->view, PyBUF_SIMPLE) < 0) {
-        return -1;
-    }
-    Cursor *c = &k->c;
-    c->buf = (const unsigned char *)k->view.buf;
-    c->len = (int64_t)k->view.len;
-    k->pos_obj = pos;
-    k->left_obj = left;
-    k->position_obj = position;
-    k->pos_big = 0;
-    k->left_from_obj = 0;
-    k->skip_all = 0;
-    k->consumed = 0;
-    k->taken = 0;
-    k->last_offset = 0;
-    if (c->len < RECORDS_AT) {
-        decode_error(0, PyUnicode_FromFormat("batch of %zd bytes is shorter than its header", k->view.len));
-        goto fail;
-    }
-    c->base_offset = as_i64(be_u64(c->buf + BASE_OFFSET_AT));
-    c->log_append = (c->buf[ATTRIBUTES_AT + 1] & LOG_APPEND_TIME) != 0;
-    c->base_timestamp = as_i64(be_u64(c->buf + STAMPS_AT));
-    c->max_timestamp = as_i64(be_u64(c->buf + STAMPS_AT + 8));
-    c->expected = c->base_offset;
-
-    value = PyLong_AsLongLongAndOverflow(pos, &overflow);
-    if (value == -1 && PyErr_Occurred()) {
-        goto fail;
-    }
-    if (overflow < 0 || (overflow == 0 && value < 0)) {
-        c->pos = RECORDS_AT;
-        c->left = as_i32(be_u32(c->buf + COUNT_AT));
-        if (c->left < 0) {
-            decode_error(c->base_offset, PyUnicode_FromFormat("record count %d is negative", (int)c->left));
-            goto fail;
-        }
-    }
-    else {
-        k->pos_big = overflow > 0;
-        c->pos = overflow > 0 ? INT64_MAX : value;
-        value = PyLong_AsLongLongAndOverflow(left, &overflow);
-        if (value == -1 && PyErr_Occurred()) {
-            goto fail;
-        }
-        k->left_from_obj = overflow != 0;
-        c->left = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : value;
-    }
-
-    value = PyLong_AsLongLongAndOverflow(position, &overflow);
-    if (value == -1 && PyErr_Occurred()) {
-        goto fail;
-    }
-    k->skip_all = overflow > 0;
-    k->position = overflow < 0 ? INT64_MIN : value;
-
-    value = PyLong_AsLongLongAndOverflow(limit, &overflow);
-    if (value == -1 && PyErr_Occurred()) {
-        goto fail;
-    }
-    k->limit = overflow > 0 ? INT64_MAX : overflow < 0 ? 0 : value;
-
-    if (k->pos_big && c->left > 0 && k->limit > 0) {
-        decode_error(c->expected, PyUnicode_FromFormat("record at byte %S: truncated", pos));
-        goto fail;
-    }
-    return 0;
-
-fail:
-    PyBuffer_Release(&k->view);
+    PyErr_Format(PyExc_TypeError, "%s() argument '%s' must be %s, not %.200s", fname, name, what,
+                 Py_TYPE(obj)->tp_name);
     return -1;
 }
 
-/* The next record to take: 1 and *r filled, 0 when the call is done, -1 and *bad filled (raise_bad raises it).
- * Skips the records before the position. Needs no GIL. */
-static inline int
-call_next(Call *k, Record *r, Bad *bad)
+/* ValueError: "f() argument 'name' must be range, not <value>". Always returns -1. */
+static int
+arg_value_error(const char *fname, const char *name, const char *range, PyObject *obj)
 {
-    while (k->c.left > 0 && k->taken < k->limit) {
-        if (next_record(&k->c, r, bad) < 0) {
-            return -1;
-        }
-        k->consumed++;
-        if (k->skip_all || r->offset < k->position) {
-            continue;
-        }
-        return 1;
+    PyErr_Format(PyExc_ValueError, "%s() argument '%s' must be %s, not %S", fname, name, range, obj);
+    return -1;
+}
+
+static int
+arg_int(const char *fname, const char *name, PyObject *obj)
+{
+    return PyLong_Check(obj) ? 0 : arg_type_error(fname, name, "int", obj);
+}
+
+/* An int argument within [lo, hi] into *out. */
+static int
+arg_int_in(const char *fname, const char *name, PyObject *obj, long long lo, long long hi, const char *range,
+           long long *out)
+{
+    int overflow;
+    if (arg_int(fname, name, obj) < 0) {
+        return -1;
     }
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow != 0 || v < lo || v > hi) {
+        return arg_value_error(fname, name, range, obj);
+    }
+    *out = v;
     return 0;
 }
 
-/* The record returned by call_next was taken: the position moves past it. */
-static inline void
-call_took(Call *k, const Record *r)
+/* A C-contiguous bytes-like argument's buffer, held until PyBuffer_Release. `what` names it in the TypeError
+ * ("argument 'batch'"); a failure other than the object not being one (a released memoryview's ValueError) is
+ * raised as it is. */
+static int
+arg_buffer(const char *fname, const char *what, PyObject *obj, Py_buffer *view, const char *or_none)
 {
-    k->taken++;
-    k->last_offset = r->offset;
-    if (r->offset == INT64_MAX) {
-        k->skip_all = 1; /* the position is 2**63, as Python's unbounded integers have it */
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) == 0) {
+        return 0;
     }
-    else {
-        k->position = r->offset + 1;
+    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_BufferError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s() %s must be a C-contiguous bytes-like object%s, not %.200s", fname, what,
+                     or_none, Py_TYPE(obj)->tp_name);
     }
+    return -1;
 }
-
-/* (pos, left, position) to resume from; releases the batch. */
-static PyObject *
-call_finish(Call *k)
-{
-    PyObject *pos = NULL, *left = NULL, *position = NULL, *result = NULL;
-
-    PyBuffer_Release(&k->view);
-    pos = k->pos_big ? Py_NewRef(k->pos_obj) : PyLong_FromLongLong(k->c.pos);
-    if (pos == NULL) {
-        goto done;
-    }
-    if (!k->left_from_obj) {
-        left = PyLong_FromLongLong(k->c.left);
-    }
-    else if (k->consumed == 0) {
-        left = Py_NewRef(k->left_obj);
-    }
-    else {
-        PyObject *consumed = PyLong_FromLongLong(k->consumed);
-        if (consumed == NULL) {
-            goto done;
-        }
-        left = PyNumber_Subtract(k->left_obj, consumed);
-        Py_DECREF(consumed);
-    }
-    if (left == NULL) {
-        goto done;
-    }
-    if (k->taken == 0) {
-        position = Py_NewRef(k->position_obj);
-    }
-    else if (k->last_offset == INT64_MAX) {
-        position = PyLong_FromUnsignedLongLong((unsigned long long)INT64_MAX + 1u);
-    }
-    else {
-        position = PyLong_FromLongLong(k->last_offset + 1);
-    }
-    if (position == NULL) {
-        goto done;
-    }
-    result = PyTuple_Pack(3, pos, left, position);
-done:
-    Py_XDECREF(pos);
-    Py_XDECREF(left);
-    Py_XDECREF(position);
-    return result;
-}
-
-/* ---- arguments ---------------------------------------------------------------------------------------------- */
 
 /* Vectorcall arguments by position or keyword into out[0:n]; the first required are required, the rest NULL when
  * not given. */
@@ -657,6 +557,182 @@ parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject 
            Py_ssize_t n, PyObject **out)
 {
     return parse_args_opt(fname, args, nargs, kwnames, names, n, n, out);
+}
+
+/* ---- one call: the batch, the cursor and the arguments to resume from ------------------------------------------ */
+
+typedef struct {
+    Py_buffer view;
+    Cursor c;
+    PyObject *position_obj;
+    int64_t limit;
+    int64_t position;
+    int skip_all;      /* position is past every int64 offset */
+    int64_t consumed;  /* records read (taken or skipped) */
+    int64_t taken;
+    int64_t last_offset;
+} Call;
+
+/* The first five arguments of fill_records and ColumnSink.fill, checked: a bytes-like batch held (until
+ * call_open fails or call_finish), pos -1 or at least 0, left (when pos is) a record count, any int position,
+ * a limit of at least 0 (past int64: no limit). -1 with an exception set and nothing held on failure. */
+static int
+call_start(Call *k, const char *fname, PyObject *batch, PyObject *pos, PyObject *left, PyObject *position,
+           PyObject *limit)
+{
+    int overflow;
+    long long value;
+    Cursor *c = &k->c;
+
+    if (arg_buffer(fname, "argument 'batch'", batch, &k->view, "") < 0) {
+        return -1;
+    }
+    c->buf = (const unsigned char *)k->view.buf;
+    c->len = (int64_t)k->view.len;
+    k->position_obj = position;
+    k->skip_all = 0;
+    k->consumed = 0;
+    k->taken = 0;
+    k->last_offset = 0;
+    if (arg_int(fname, "pos", pos) < 0) {
+        goto fail;
+    }
+    value = PyLong_AsLongLongAndOverflow(pos, &overflow);
+    if (value == -1 && PyErr_Occurred()) {
+        goto fail;
+    }
+    if (overflow < 0 || (overflow == 0 && value < -1)) {
+        arg_value_error(fname, "pos", "-1 (the first record) or a byte of the batch", pos);
+        goto fail;
+    }
+    c->pos = overflow > 0 ? INT64_MAX : value; /* past the batch: call_open refuses it */
+    c->left = 0;
+    if (c->pos >= 0) {
+        long long n = 0;
+        if (arg_int_in(fname, "left", left, 0, INT32_MAX, RANGE_LEFT, &n) < 0) {
+            goto fail;
+        }
+        c->left = n;
+    }
+    else if (arg_int(fname, "left", left) < 0) {
+        goto fail;
+    }
+    if (arg_int(fname, "position", position) < 0) {
+        goto fail;
+    }
+    value = PyLong_AsLongLongAndOverflow(position, &overflow);
+    if (value == -1 && PyErr_Occurred()) {
+        goto fail;
+    }
+    k->skip_all = overflow > 0;
+    k->position = overflow < 0 ? INT64_MIN : value;
+    if (arg_int(fname, "limit", limit) < 0) {
+        goto fail;
+    }
+    value = PyLong_AsLongLongAndOverflow(limit, &overflow);
+    if (value == -1 && PyErr_Occurred()) {
+        goto fail;
+    }
+    if (overflow < 0 || (overflow == 0 && value < 0)) {
+        arg_value_error(fname, "limit", RANGE_NONNEGATIVE, limit);
+        goto fail;
+    }
+    k->limit = overflow > 0 ? INT64_MAX : value;
+    return 0;
+
+fail:
+    PyBuffer_Release(&k->view);
+    return -1;
+}
+
+/* Reads the batch's header once every argument was checked: DecodeError for a batch too short or a negative
+ * record count, ValueError for a pos outside its records. -1 with the batch released on failure. */
+static int
+call_open(Call *k, const char *fname, PyObject *pos)
+{
+    Cursor *c = &k->c;
+    if (c->len < RECORDS_AT) {
+        decode_error(0, PyUnicode_FromFormat("batch of %zd bytes is shorter than its header", k->view.len));
+        goto fail;
+    }
+    c->base_offset = as_i64(be_u64(c->buf + BASE_OFFSET_AT));
+    c->log_append = (c->buf[ATTRIBUTES_AT + 1] & LOG_APPEND_TIME) != 0;
+    c->base_timestamp = as_i64(be_u64(c->buf + STAMPS_AT));
+    c->max_timestamp = as_i64(be_u64(c->buf + STAMPS_AT + 8));
+    c->expected = c->base_offset;
+    if (c->pos < 0) {
+        c->pos = RECORDS_AT;
+        c->left = as_i32(be_u32(c->buf + COUNT_AT));
+        if (c->left < 0) {
+            decode_error(c->base_offset, PyUnicode_FromFormat("record count %d is negative", (int)c->left));
+            goto fail;
+        }
+    }
+    else if (c->pos < RECORDS_AT || c->pos > c->len) {
+        PyErr_Format(PyExc_ValueError, "%s() argument 'pos' must be -1 (the first record) or from %d to %zd, not %S",
+                     fname, RECORDS_AT, k->view.len, pos);
+        goto fail;
+    }
+    return 0;
+
+fail:
+    PyBuffer_Release(&k->view);
+    return -1;
+}
+
+/* The next record to take: 1 and *r filled, 0 when the call is done, -1 and *bad filled (raise_bad raises it).
+ * Skips the records before the position. Needs no GIL. */
+static inline int
+call_next(Call *k, Record *r, Bad *bad)
+{
+    while (k->c.left > 0 && k->taken < k->limit) {
+        if (next_record(&k->c, r, bad) < 0) {
+            return -1;
+        }
+        k->consumed++;
+        if (k->skip_all || r->offset < k->position) {
+            continue;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* The record returned by call_next was taken: the position moves past it. */
+static inline void
+call_took(Call *k, const Record *r)
+{
+    k->taken++;
+    k->last_offset = r->offset;
+    if (r->offset == INT64_MAX) {
+        k->skip_all = 1; /* the position is 2**63, as Python's unbounded integers have it */
+    }
+    else {
+        k->position = r->offset + 1;
+    }
+}
+
+/* (pos, left, position) to resume from; releases the batch. */
+static PyObject *
+call_finish(Call *k)
+{
+    PyObject *position;
+
+    PyBuffer_Release(&k->view);
+    if (k->taken == 0) {
+        position = Py_NewRef(k->position_obj);
+    }
+    else if (k->last_offset == INT64_MAX) {
+        position = PyLong_FromUnsignedLongLong((unsigned long long)INT64_MAX + 1u);
+    }
+    else {
+        position = PyLong_FromLongLong(k->last_offset + 1);
+    }
+    if (position == NULL) {
+        return NULL;
+    }
+    PyObject *result = Py_BuildValue("LLN", (long long)k->c.pos, (long long)k->c.left, position);
+    return result;
 }
 
 /* ---- fill_records --------------------------------------------------------------------------------------------- */
@@ -773,6 +849,41 @@ last_clear(Last *last)
     Py_CLEAR(last->obj);
 }
 
+/* fill_records' own arguments, after the call's: where the records go and what they are made of. */
+static int
+fill_records_check(PyObject *out, PyObject *record_type, PyObject *topic, PyObject *partition,
+                   PyObject *leader_epoch)
+{
+    static const char *fname = "fill_records";
+    if (!PyList_Check(out)) {
+        PyObject *append = PyObject_GetAttr(out, str_append);
+        if (append == NULL && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        int callable = append != NULL && PyCallable_Check(append);
+        Py_XDECREF(append);
+        if (!callable) {
+            return arg_type_error(fname, "out", "a list or have an append method", out);
+        }
+    }
+    if (!PyType_Check(record_type) || !PyType_IsSubtype((PyTypeObject *)record_type, &PyTuple_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s() argument 'record_type' must be a subclass of tuple, not %R", fname,
+                     record_type);
+        return -1;
+    }
+    if (!PyUnicode_Check(topic)) {
+        return arg_type_error(fname, "topic", "str", topic);
+    }
+    if (arg_int(fname, "partition", partition) < 0) {
+        return -1;
+    }
+    if (leader_epoch != Py_None && !PyLong_Check(leader_epoch)) {
+        return arg_type_error(fname, "leader_epoch", "int or None", leader_epoch);
+    }
+    return 0;
+}
+
 static const char *const fill_records_names[] = {
     "batch", "pos", "left", "position", "limit", "out", "record_type", "topic", "partition", "leader_epoch", "extra",
 };
@@ -794,13 +905,26 @@ fill_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject
     PyObject *extra = a[10] == Py_None ? NULL : a[10]; /* a last field after the record's own (a share record's
                                                           * delivery count), or NULL */
     Py_ssize_t fields = extra == NULL ? RECORD_FIELDS : RECORD_FIELDS + 1;
-    if (call_start(&k, a[0], a[1], a[2], a[3], a[4]) < 0) {
+    if (call_start(&k, "fill_records", a[0], a[1], a[2], a[3], a[4]) < 0) {
+        return NULL;
+    }
+    if (fill_records_check(out, record_type, topic, partition, leader_epoch) < 0) {
+        PyBuffer_Release(&k.view);
+        return NULL;
+    }
+    if (call_open(&k, "fill_records", a[1]) < 0) {
         return NULL;
     }
     const unsigned char *buf = k.c.buf;
     PyObject *timestamp_type = PyLong_FromLong(k.c.log_append ? 1 : 0);
-    PyTypeObject *type = NULL;
-    int exact_tuple = 0, out_is_list = PyList_CheckExact(out), untrack = 0;
+    PyTypeObject *type = (PyTypeObject *)record_type;
+    const int exact_tuple = type == &PyTuple_Type, out_is_list = PyList_CheckExact(out);
+    /* A record holds only bytes, None, ints, a str and tuples of them, so it can be in no reference cycle: left to
+     * the cyclic GC, every poll's records were traversed again at each collection while the caller held them (a
+     * fifth of a 100 B record's cost). Only when nothing shared is a container and the type has no __dict__
+     * through which a cycle could form later. */
+    const int untrack = type->tp_dictoffset == 0 && PyUnicode_CheckExact(topic) && !PyObject_IS_GC(partition) &&
+                        !PyObject_IS_GC(leader_epoch) && (extra == NULL || !PyObject_IS_GC(extra));
     /* A record's timestamp and sizes repeat from one record to the next (a producer batch's records share a
      * millisecond, a topic's values a size), so the last one's ints are reused rather than allocated again. */
     Last last_timestamp = {0, NULL}, last_key_size = {0, NULL}, last_value_size = {0, NULL};
@@ -808,21 +932,6 @@ fill_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject
         goto fail;
     }
     while ((rc = call_next(&k, &r, &bad)) > 0) {
-        if (type == NULL) { /* checked where the reference's tuple.__new__ would first fail */
-            if (!PyType_Check(record_type) || !PyType_IsSubtype((PyTypeObject *)record_type, &PyTuple_Type)) {
-                PyErr_Format(PyExc_TypeError, "tuple.__new__(%R): %R is not a subtype of tuple", record_type,
-                             record_type);
-                goto fail;
-            }
-            type = (PyTypeObject *)record_type;
-            exact_tuple = type == &PyTuple_Type;
-            /* A record holds only bytes, None, ints, a str and tuples of them, so it can be in no reference
-             * cycle: left to the cyclic GC, every poll's records were traversed again at each collection while
-             * the caller held them (a fifth of a 100 B record's cost). Only when nothing shared is a container
-             * and the type has no __dict__ through which a cycle could form later. */
-            untrack = type->tp_dictoffset == 0 && PyUnicode_CheckExact(topic) && !PyObject_IS_GC(partition) &&
-                      !PyObject_IS_GC(leader_epoch) && (extra == NULL || !PyObject_IS_GC(extra));
-        }
         PyObject *key = blob(buf, r.key_at, r.key_len);
         PyObject *value = blob(buf, r.value_at, r.value_len);
         PyObject *offset = PyLong_FromLongLong(r.offset);
@@ -1025,6 +1134,10 @@ binary_clear(Binary *col)
 static int
 binary_reserve(Binary *col, Py_ssize_t values, int64_t bytes)
 {
+    if (values < 0 || values > PY_SSIZE_T_MAX / 4 || bytes < 0) { /* the callers' bounds make this impossible */
+        PyErr_SetString(PyExc_SystemError, "ColumnSink: room for a negative or impossible number of values");
+        return -1;
+    }
     if (bytes > (int64_t)DATA_MAX - (int64_t)col->data.len) {
         PyErr_SetString(PyExc_OverflowError, "a column's data passed 2 GiB in one chunk");
         return -1;
@@ -1139,42 +1252,42 @@ sink_end_row(Sink *s, int32_t topic, int32_t partition, int64_t offset, int64_t 
     s->rows++;
 }
 
-/* An int in [lo, hi], else OverflowError (array.array's messages) or TypeError. */
-static int
-int_in(PyObject *obj, long long lo, long long hi, long long *out)
-{
-    long long v = PyLong_AsLongLong(obj);
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (v < lo || v > hi) {
-        PyErr_SetString(PyExc_OverflowError,
-                        v < lo ? "signed integer is less than minimum" : "signed integer is greater than maximum");
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static PyObject *
 Sink_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"include_headers", "expected_bytes", NULL};
-    PyObject *include_headers;
-    Py_ssize_t expected_bytes = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|n:ColumnSink", kwlist, &include_headers, &expected_bytes)) {
+    PyObject *include_headers, *expected = NULL;
+    int overflow;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:ColumnSink", kwlist, &include_headers, &expected)) {
         return NULL;
     }
-    int flag = PyObject_IsTrue(include_headers);
-    if (flag < 0) {
+    if (!PyBool_Check(include_headers)) {
+        arg_type_error("ColumnSink", "include_headers", "bool", include_headers);
         return NULL;
+    }
+    long long expected_bytes = 0;
+    if (expected != NULL) {
+        if (arg_int("ColumnSink", "expected_bytes", expected) < 0) {
+            return NULL;
+        }
+        expected_bytes = PyLong_AsLongLongAndOverflow(expected, &overflow);
+        if (expected_bytes == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (overflow < 0 || (overflow == 0 && expected_bytes < 0)) {
+            arg_value_error("ColumnSink", "expected_bytes", RANGE_NONNEGATIVE, expected);
+            return NULL;
+        }
+        if (overflow > 0 || expected_bytes > PY_SSIZE_T_MAX) { /* a hint: as large as can be */
+            expected_bytes = PY_SSIZE_T_MAX;
+        }
     }
     Sink *s = (Sink *)type->tp_alloc(type, 0);
     if (s == NULL) {
         return NULL;
     }
-    s->include_headers = (char)flag;
-    s->expected_bytes = expected_bytes > 0 ? expected_bytes : 0;
+    s->include_headers = include_headers == Py_True;
+    s->expected_bytes = (Py_ssize_t)expected_bytes;
     if (sink_reset(s) < 0) {
         Py_DECREF(s);
         return NULL;
@@ -1404,15 +1517,23 @@ Sink_fill(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     int why;
     long long topic = 0, partition = 0;
 
-    if (parse_args("fill", args, nargs, kwnames, fill_names, 7, a) < 0 || sink_idle(s) < 0) {
+    if (parse_args("ColumnSink.fill", args, nargs, kwnames, fill_names, 7, a) < 0 || sink_idle(s) < 0) {
         return NULL;
     }
-    if (call_start(&k, a[0], a[1], a[2], a[3], a[4]) < 0) {
+    if (call_start(&k, "ColumnSink.fill", a[0], a[1], a[2], a[3], a[4]) < 0) {
         return NULL;
     }
-    /* Checked before any record (the reference's arrays refuse them at its first row). */
-    if (int_in(a[5], INT32_MIN, INT32_MAX, &topic) < 0 || int_in(a[6], INT32_MIN, INT32_MAX, &partition) < 0 ||
-        sink_reserve_call(s, &k, &room) < 0) {
+    if (arg_int_in("ColumnSink.fill", "topic", a[5], INT32_MIN, INT32_MAX, RANGE_INT32, &topic) < 0 ||
+        arg_int_in("ColumnSink.fill", "partition", a[6], INT32_MIN, INT32_MAX, RANGE_INT32, &partition) < 0) {
+        PyBuffer_Release(&k.view);
+        return NULL;
+    }
+    if (call_open(&k, "ColumnSink.fill", a[1]) < 0) {
+        return NULL;
+    }
+    /* Idle again, now that no more Python code runs before busy is set: getting the batch's buffer may have run
+     * some (a __buffer__ method), and another thread may have begun a fill meanwhile. */
+    if (sink_idle(s) < 0 || sink_reserve_call(s, &k, &room) < 0) {
         PyBuffer_Release(&k.view);
         return NULL;
     }
@@ -1454,14 +1575,16 @@ Sink_fill(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     return NULL;
 }
 
+#define APPEND "ColumnSink.append"
+
 /* A bytes-like value or None for append: (buffer, 1) for a value, 0 for None, -1 on error. */
 static int
-optional_buffer(PyObject *obj, Py_buffer *view)
+optional_buffer(const char *what, PyObject *obj, Py_buffer *view)
 {
     if (obj == Py_None) {
         return 0;
     }
-    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+    if (arg_buffer(APPEND, what, obj, view, " or None") < 0) {
         return -1;
     }
     if (view->len > DATA_MAX) {
@@ -1472,9 +1595,133 @@ optional_buffer(PyObject *obj, Py_buffer *view)
     return 1;
 }
 
+/* The headers append was given, as it holds them: a tuple of the call's own 2-tuples (str, value), with each
+ * value's buffer and each key's UTF-8. Iterating them runs Python code (a pair's __iter__, a generator), which may
+ * change a list it was given or drop a key in it: nothing of theirs is read after it ran, only what the tuples
+ * hold. */
+typedef struct {
+    PyObject *pairs;       /* tuple of 2-tuples, or NULL */
+    Py_ssize_t count;      /* pairs' size */
+    Py_ssize_t held;       /* entries of the arrays filled (their buffers to release) */
+    const char **keys;     /* UTF-8, borrowed from the str in pairs[i][0] */
+    Py_ssize_t *key_lens;
+    Py_buffer *values;
+    int *has_value;
+    int64_t key_bytes;
+    int64_t value_bytes;
+} Headers;
+
+static void
+headers_release(Headers *h)
+{
+    for (Py_ssize_t i = 0; i < h->held; i++) {
+        if (h->has_value[i] > 0) {
+            PyBuffer_Release(&h->values[i]);
+        }
+    }
+    PyMem_Free(h->keys);
+    PyMem_Free(h->key_lens);
+    PyMem_Free(h->values);
+    PyMem_Free(h->has_value);
+    Py_CLEAR(h->pairs);
+}
+
+static int
+headers_take(Headers *h, PyObject *given)
+{
+    char what[96];
+    memset(h, 0, sizeof *h);
+    PyObject *it = PyObject_GetIter(given);
+    if (it == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            arg_type_error(APPEND, "headers", "an iterable of (str, bytes | None) pairs", given);
+        }
+        return -1;
+    }
+    PyObject *listed = PySequence_Tuple(it);
+    Py_DECREF(it);
+    if (listed == NULL) {
+        return -1;
+    }
+    h->count = PyTuple_GET_SIZE(listed);
+    if (h->count > INT32_MAX) {
+        Py_DECREF(listed);
+        PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
+        return -1;
+    }
+    h->pairs = PyTuple_New(h->count);
+    if (h->pairs == NULL) {
+        Py_DECREF(listed);
+        return -1;
+    }
+    if (h->count > 0) {
+        h->keys = PyMem_New(const char *, h->count);
+        h->key_lens = PyMem_New(Py_ssize_t, h->count);
+        h->values = PyMem_New(Py_buffer, h->count);
+        h->has_value = PyMem_New(int, h->count);
+        if (!h->keys || !h->key_lens || !h->values || !h->has_value) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+    }
+    for (Py_ssize_t i = 0; i < h->count; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(listed, i);
+        PyObject *pair_it = PyObject_GetIter(pair);
+        if (pair_it == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, APPEND "() argument 'headers': header %zd must be " PAIR ", not %.200s",
+                             i, Py_TYPE(pair)->tp_name);
+            }
+            goto fail;
+        }
+        PyObject *two = PySequence_Tuple(pair_it);
+        Py_DECREF(pair_it);
+        if (two == NULL) {
+            goto fail;
+        }
+        PyTuple_SET_ITEM(h->pairs, i, two);
+        if (PyTuple_GET_SIZE(two) != 2) {
+            PyErr_Format(PyExc_ValueError, APPEND "() argument 'headers': header %zd must be " PAIR ", not %zd values",
+                         i, PyTuple_GET_SIZE(two));
+            goto fail;
+        }
+        PyObject *key = PyTuple_GET_ITEM(two, 0);
+        if (!PyUnicode_Check(key)) {
+            PyErr_Format(PyExc_TypeError, APPEND "() argument 'headers': header %zd's key must be str, not %.200s", i,
+                         Py_TYPE(key)->tp_name);
+            goto fail;
+        }
+        h->keys[i] = PyUnicode_AsUTF8AndSize(key, &h->key_lens[i]); /* strict: no surrogates */
+        if (h->keys[i] == NULL) {
+            goto fail;
+        }
+        snprintf(what, sizeof what, "argument 'headers': header %zd's value", i);
+        h->has_value[i] = optional_buffer(what, PyTuple_GET_ITEM(two, 1), &h->values[i]);
+        if (h->has_value[i] < 0) {
+            goto fail;
+        }
+        h->held = i + 1;
+        h->key_bytes += h->key_lens[i];
+        if (h->has_value[i]) {
+            h->value_bytes += h->values[i].len;
+        }
+    }
+    Py_DECREF(listed);
+    return 0;
+
+fail:
+    Py_DECREF(listed);
+    headers_release(h);
+    return -1;
+}
+
 static const char *const append_names[] = {"topic", "partition", "offset", "timestamp", "timestamp_type",
                                            "key",   "value",     "headers"};
 
+/* One row from decoded fields. Everything is checked, and everything Python code could change is taken, before
+ * anything is written: the row is appended whole or not at all. */
 static PyObject *
 Sink_append(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -1482,114 +1729,50 @@ Sink_append(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     long long topic, partition, offset, timestamp, timestamp_type;
     Py_buffer key, value;
     int has_key = -1, has_value = -1;
-    PyObject *headers = NULL, *pairs = NULL, *result = NULL;
-    Py_buffer *header_values = NULL;
-    const char **header_keys = NULL;
-    Py_ssize_t *header_key_lens = NULL;
-    int *header_has_value = NULL;
-    Py_ssize_t count = 0, held = 0;
+    Headers h;
+    PyObject *result = NULL;
 
-    if (parse_args("append", args, nargs, kwnames, append_names, 8, a) < 0 || sink_idle(s) < 0) {
+    if (parse_args(APPEND, args, nargs, kwnames, append_names, 8, a) < 0 || sink_idle(s) < 0) {
         return NULL;
     }
-    /* Everything is checked before anything is written: the row is appended whole or not at all. */
-    if (int_in(a[0], INT32_MIN, INT32_MAX, &topic) < 0 || int_in(a[1], INT32_MIN, INT32_MAX, &partition) < 0 ||
-        int_in(a[2], LLONG_MIN, LLONG_MAX, &offset) < 0 || int_in(a[3], LLONG_MIN, LLONG_MAX, &timestamp) < 0 ||
-        int_in(a[4], -128, 127, &timestamp_type) < 0) {
+    if (arg_int_in(APPEND, "topic", a[0], INT32_MIN, INT32_MAX, RANGE_INT32, &topic) < 0 ||
+        arg_int_in(APPEND, "partition", a[1], INT32_MIN, INT32_MAX, RANGE_INT32, &partition) < 0 ||
+        arg_int_in(APPEND, "offset", a[2], LLONG_MIN, LLONG_MAX, RANGE_INT64, &offset) < 0 ||
+        arg_int_in(APPEND, "timestamp", a[3], LLONG_MIN, LLONG_MAX, RANGE_INT64, &timestamp) < 0 ||
+        arg_int_in(APPEND, "timestamp_type", a[4], -128, 127, RANGE_INT8, &timestamp_type) < 0) {
         return NULL;
     }
-    if ((has_key = optional_buffer(a[5], &key)) < 0) {
+    if ((has_key = optional_buffer("argument 'key'", a[5], &key)) < 0) {
         return NULL;
     }
-    if ((has_value = optional_buffer(a[6], &value)) < 0) {
+    if ((has_value = optional_buffer("argument 'value'", a[6], &value)) < 0) {
         goto done;
     }
-    headers = PySequence_Fast(a[7], "headers must be a sequence of (str, bytes | None) pairs");
-    if (headers == NULL) {
+    if (headers_take(&h, a[7]) < 0) {
         goto done;
     }
-    count = PySequence_Fast_GET_SIZE(headers);
-    if (count > INT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
-        goto done;
-    }
-    if (count > 0) {
-        header_values = PyMem_New(Py_buffer, count);
-        header_keys = PyMem_New(const char *, count);
-        header_key_lens = PyMem_New(Py_ssize_t, count);
-        header_has_value = PyMem_New(int, count);
-        if (!header_values || !header_keys || !header_key_lens || !header_has_value) {
-            PyErr_NoMemory();
-            goto done;
-        }
-    }
-    int64_t header_key_bytes = 0, header_value_bytes = 0;
-    PyObject **items = PySequence_Fast_ITEMS(headers);
-    pairs = PyList_New(0); /* keeps each pair (and the key whose UTF-8 is borrowed) alive until the row is written */
-    if (pairs == NULL) {
-        goto done;
-    }
-    for (; held < count; held++) {
-        PyObject *pair = PySequence_Fast(items[held], "a header must be a (str, bytes | None) pair");
-        if (pair == NULL) {
-            goto done;
-        }
-        int kept = PyList_Append(pairs, pair);
-        Py_DECREF(pair);
-        if (kept < 0) {
-            goto done;
-        }
-        if (PySequence_Fast_GET_SIZE(pair) != 2) {
-            PyErr_Format(PyExc_ValueError, "a header must be a (str, bytes | None) pair, not %zd values",
-                         PySequence_Fast_GET_SIZE(pair));
-            goto done;
-        }
-        PyObject *hkey = PySequence_Fast_GET_ITEM(pair, 0);
-        if (!PyUnicode_Check(hkey)) {
-            PyErr_Format(PyExc_TypeError, "a header key must be a str, not %.100s", Py_TYPE(hkey)->tp_name);
-            goto done;
-        }
-        header_keys[held] = PyUnicode_AsUTF8AndSize(hkey, &header_key_lens[held]); /* strict: no surrogates */
-        if (header_keys[held] == NULL) {
-            goto done;
-        }
-        if ((header_has_value[held] = optional_buffer(PySequence_Fast_GET_ITEM(pair, 1), &header_values[held])) < 0) {
-            goto done;
-        }
-        header_key_bytes += header_key_lens[held];
-        if (header_has_value[held]) {
-            header_value_bytes += header_values[held].len;
-        }
-    }
-    if (sink_reserve_row(s, has_key ? (int32_t)key.len : -1, has_value ? (int32_t)value.len : -1, (int32_t)count,
-                         header_key_bytes, header_value_bytes) < 0) {
+    /* Idle again: the headers' Python code may have let another thread begin a fill. From here on no Python code
+     * runs until the row is written. */
+    if (sink_idle(s) < 0 || sink_reserve_row(s, has_key ? (int32_t)key.len : -1, has_value ? (int32_t)value.len : -1,
+                                             (int32_t)h.count, h.key_bytes, h.value_bytes) < 0) {
+        headers_release(&h);
         goto done;
     }
     binary_put(&s->key, s->rows, has_key ? key.buf : NULL, has_key ? (int32_t)key.len : -1);
     binary_put(&s->value, s->rows, has_value ? value.buf : NULL, has_value ? (int32_t)value.len : -1);
     if (s->include_headers) {
-        for (Py_ssize_t i = 0; i < count; i++) {
-            binary_put(&s->header_key, s->headers, header_keys[i], (int32_t)header_key_lens[i]);
-            binary_put(&s->header_value, s->headers, header_has_value[i] ? header_values[i].buf : NULL,
-                       header_has_value[i] ? (int32_t)header_values[i].len : -1);
+        for (Py_ssize_t i = 0; i < h.count; i++) {
+            binary_put(&s->header_key, s->headers, h.keys[i], (int32_t)h.key_lens[i]);
+            binary_put(&s->header_value, s->headers, h.has_value[i] ? h.values[i].buf : NULL,
+                       h.has_value[i] ? (int32_t)h.values[i].len : -1);
             s->headers++;
         }
     }
     sink_end_row(s, (int32_t)topic, (int32_t)partition, offset, timestamp, (int8_t)timestamp_type);
+    headers_release(&h);
     result = Py_NewRef(Py_None);
 
 done:
-    for (Py_ssize_t i = 0; i < held; i++) {
-        if (header_has_value[i] > 0) {
-            PyBuffer_Release(&header_values[i]);
-        }
-    }
-    PyMem_Free(header_values);
-    PyMem_Free(header_keys);
-    PyMem_Free(header_key_lens);
-    PyMem_Free(header_has_value);
-    Py_XDECREF(pairs);
-    Py_XDECREF(headers);
     if (has_key > 0) {
         PyBuffer_Release(&key);
     }
@@ -1638,12 +1821,10 @@ dict_put(PyObject *dict, const char *key, PyObject *value)
     return rc;
 }
 
+/* The buffers as finish hands them over, and fresh ones in their place. */
 static PyObject *
-Sink_finish(Sink *s, PyObject *Py_UNUSED(ignored))
+sink_finish(Sink *s)
 {
-    if (sink_idle(s) < 0) {
-        return NULL;
-    }
     if (buf_trim(&s->topic) < 0 || buf_trim(&s->partition) < 0 || buf_trim(&s->offset) < 0 ||
         buf_trim(&s->timestamp) < 0 || buf_trim(&s->timestamp_type) < 0 || binary_trim(&s->key) < 0 ||
         binary_trim(&s->value) < 0 || buf_trim(&s->header_offsets) < 0 || binary_trim(&s->header_key) < 0 ||
@@ -1692,6 +1873,20 @@ Sink_finish(Sink *s, PyObject *Py_UNUSED(ignored))
     s->header_offsets = fresh.header_offsets;
     s->header_key = fresh.header_key;
     s->header_value = fresh.header_value;
+    return parts;
+}
+
+/* Busy meanwhile: its allocations may run a collection, whose finalizers may run Python code, which may let
+ * another thread in, whose fill must not begin writing into buffers being handed over. */
+static PyObject *
+Sink_finish(Sink *s, PyObject *Py_UNUSED(ignored))
+{
+    if (sink_idle(s) < 0) {
+        return NULL;
+    }
+    s->busy = 1;
+    PyObject *parts = sink_finish(s);
+    s->busy = 0;
     return parts;
 }
 
@@ -1761,18 +1956,16 @@ crc32c_call(const char *fname, PyObject *const *args, Py_ssize_t nargs,
         PyErr_Format(PyExc_TypeError, "%s() takes 1 or 2 positional arguments but %zd were given", fname, nargs);
         return NULL;
     }
-    if (nargs == 2) {
-        value = PyLong_AsUnsignedLong(args[1]);
-        if (value == (unsigned long)-1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        if (value > 0xFFFFFFFFul) {
-            PyErr_Format(PyExc_OverflowError, "%s(): value %lu is not a 32-bit CRC", fname, value);
-            return NULL;
-        }
-    }
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+    if (arg_buffer(fname, "argument 'data'", args[0], &view, "") < 0) {
         return NULL;
+    }
+    if (nargs == 2) {
+        long long v = 0;
+        if (arg_int_in(fname, "value", args[1], 0, 0xFFFFFFFFll, "a 32-bit CRC (from 0 to 4294967295)", &v) < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        value = (unsigned long)v;
     }
     if (view.len >= CRC_NOGIL_BYTES) {
         Py_BEGIN_ALLOW_THREADS

@@ -10,6 +10,8 @@ import importlib.machinery
 import os
 import re
 import struct
+import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +29,7 @@ from asyncconsumer.protocol.codecs import decompress
 from asyncconsumer.records import ConsumerRecord, ShareRecord
 from tests.support.batches import build_batch, build_control_batch
 from tests.support.gil import exported, run_beside
+from tests.support.waiting import wait_for
 
 compiled: ModuleType | None
 try:
@@ -157,6 +160,8 @@ def records_of(impl: ModuleType, batch: Any, pos: int, left: int, position: int,
         result: Any = impl.fill_records(batch, pos, left, position, limit, out, ConsumerRecord, "topic", 3, 7)
     except DecodeError as exc:
         result = (type(exc), exc.offset, exc.reason, str(exc))
+    except (TypeError, ValueError) as exc:  # an argument refused: the same error, naming it, from both
+        result = (type(exc), str(exc))
     assert all(type(r) is ConsumerRecord for r in out)
     return repr(list(out)), repr(result)
 
@@ -190,6 +195,8 @@ def sink_of(
             seen.append(sink.fill(batch, pos, left, position, limit, 5, 9))
         except DecodeError as exc:
             seen.append((type(exc), exc.offset, exc.reason))
+        except (TypeError, ValueError) as exc:
+            seen.append((type(exc), str(exc)))
         seen.append((sink.rows, sink.data_bytes))
     parts = sink.finish()
     if impl is compiled:
@@ -674,14 +681,13 @@ def test_sink_without_headers(impl: ModuleType) -> None:
 def test_sink_append_checks(impl: ModuleType) -> None:
     """``append`` refuses a header key that is not encodable and integers out of their column's range (``fill`` the
     topic and partition too), and takes any bytes-like values and any iterable of pairs."""
-    # A fresh sink for each: after an OverflowError the reference's sink holds part of a row (the C one does not).
     with pytest.raises(UnicodeEncodeError):
         impl.ColumnSink(True).append(0, 0, 0, 0, 0, None, None, (("\ud800", None),))
-    with pytest.raises(OverflowError):
+    with pytest.raises(ValueError, match="'topic'"):
         impl.ColumnSink(True).append(1 << 31, 0, 0, 0, 0, None, None, ())
-    with pytest.raises(OverflowError):
+    with pytest.raises(ValueError, match="'offset'"):
         impl.ColumnSink(True).append(0, 0, 1 << 63, 0, 0, None, None, ())
-    with pytest.raises(OverflowError):
+    with pytest.raises(ValueError, match="'partition'"):
         impl.ColumnSink(True).fill(batch_of([sized(record_body())]), -1, 0, 0, 10, 0, -(1 << 31) - 1)
     sink = impl.ColumnSink(True)
     sink.append(0, 0, 0, 0, 0, None, None, ())
@@ -693,6 +699,333 @@ def test_sink_append_checks(impl: ModuleType) -> None:
         b"ac",
         b"b",
     )
+
+
+# --- every argument checked, on both ----------------------------------------------------------------------------------
+
+THREE = batch_of([sized(record_body(i)) for i in range(3)])
+INT32 = "from -2147483648 to 2147483647"
+INT64 = "from -9223372036854775808 to 9223372036854775807"
+LEFT = "from 0 to 2147483647 (the records left after pos)"
+FIRST = "-1 (the first record)"
+PAIR = "a (str, bytes | None) pair"
+
+
+class _Index:
+    """An int by ``__index__`` only: refused, as converting it would run Python code inside the C call."""
+
+    def __index__(self) -> int:
+        return 1
+
+
+def _records(impl: ModuleType, **change: Any) -> Any:
+    args: dict[str, Any] = {
+        "batch": THREE, "pos": -1, "left": 0, "position": 0, "limit": 10, "out": [], "record_type": ConsumerRecord,
+        "topic": "t", "partition": 0, "leader_epoch": None,
+    }  # fmt: skip
+    args.update(change)
+    return impl.fill_records(*args.values())
+
+
+def _fill(impl: ModuleType, **change: Any) -> Any:
+    args: dict[str, Any] = {
+        "batch": THREE,
+        "pos": -1,
+        "left": 0,
+        "position": 0,
+        "limit": 10,
+        "topic": 0,
+        "partition": 0,
+    }
+    args.update(change)
+    return impl.ColumnSink(True).fill(*args.values())
+
+
+def _append(impl: ModuleType, **change: Any) -> Any:
+    args: dict[str, Any] = {
+        "topic": 0, "partition": 0, "offset": 0, "timestamp": 0, "timestamp_type": 0, "key": None, "value": None,
+        "headers": (),
+    }  # fmt: skip
+    args.update(change)
+    return impl.ColumnSink(True).append(*args.values())
+
+
+F, S, A = "fill_records()", "ColumnSink.fill()", "ColumnSink.append()"
+BAD_ARGUMENTS = [
+    (_records, {"batch": 5}, TypeError, f"{F} argument 'batch' must be a C-contiguous bytes-like object, not int"),
+    (_records, {"batch": "t"}, TypeError, f"{F} argument 'batch' must be a C-contiguous bytes-like object, not str"),
+    (
+        _records,
+        {"batch": memoryview(THREE)[::2]},
+        TypeError,
+        f"{F} argument 'batch' must be a C-contiguous bytes-like object, not memoryview",
+    ),
+    (_records, {"pos": 1.0}, TypeError, f"{F} argument 'pos' must be int, not float"),
+    (_records, {"pos": _Index()}, TypeError, f"{F} argument 'pos' must be int, not _Index"),
+    (_records, {"pos": -2}, ValueError, f"{F} argument 'pos' must be {FIRST} or a byte of the batch, not -2"),
+    (
+        _records,
+        {"pos": -(1 << 70)},
+        ValueError,
+        f"{F} argument 'pos' must be {FIRST} or a byte of the batch, not {-(1 << 70)}",
+    ),
+    (
+        _records,
+        {"pos": 0, "left": 3},
+        ValueError,
+        f"{F} argument 'pos' must be {FIRST} or from 61 to {len(THREE)}, not 0",
+    ),
+    (
+        _records,
+        {"pos": len(THREE) + 1},
+        ValueError,
+        f"{F} argument 'pos' must be {FIRST} or from 61 to {len(THREE)}, not {len(THREE) + 1}",
+    ),
+    (
+        _records,
+        {"pos": 1 << 64, "left": 1},
+        ValueError,
+        f"{F} argument 'pos' must be {FIRST} or from 61 to {len(THREE)}, not {1 << 64}",
+    ),
+    (_records, {"left": None}, TypeError, f"{F} argument 'left' must be int, not NoneType"),
+    (_records, {"pos": 61, "left": -1}, ValueError, f"{F} argument 'left' must be {LEFT}, not -1"),
+    (_records, {"pos": 61, "left": 1 << 31}, ValueError, f"{F} argument 'left' must be {LEFT}, not {1 << 31}"),
+    (_records, {"position": None}, TypeError, f"{F} argument 'position' must be int, not NoneType"),
+    (_records, {"limit": -1}, ValueError, f"{F} argument 'limit' must be >= 0, not -1"),
+    (_records, {"limit": -(1 << 70)}, ValueError, f"{F} argument 'limit' must be >= 0, not {-(1 << 70)}"),
+    (_records, {"limit": 2.5}, TypeError, f"{F} argument 'limit' must be int, not float"),
+    (_records, {"out": None}, TypeError, f"{F} argument 'out' must be a list or have an append method, not NoneType"),
+    (_records, {"out": ()}, TypeError, f"{F} argument 'out' must be a list or have an append method, not tuple"),
+    (
+        _records,
+        {"record_type": list},
+        TypeError,
+        f"{F} argument 'record_type' must be a subclass of tuple, not {list!r}",
+    ),
+    (_records, {"record_type": 5}, TypeError, f"{F} argument 'record_type' must be a subclass of tuple, not 5"),
+    (_records, {"topic": b"t"}, TypeError, f"{F} argument 'topic' must be str, not bytes"),
+    (_records, {"partition": "0"}, TypeError, f"{F} argument 'partition' must be int, not str"),
+    (_records, {"leader_epoch": "7"}, TypeError, f"{F} argument 'leader_epoch' must be int or None, not str"),
+    (_fill, {"batch": None}, TypeError, f"{S} argument 'batch' must be a C-contiguous bytes-like object, not NoneType"),
+    (_fill, {"pos": -3}, ValueError, f"{S} argument 'pos' must be {FIRST} or a byte of the batch, not -3"),
+    (_fill, {"pos": 61, "left": -5}, ValueError, f"{S} argument 'left' must be {LEFT}, not -5"),
+    (_fill, {"limit": -(1 << 62)}, ValueError, f"{S} argument 'limit' must be >= 0, not {-(1 << 62)}"),
+    (_fill, {"topic": 1 << 31}, ValueError, f"{S} argument 'topic' must be {INT32}, not {1 << 31}"),
+    (
+        _fill,
+        {"partition": -(1 << 31) - 1},
+        ValueError,
+        f"{S} argument 'partition' must be {INT32}, not {-(1 << 31) - 1}",
+    ),
+    (_fill, {"topic": "0"}, TypeError, f"{S} argument 'topic' must be int, not str"),
+    (_append, {"topic": 1 << 31}, ValueError, f"{A} argument 'topic' must be {INT32}, not {1 << 31}"),
+    (_append, {"partition": None}, TypeError, f"{A} argument 'partition' must be int, not NoneType"),
+    (_append, {"offset": 1 << 63}, ValueError, f"{A} argument 'offset' must be {INT64}, not {1 << 63}"),
+    (
+        _append,
+        {"timestamp": -(1 << 63) - 1},
+        ValueError,
+        f"{A} argument 'timestamp' must be {INT64}, not {-(1 << 63) - 1}",
+    ),
+    (_append, {"timestamp_type": 128}, ValueError, f"{A} argument 'timestamp_type' must be from -128 to 127, not 128"),
+    (_append, {"key": 5}, TypeError, f"{A} argument 'key' must be a C-contiguous bytes-like object or None, not int"),
+    (
+        _append,
+        {"value": "v"},
+        TypeError,
+        f"{A} argument 'value' must be a C-contiguous bytes-like object or None, not str",
+    ),
+    (
+        _append,
+        {"headers": 5},
+        TypeError,
+        f"{A} argument 'headers' must be an iterable of (str, bytes | None) pairs, not int",
+    ),
+    (_append, {"headers": [5]}, TypeError, f"{A} argument 'headers': header 0 must be {PAIR}, not int"),
+    (
+        _append,
+        {"headers": [("a", b"b", b"c")]},
+        ValueError,
+        f"{A} argument 'headers': header 0 must be {PAIR}, not 3 values",
+    ),
+    (
+        _append,
+        {"headers": [("a", None), (b"k", None)]},
+        TypeError,
+        f"{A} argument 'headers': header 1's key must be str, not bytes",
+    ),
+    (
+        _append,
+        {"headers": [("k", 5)]},
+        TypeError,
+        f"{A} argument 'headers': header 0's value must be a C-contiguous bytes-like object or None, not int",
+    ),
+]
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize(
+    ("call", "change", "error", "message"),
+    [pytest.param(*case, id=f"{case[0].__name__[1:]}-{i}-{'-'.join(case[1])}") for i, case in enumerate(BAD_ARGUMENTS)],
+)
+def test_every_argument_is_checked(
+    impl: ModuleType, call: Callable[..., Any], change: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    """Each entry point refuses a wrong argument before it reads a record, with the same ``TypeError`` or
+    ``ValueError`` naming it from both decoders. (The C decoder took a negative limit and overflowed a signed
+    multiply sizing the sink's buffers, and called ``__index__`` in the middle of a call.)"""
+    with pytest.raises(error) as caught:
+        call(impl, **change)
+    assert (type(caught.value), str(caught.value)) == (error, message)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_the_sink_s_own_arguments(impl: ModuleType) -> None:
+    """``include_headers`` is a bool; ``expected_bytes`` an int of at least 0 (a hint: a huge one is taken)."""
+    with pytest.raises(TypeError, match=r"^ColumnSink\(\) argument 'include_headers' must be bool, not int$"):
+        impl.ColumnSink(1)
+    with pytest.raises(TypeError, match=r"^ColumnSink\(\) argument 'expected_bytes' must be int, not str$"):
+        impl.ColumnSink(True, "big")
+    with pytest.raises(ValueError, match=r"^ColumnSink\(\) argument 'expected_bytes' must be >= 0, not -1$"):
+        impl.ColumnSink(True, expected_bytes=-1)
+    sink = impl.ColumnSink(False, 1 << 80)
+    assert sink.fill(THREE, -1, 0, 0, 1 << 80, 0, 0) == (len(THREE), 0, 3)
+    assert sink.rows == 3
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_a_refused_argument_leaves_nothing(impl: ModuleType) -> None:
+    """Nothing was taken: no record appended, no row written (a refused row after a good one leaves that one)."""
+    out: list[Any] = []
+    with pytest.raises(TypeError):
+        impl.fill_records(THREE, -1, 0, 0, 10, out, ConsumerRecord, "t", 0, "epoch")
+    assert out == []
+    sink = impl.ColumnSink(True)
+    sink.fill(THREE, -1, 0, 0, 1, 0, 0)
+    with pytest.raises(ValueError):
+        sink.fill(THREE, -1, 0, 0, -1, 0, 0)
+    with pytest.raises(TypeError):
+        sink.append(0, 0, 0, 0, 0, b"k", b"v", [("h", b"x"), ("h", 5)])
+    assert (sink.rows, sink.data_bytes) == (1, 1)
+    assert _plain(sink.finish())["header_key"] == (None, struct.pack("=i", 0), b"", 0)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_append_takes_the_headers_as_they_were_when_iterated(impl: ModuleType) -> None:
+    """A header pair whose ``__iter__`` empties the list of headers (and has its memory reused), or drops the key of
+    an earlier pair (a list), changes nothing in the row: the headers are taken as iterated. The C sink walked the
+    list's items with the count it had at the start, and kept the earlier keys' UTF-8 borrowed, while that code ran:
+    a heap use-after-free (AddressSanitizer, or a TypeError or garbage bytes as the freed memory is reused)."""
+    headers: list[Any] = [("a", b"x"), None, ("c" * 30, b"z"), ("d" * 30, b"w")]
+    earlier = ["".join(["key-", "\u00e9" * 40]), b"v"]  # a str only this list holds
+    reused: list[Any] = []
+
+    class EmptiesTheList:
+        def __iter__(self) -> Any:
+            headers.clear()
+            reused.extend([None] * 4 for _ in range(8))  # lists the size of the one just freed
+            return iter(("k", b"v"))
+
+    class DropsTheEarlierKey:
+        def __iter__(self) -> Any:
+            earlier[0] = None
+            reused.extend(b"Z" * 50 for _ in range(8))  # objects the size of its freed UTF-8
+            return iter(("k2", b"v2"))
+
+    headers[1] = EmptiesTheList()
+    sink = impl.ColumnSink(True)
+    sink.append(0, 0, 0, 0, 0, None, None, headers)
+    sink.append(0, 0, 1, 0, 0, None, None, (earlier, DropsTheEarlierKey()))
+    parts = _plain(sink.finish())
+    assert parts["header_offsets"] == struct.pack("=3i", 0, 4, 6)
+    assert parts["header_key"][2] == b"ak" + b"c" * 30 + b"d" * 30 + ("key-" + "\u00e9" * 40).encode() + b"k2"
+    assert parts["header_value"][2] == b"xvzwvv2"
+
+
+def _busy(sink: Any) -> bool:
+    """Whether the sink refuses a call now, as while another thread's fill writes into it."""
+    try:
+        sink.fill(b"", -1, 0, 0, 1, 0, 0)  # idle: DecodeError (no batch header), nothing written
+    except RuntimeError:
+        return True
+    except DecodeError:
+        return False
+    raise AssertionError("an empty batch was decoded")
+
+
+@needs_compiled
+def test_append_refuses_a_fill_begun_while_its_headers_were_iterated() -> None:
+    """A pair's ``__iter__`` may let another thread in, whose fill then writes into the sink with the GIL released:
+    append checks again that the sink is idle once the headers are taken, and refuses (it wrote into buffers the fill
+    was writing into, resizing them under it). Every fill's rows are there, and nothing of the append."""
+    assert compiled is not None
+    data = _rows_batch(20_000)
+    sink = compiled.ColumnSink(True)
+    stop = threading.Event()
+    fills: list[Any] = []
+
+    def filler() -> None:
+        while not stop.is_set():
+            fills.append(sink.fill(data, -1, 0, 0, 1 << 40, 5, 9))
+
+    thread = threading.Thread(target=filler, name="filler")
+
+    class LetsAFillBegin:
+        def __iter__(self) -> Any:
+            thread.start()  # once append began (it refuses a sink already busy)
+            wait_for(lambda: _busy(sink), interval=0, message="the other thread's fill never ran")
+            return iter(("k", b"v"))
+
+    try:
+        with pytest.raises(RuntimeError, match="one poll"):
+            sink.append(0, 0, 0, 0, 0, None, None, [LetsAFillBegin()])
+    finally:
+        stop.set()
+        if thread.ident is not None:
+            thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert fills and fills == [(len(data), 0, 20_000)] * len(fills)
+    assert sink.rows == 20_000 * len(fills)
+
+
+@needs_compiled
+def test_finish_refuses_a_fill_a_finalizer_begins() -> None:
+    """``finish`` allocates; on Python 3.11 an allocation may run the cyclic GC, whose finalizers may call the sink (or
+    let another thread in): finish holds the sink busy meanwhile, so that call is refused (a fill there grew the
+    trimmed buffers and added rows to them, past the rows counted). From 3.12 on the GC runs only between bytecodes,
+    after finish, and the finalizer's rows begin the next chunk. Either way the buffers handed over are the rows
+    counted."""
+    import gc
+
+    assert compiled is not None
+    sink = compiled.ColumnSink(True)
+    sink.fill(THREE, -1, 0, 0, 10, 0, 0)
+    refused: list[BaseException] = []
+
+    class FillsOnCollection:
+        def __init__(self) -> None:
+            self.cycle = self
+
+        def __del__(self) -> None:
+            try:
+                sink.fill(THREE, -1, 0, 0, 10, 1, 1)
+            except RuntimeError as exc:
+                refused.append(exc)
+
+    thresholds = gc.get_threshold()
+    gc.collect()
+    FillsOnCollection()
+    gc.set_threshold(1)
+    try:
+        parts = _plain(sink.finish())
+    finally:
+        gc.set_threshold(*thresholds)
+    gc.collect()
+    inside_finish = sys.version_info < (3, 12)
+    assert (len(refused), sink.rows) == ((1, 0) if inside_finish else (0, 3))
+    assert parts["rows"] == 3
+    assert parts["topic"] == struct.pack("=3i", 0, 0, 0)
+    assert parts["offset"] == struct.pack("=3q", 0, 1, 2)
 
 
 # --- both the same, on any batch --------------------------------------------------------------------------------------
@@ -748,11 +1081,12 @@ def test_same_on_damaged_batches(batch: bytes) -> None:
     st.data(),
 )
 def test_same_from_any_cursor(batch: bytes, data: st.DataObject) -> None:
-    """Started at any byte with any count left (mid-record starts included), at any position and limit."""
-    pos = data.draw(st.integers(-2, len(batch) + 3))
-    left = data.draw(st.integers(-2, 12))
+    """Started at any byte of the records with any count left (mid-record starts included), at any position and
+    limit; and with a cursor or limit just outside what is allowed (the same ValueError from both)."""
+    pos = data.draw(st.integers(RECORDS_AT, max(len(batch), RECORDS_AT)) | st.sampled_from([-1, -2, 0, len(batch) + 1]))
+    left = data.draw(st.integers(0, 12) | st.sampled_from([-1, 1 << 31]))
     position = data.draw(st.integers(-5, 40) | int64s)
-    limit = data.draw(st.integers(-1, 12))
+    limit = data.draw(st.integers(0, 12) | st.just(-1))
     assert_same(batch, pos, left, position, limit)
 
 
@@ -782,7 +1116,7 @@ def test_same_at_the_reserved_bounds() -> None:
 
 @needs_compiled
 @settings(max_examples=50, deadline=None)
-@given(st.lists(large_batches(), min_size=1, max_size=4), st.integers(-1, 1 << 24), st.integers(1, 1 << 20))
+@given(st.lists(large_batches(), min_size=1, max_size=4), st.integers(0, 1 << 24), st.integers(1, 1 << 20))
 def test_the_sizing_hint_changes_no_row(batches: list[bytes], expected_bytes: int, limit: int) -> None:
     """``expected_bytes`` only sizes the compiled sink's buffers (after its first fill): with any hint, right or
     wrong, the rows are the reference's, and the next chunk's too."""
