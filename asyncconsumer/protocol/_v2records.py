@@ -50,7 +50,8 @@ _PAIR = "a (str, bytes | None) pair"
 
 
 class DecodeError(Exception):
-    """A malformed record; ``offset`` is the offset the decoder expected next (the records before it were taken)."""
+    """A malformed record; ``offset`` is where a consumer goes on after it: the offset after the last record read,
+    and never below the call's position (the records before it were taken)."""
 
     def __init__(self, offset: int, reason: str) -> None:
         super().__init__(offset, reason)
@@ -89,6 +90,17 @@ def _bytes_like(fname: str, what: str, value: object, or_none: str = "") -> memo
         raise TypeError(
             f"{fname}() {what} must be a C-contiguous bytes-like object{or_none}, not {type(value).__name__}"
         ) from None
+
+
+def _next(cursor: _Batch, position: int) -> _Record:
+    """The cursor's next record. A bad one's ``DecodeError`` names at least ``position``: records a call took, or
+    skipped below it, are never handed out again, whatever offsets the records before the bad one had."""
+    try:
+        return cursor.next()
+    except DecodeError as exc:
+        if exc.offset >= position:
+            raise
+        raise DecodeError(position, exc.reason) from None
 
 
 def _cursor_arguments(fname: str, batch: Any, pos: int, left: int, position: int, limit: int) -> memoryview:
@@ -301,7 +313,7 @@ def fill_records(
     timestamp_type = 1 if cursor.log_append else 0
     taken = 0
     while cursor.left > 0 and taken < limit:
-        rec = cursor.next()
+        rec = _next(cursor, position)
         if rec.offset < position:
             continue
         headers = tuple((k.decode("utf-8"), v) for k, v in rec.headers) if rec.headers else _NO_HEADERS
@@ -405,7 +417,7 @@ class ColumnSink:
         timestamp_type = 1 if cursor.log_append else 0
         taken = 0
         while cursor.left > 0 and taken < limit:
-            rec = cursor.next()
+            rec = _next(cursor, position)
             if rec.offset < position:
                 continue
             self._row(topic, partition, rec.offset, rec.timestamp, timestamp_type, rec.key, rec.value, rec.headers)

@@ -208,18 +208,26 @@ typedef struct {
 
 /* Raises DecodeError(offset, reason); steals reason. Always returns -1. */
 static int
-decode_error(int64_t offset, PyObject *reason)
+decode_error_past(int64_t offset, int past_every_offset, PyObject *reason)
 {
     if (reason == NULL) {
         return -1;
     }
-    PyObject *exc = PyObject_CallFunction(DecodeError, "LO", (long long)offset, reason);
+    PyObject *exc = past_every_offset
+                        ? PyObject_CallFunction(DecodeError, "KO", (unsigned long long)INT64_MAX + 1u, reason)
+                        : PyObject_CallFunction(DecodeError, "LO", (long long)offset, reason);
     Py_DECREF(reason);
     if (exc != NULL) {
         PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
         Py_DECREF(exc);
     }
     return -1;
+}
+
+static int
+decode_error(int64_t offset, PyObject *reason)
+{
+    return decode_error_past(offset, 0, reason);
 }
 
 /* A malformed record, as found: the walk records what was wrong and the caller raises it (with the GIL: the walk
@@ -238,6 +246,7 @@ typedef enum {
 typedef struct {
     BadKind kind;
     int64_t offset; /* the offset expected next: DecodeError's */
+    int past_every_offset; /* DecodeError's offset is 2**63: a call took the record at offset 2**63 - 1 */
     int64_t at;     /* where the record starts */
     int32_t n;
     int64_t used;
@@ -278,7 +287,7 @@ raise_bad(const Bad *bad)
         reason = PyUnicode_FromFormat("record at byte %lld: truncated", at);
         break;
     }
-    return decode_error(bad->offset, reason);
+    return decode_error_past(bad->offset, bad->past_every_offset, reason);
 }
 
 /* The record at c->pos, checked; on success pos, left and expected move past it. -1 and *bad filled when the
@@ -306,6 +315,7 @@ next_record(Cursor *c, Record *r, Bad *bad)
     } while (0)
 
     bad->offset = c->expected;
+    bad->past_every_offset = 0;
     bad->at = at;
     VARINT(5, size, zigzag32);
     if (size < 0) {
@@ -698,6 +708,20 @@ call_next(Call *k, Record *r, Bad *bad)
     return 0;
 }
 
+/* A call's bad record: its DecodeError names at least the call's position, so records the call took, or skipped
+ * below the position, are never handed out again whatever offsets the records before the bad one had. */
+static int
+call_raise_bad(const Call *k, Bad *bad)
+{
+    if (k->skip_all) {
+        bad->past_every_offset = 1;
+    }
+    else if (bad->offset < k->position) {
+        bad->offset = k->position;
+    }
+    return raise_bad(bad);
+}
+
 /* The record returned by call_next was taken: the position moves past it. */
 static inline void
 call_took(Call *k, const Record *r)
@@ -990,7 +1014,7 @@ fill_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject
     last_clear(&last_key_size);
     last_clear(&last_value_size);
     if (rc < 0) {
-        raise_bad(&bad);
+        call_raise_bad(&k, &bad);
         PyBuffer_Release(&k.view);
         return NULL;
     }
@@ -1556,7 +1580,7 @@ Sink_fill(Sink *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
         }
         return call_finish(&k);
     case FILL_BAD_RECORD:
-        raise_bad(&bad);
+        call_raise_bad(&k, &bad);
         break;
     case FILL_DATA_FULL:
         PyErr_SetString(PyExc_OverflowError, "a column's data passed 2 GiB in one chunk");

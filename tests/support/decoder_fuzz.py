@@ -43,7 +43,7 @@ from asyncconsumer.protocol import _v2records as reference
 from asyncconsumer.protocol import _v2records_c as compiled
 from asyncconsumer.protocol._v2records import RECORDS_AT, DecodeError
 from asyncconsumer.protocol.messages.fetch import AbortedTransaction
-from asyncconsumer.protocol.records import BatchError, complete_prefix, iter_batches
+from asyncconsumer.protocol.records import complete_prefix
 from asyncconsumer.records import ConsumerRecord, ShareRecord, TopicPartition
 from tests.support.batches import GZIP, LZ4, SNAPPY, ZSTD, batch_around, build_batch, build_control_batch
 
@@ -300,46 +300,7 @@ def _fetch(draw: _Draw) -> None:
     _collect_both(_fixed(records) if flags & 8 else records, flags, start)
 
 
-def offsets_go_back(records: bytes) -> bool:
-    """Whether a v2 batch among ``records`` has a record whose offset is below the one before it (the decoder's
-    DecodeError then names an offset before records it took)."""
-    batches = iter_batches(memoryview(records))
-    while True:
-        try:
-            batch = next(batches, None)
-            if batch is None:
-                return False
-            plain = batch.plain(False, MAX_BATCH_BYTES) if batch.magic >= 2 else None
-        except BatchError:
-            return False  # the collector stops there too
-        if plain is not None and _offsets_go_back(plain):
-            return True
-
-
-def _offsets_go_back(plain: memoryview) -> bool:
-    """Whether a record of the uncompressed batch has an offset below the one before it (each record is read by a
-    call of its own, from the lowest position: a call skips the records below the last one it took)."""
-    pos, left, last = -1, 0, -(1 << 63)
-    while pos < 0 or left > 0:
-        out: list[Any] = []
-        try:
-            pos, left, _ = reference.fill_records(plain, pos, left, -(1 << 63), 1, out, ConsumerRecord, "t", 0, None)
-        except DecodeError:
-            return False
-        if not out:
-            return False
-        if out[0].offset < last:
-            return True
-        last = out[0].offset
-    return False
-
-
 def _collect_both(records: bytes, flags: int, start: int) -> None:
-    if offsets_go_back(records):
-        # The collector then delivers the records before the bad one again at every poll, and never raises
-        # (test_fuzz_corpus.test_a_batch_whose_offsets_go_back_is_not_delivered_again, a strict xfail): left out here
-        # until that is fixed, so that the fuzzer can go on.
-        return
     check_crcs, read_committed = bool(flags & 1), bool(flags & 2)
     rows = _collect(records, check_crcs, read_committed, start, columns=True)
     polled = _collect(records, check_crcs, read_committed, start, columns=False)

@@ -89,19 +89,13 @@ def _record(offset_delta: int) -> bytes:
     return _varint(len(body)) + body
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="fetch_collector takes DecodeError.offset (the offset after the last record read) as the position after "
-    "the records taken; when offsets go back it is lower, the position stays, and every poll returns the records "
-    "before the bad one again without ever raising",
-)
 def test_a_batch_whose_offsets_go_back_is_not_delivered_again() -> None:
     """Found by the fuzzer through the collector: a CRC-valid batch whose records have offsets 0 then -3, then a
     truncated one. poll must return record 0 once, then raise ``CorruptRecordError`` (None here); it returned
-    record 0 at every poll (64 in a row here, then the harness's ``FuzzFinding``) and raised nothing. The harness
-    leaves such batches out of its collector modes (``offsets_go_back``) until this is fixed."""
+    record 0 at every poll (64 in a row here, then the harness's ``FuzzFinding``) and raised nothing, : the error
+    named the offset after the record that went back (-2), below the records taken. A decoder's error now names at
+    least the call's position."""
     assert decoder_fuzz is not None
     batch = batch_around(0, 0, _record(0) + _record(-3) + _record(1)[:-2], 3)
-    assert decoder_fuzz.offsets_go_back(batch)
     assert decoder_fuzz._collect(batch, True, False, 0, columns=False) is None
+    assert decoder_fuzz._collect(batch, True, False, 0, columns=True) is None

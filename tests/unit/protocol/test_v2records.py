@@ -461,6 +461,12 @@ ERRORS = [
         f"record at byte {RECORDS_AT + 2 * len(sized(GOOD))}: truncated",
         id="third-record",
     ),
+    pytest.param(  # the fuzzer's: a record going back is skipped, and the error names the position, not below it
+        batch_of([sized(record_body(0)), sized(record_body(-3)), sized(record_body(1))[:-1]], base_offset=500),
+        501,
+        f"record at byte {RECORDS_AT + 2 * len(sized(GOOD))}: truncated",
+        id="offset-going-back",
+    ),
 ]
 
 
