@@ -235,10 +235,13 @@ class ShareConsumeManager:
                 continue
             session = node.session
             if session.is_open and committing.get(node_id):
-                acks = {
-                    **self._pending.take(pending.get(node_id, ())),
-                    **self._committing.take(committing[node_id]),
-                }
+                acks = self._committing.take(committing[node_id])
+                for tp, waiting in self._pending.take(pending.get(node_id, ())).items():
+                    # both, not one instead of the other: what waits of the polls after the commit is the later
+                    if tp in acks:
+                        acks[tp].merge(waiting)
+                    else:
+                        acks[tp] = waiting
                 requests.append(self._acknowledge(node_id, node, acks, now_ms))
                 continue
             if not wanted.get(node_id):

@@ -386,6 +386,19 @@ def test_a_commit_sends_share_acknowledge_at_once_and_completes_with_every_parti
     assert [fetch_request(after[n]).share_session_epoch for n in (1, 2)] == [3, 3]  # the acknowledge raised them
 
 
+def test_a_polls_acknowledgements_made_after_a_commit_go_with_it_when_they_name_the_same_partition() -> None:
+    c = Consumer()
+    c.opened(0)
+    sent = c.poll(2)[1]  # a fetch in flight: the commit waits for it
+    c.manager.acknowledge({T0: {1: ACCEPT}}, c.commits.append)
+    c.manager.acknowledge({T0: {2: RELEASE}})  # the next poll's, before the commit went
+    sent.on_response(fetched(c.topic_id), 3)
+    commit = ack_request(c.poll(4)[1])
+    assert [(p.partition_index, p.acknowledgement_batches) for t in commit.topics for p in t.partitions] == [
+        (0, (ack_api.AcknowledgementBatch(1, 2, (ACCEPT, RELEASE)),))
+    ]
+
+
 def test_a_commit_with_nothing_to_send_completes_at_once() -> None:
     c = Consumer()
     c.manager.acknowledge({}, c.commits.append)
