@@ -16,6 +16,8 @@ from asyncconsumer.records import TopicPartition
 
 GAP = 0
 """The wire's acknowledge type for an acquired offset that held no record."""
+RENEW = 4
+"""The wire's acknowledge type that extends a record's lock (it must still be acknowledged with another)."""
 
 
 @attrs.define(frozen=True, slots=True)
@@ -42,11 +44,31 @@ class Acknowledgements:
     def merge(self, other: Acknowledgements) -> None:
         self._types.update(other._types)
 
+    def split(self, offsets: Iterable[int]) -> Acknowledgements:
+        """Removes the acknowledgements of ``offsets`` (those it has) and returns them."""
+        taken = Acknowledgements()
+        for offset in offsets:
+            ack_type = self._types.pop(offset, None)
+            if ack_type is not None:
+                taken._types[offset] = ack_type
+        return taken
+
+    def types(self) -> Mapping[int, int]:
+        """Offset -> type (read only)."""
+        return self._types
+
+    def settled(self) -> Iterable[int]:
+        """The offsets whose records this settles: all but those renewed (a renewed record still waits for its
+        acknowledgement)."""
+        if not self.has_renew():
+            return self._types.keys()
+        return [offset for offset, ack_type in self._types.items() if ack_type != RENEW]
+
     def offsets(self) -> frozenset[int]:
         return frozenset(self._types)
 
     def has_renew(self) -> bool:
-        return 4 in self._types.values()
+        return RENEW in self._types.values()
 
     def __len__(self) -> int:
         return len(self._types)
@@ -103,6 +125,10 @@ class PendingAcknowledgements:
 
     def partitions(self) -> list[TopicPartition]:
         return list(self._by_partition)
+
+    def peek(self, tp: TopicPartition) -> Acknowledgements:
+        """``tp``'s acknowledgements, left waiting (``tp`` must have some)."""
+        return self._by_partition[tp]
 
     def __bool__(self) -> bool:
         return bool(self._by_partition)

@@ -18,6 +18,10 @@ whatever else waits for that broker.
 Every acknowledgement is answered once, per partition, as an ``AcknowledgedEvent``; a commit's callback gets the
 results of all its partitions together. A lost session or connection fails the acknowledgements it carried (their
 records come back after the lock times out, with a higher delivery count) and starts the session over.
+An acknowledgement goes only in the share session whose fetch acquired its records: a session that ends releases
+them (KIP-932; Kafka 4.4 as the connection closes), and the broker may hand them to this member again in its next
+one, where an acknowledgement of the first delivery would be taken for the second. Those fail instead
+(``INVALID_RECORD_STATE``, as the broker answers for records a member no longer holds).
 """
 
 from __future__ import annotations
@@ -111,6 +115,8 @@ class _Node:
     error; a lost session is opened again at once)."""
     served_poll: int = 0
     """The caller's poll (``ShareDemand.polls``) this broker's last fetch was for."""
+    session_id: int = 0
+    """Which of the consumer's share sessions this broker's is (a new number each time it starts over)."""
 
 
 class ShareConsumeManager:
@@ -144,6 +150,14 @@ class ShareConsumeManager:
         self._committing = PendingAcknowledgements()
         """Acknowledgements of a commit: sent at once."""
         self._commits: list[_Commit] = []
+        self._sessions = 0
+        """Share sessions numbered so far (``_Node.session_id``)."""
+        self._held: dict[TopicPartition, dict[int, set[int]]] = {}
+        """Offsets acquired in each live share session (by number) and not acknowledged in it yet."""
+        self._lost: dict[TopicPartition, set[int]] = {}
+        """Offsets acquired in a share session that ended before they were acknowledged: the broker released them,
+        so their acknowledgement fails. They come first in the buffer, before any delivery of the same offsets in
+        a later session, so the caller's next acknowledgement of such an offset is of the lost delivery."""
         self.acquisition_lock_timeout_ms: int | None = None
         """What the last ShareFetch answer said (None before one)."""
         self.fetches = 0
@@ -176,6 +190,8 @@ class ShareConsumeManager:
     def poll(self, now_ms: int) -> PollResult:
         if not self._membership.joined:
             return PollResult()
+        if self._lost:
+            self._fail_lost()
         cluster = self._metadata.cluster
         wanted: dict[int, list[TopicPartition]] = defaultdict(list)
         missing_leader = False
@@ -211,17 +227,21 @@ class ShareConsumeManager:
         for node_id in sorted({*wanted, *committing, *pending}):
             node = self._nodes.get(node_id)
             if node is None:
-                node = self._nodes[node_id] = _Node(ShareSession(), RequestState(self._backoff))
+                node = _Node(ShareSession(), RequestState(self._backoff), session_id=self._new_session())
+                self._nodes[node_id] = node
             if not node.requests.can_send_request(now_ms):
                 if not node.requests.in_flight:
                     wait = min(wait, node.requests.remaining_backoff_ms(now_ms))
                 continue
             session = node.session
             if session.is_open and committing.get(node_id):
-                acks = {
-                    **self._pending.take(pending.get(node_id, ())),
-                    **self._committing.take(committing[node_id]),
-                }
+                acks = self._committing.take(committing[node_id])
+                for tp, waiting in self._pending.take(pending.get(node_id, ())).items():
+                    # both, not one instead of the other: what waits of the polls after the commit is the later
+                    if tp in acks:
+                        acks[tp].merge(waiting)
+                    else:
+                        acks[tp] = waiting
                 requests.append(self._acknowledge(node_id, node, acks, now_ms))
                 continue
             if not wanted.get(node_id):
@@ -294,6 +314,54 @@ class ShareConsumeManager:
             )
             self._answer(stranded, dict.fromkeys(stranded, error))
 
+    def _new_session(self) -> int:
+        self._sessions += 1
+        return self._sessions
+
+    def _session_over(self, node: _Node) -> None:
+        """``node``'s share session ended (lost, or the connection closed): the broker released what it acquired that
+        was not acknowledged yet, and the next request opens a new one."""
+        node.session.reset()
+        ended, node.session_id = node.session_id, self._new_session()
+        for tp, sessions in list(self._held.items()):
+            offsets = sessions.pop(ended, None)
+            if offsets:
+                self._lost.setdefault(tp, set()).update(offsets)
+            if not sessions:
+                del self._held[tp]
+
+    def _fail_lost(self) -> None:
+        """Fails the acknowledgements waiting to be sent whose records were acquired in a session that has ended."""
+        for waiting in (self._pending, self._committing):
+            stale: dict[TopicPartition, Acknowledgements] = {}
+            for tp in [tp for tp in waiting.partitions() if tp in self._lost]:
+                lost = self._lost[tp]
+                acks = waiting.peek(tp)
+                of_lost = acks.split(lost.intersection(acks.types()))
+                if of_lost:
+                    lost.difference_update(of_lost.settled())
+                    if not lost:
+                        del self._lost[tp]
+                    stale[tp] = of_lost
+                if not acks:
+                    waiting.take((tp,))
+            if stale:
+                error = for_code(
+                    ErrorCode.INVALID_RECORD_STATE,
+                    "the share session that acquired these records ended before their acknowledgement was sent: "
+                    "the broker released them, to deliver them again",
+                )
+                self._answer(stale, dict.fromkeys(stale, error))
+
+    def _settle(self, acks: Mapping[TopicPartition, Acknowledgements]) -> None:
+        """``acks`` go in a request: their records are no longer waiting in the session that acquired them."""
+        for tp, sent in acks.items():
+            sessions = self._held.get(tp)
+            if sessions:
+                settled = sent.settled()
+                for offsets in sessions.values():
+                    offsets.difference_update(settled)
+
     def poll_on_close(self, now_ms: int) -> PollResult:
         return PollResult()
 
@@ -345,6 +413,7 @@ class ShareConsumeManager:
             ),
         )
         node.requests.on_send_attempt(now_ms)
+        self._settle(acks)
         self.fetches += 1
         self.acknowledgements_sent += sum(len(a) for a in acks.values())
         names = {v: k for k, v in ids.items()}
@@ -372,6 +441,7 @@ class ShareConsumeManager:
             topics=tuple(ack_api.AcknowledgeTopic(ids[t], tuple(ps)) for t, ps in by_topic.items() if t in ids),
         )
         node.requests.on_send_attempt(now_ms)
+        self._settle(acks)
         self.acknowledgements_sent += sum(len(a) for a in acks.values())
         names = {v: k for k, v in ids.items()}
 
@@ -435,6 +505,9 @@ class ShareConsumeManager:
                     )
                     share.size += len(part.records)
                     acquired += sum(a.last_offset - a.first_offset + 1 for a in part.acquired_records)
+                    held = self._held.setdefault(tp, {}).setdefault(node.session_id, set())
+                    for a in part.acquired_records:
+                        held.update(range(a.first_offset, a.last_offset + 1))
         self.records_acquired += acquired
         if fetched:
             self._unread_acquired = acquired
@@ -480,7 +553,7 @@ class ShareConsumeManager:
         """The error that failed a whole request, after starting its session over (and, unless only the session
         was lost, backing off); None if it went through."""
         if isinstance(result, KafkaError):
-            node.session.reset()
+            self._session_over(node)
             node.requests.on_failed_attempt(now_ms)
             if isinstance(result, UnsupportedVersionError):
                 self._emit(ErrorEvent(result))
@@ -492,7 +565,7 @@ class ShareConsumeManager:
         if not code:
             return None
         error = for_code(code, getattr(result, "error_message", None) or f"{api} to node {node_id}")
-        node.session.reset()
+        self._session_over(node)
         if code in _SESSION_ERRORS:
             node.requests.on_successful_attempt(now_ms)  # a lost session is opened again at once
         else:

@@ -1,6 +1,7 @@
 """A share consumer's acknowledgements waiting to be sent (``managers/share_acks.py``): offset -> type per partition,
 turned into the wire's batches (one type for a run that agrees, one per offset otherwise, a batch per run of
-consecutive offsets), and taken per partition by the request that carries them."""
+consecutive offsets), taken per partition by the request that carries them, or split off (those of a share session
+that ended)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,19 @@ def test_take_returns_only_the_partitions_asked_that_have_acknowledgements() -> 
     assert taken[T2].runs() == (AckRun(7, 7, (GAP,)),)
     assert pending.partitions() == [T0]
     assert pending.take([T1]) == {}
+
+
+def test_split_moves_the_offsets_named_that_it_has_and_settled_leaves_out_the_renewed() -> None:
+    acks = Acknowledgements({1: ACCEPT, 2: RENEW, 3: REJECT})
+    taken = acks.split([2, 3, 9])
+    assert dict(taken.types()) == {2: RENEW, 3: REJECT} and dict(acks.types()) == {1: ACCEPT}
+    assert list(taken.settled()) == [3]  # a renewed record still waits for its acknowledgement
+    assert set(acks.settled()) == {1}
+    assert not Acknowledgements({4: ACCEPT}).split([5])
+
+
+def test_peek_leaves_a_partitions_acknowledgements_waiting() -> None:
+    pending = PendingAcknowledgements()
+    pending.add_all({T0: {1: ACCEPT}})
+    pending.peek(T0).add(2, RELEASE)
+    assert dict(pending.take([T0])[T0].types()) == {1: ACCEPT, 2: RELEASE}

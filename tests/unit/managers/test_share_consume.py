@@ -1,8 +1,9 @@
 """ShareFetch and ShareAcknowledge (``managers/share_consume.py``) driven with literal times and hand-built answers:
 nothing before the member joined, one request per leader in a share session (epoch 0, then 1, 2...), the
 acknowledgements riding on the next fetch once the session is open (as runs), a commit's ShareAcknowledge sent at
-once and its per-partition results, session and connection losses, acquired records handed to the fetch buffer, no
-fetch while the buffer holds records, and what ``fail_all`` answers."""
+once and its per-partition results, session and connection losses (and acknowledgements of records a lost session
+acquired failing, never reaching their next delivery), acquired records handed to the fetch buffer, no fetch while
+the buffer holds records, and what ``fail_all`` answers."""
 
 from __future__ import annotations
 
@@ -385,6 +386,19 @@ def test_a_commit_sends_share_acknowledge_at_once_and_completes_with_every_parti
     assert [fetch_request(after[n]).share_session_epoch for n in (1, 2)] == [3, 3]  # the acknowledge raised them
 
 
+def test_a_polls_acknowledgements_made_after_a_commit_go_with_it_when_they_name_the_same_partition() -> None:
+    c = Consumer()
+    c.opened(0)
+    sent = c.poll(2)[1]  # a fetch in flight: the commit waits for it
+    c.manager.acknowledge({T0: {1: ACCEPT}}, c.commits.append)
+    c.manager.acknowledge({T0: {2: RELEASE}})  # the next poll's, before the commit went
+    sent.on_response(fetched(c.topic_id), 3)
+    commit = ack_request(c.poll(4)[1])
+    assert [(p.partition_index, p.acknowledgement_batches) for t in commit.topics for p in t.partitions] == [
+        (0, (ack_api.AcknowledgementBatch(1, 2, (ACCEPT, RELEASE)),))
+    ]
+
+
 def test_a_commit_with_nothing_to_send_completes_at_once() -> None:
     c = Consumer()
     c.manager.acknowledge({}, c.commits.append)
@@ -459,6 +473,89 @@ def test_a_lost_connection_starts_the_session_over_fails_what_it_carried_and_ask
     assert c.metadata_wanted(4)
     assert fetch_request(c.poll(103)[1]).share_session_epoch == 0  # after the backoff
     assert c.errors() == []
+
+
+def decoded(c: Consumer) -> None:
+    """The caller takes what is buffered (and decodes it): the buffer is empty again."""
+    c.buffer.deliver()
+    fetch = c.buffer.take()
+    assert fetch is not None
+    c.buffer.release(fetch)
+
+
+def test_an_acknowledgement_waiting_when_its_session_is_lost_fails_and_never_reaches_the_records_handed_out_again() -> (
+    None
+):
+    """KIP-932: a share session that ends releases what it acquired (Kafka 4.4 does so as the connection closes), and
+    the broker may hand the same records to this member again in its next session, with a higher delivery count. An
+    acknowledgement of the first delivery sent there would be taken for the second, which the caller has not seen
+    yet: it fails instead (the network-fault suite saw offsets accepted, then delivered again)."""
+    c = Consumer()
+    c.opened(0)
+    records = build_batch(533, [b"a", b"b", b"c"])
+    c.poll(2)[1].on_response(fetched(c.topic_id, part(0, records, ((533, 535, 1),))), 3)
+    decoded(c)
+    ahead = c.poll(4)[1]  # the next fetch goes as the caller decodes (and is black-holed)
+    c.manager.acknowledge({T0: dict.fromkeys(range(533, 536), ACCEPT)})  # waits: one request in flight per broker
+    ahead.on_response(KafkaConnectionError("request to node 1 timed out; closing the connection"), 4_504)
+    assert c.acks() == []  # the fetch carried none
+    opening = c.poll(4_604)[1]  # after the backoff: the next session
+    assert fetch_request(opening).share_session_epoch == 0
+    opening.on_response(fetched(c.topic_id, part(0, records, ((533, 535, 2),))), 4_700)  # the same records again
+    decoded(c)
+    riding = fetch_request(c.poll(4_701)[1])
+    assert riding.share_session_epoch == 1
+    assert batches(riding) == {}, "the first delivery's acknowledgement rode on the next session"
+    (stale,) = c.acks()
+    assert (stale.tp, stale.offsets) == (T0, frozenset(range(533, 536)))
+    assert isinstance(stale.error, InvalidRecordStateError) and "share session" in str(stale.error)
+
+
+def test_a_record_held_across_a_lost_session_is_acknowledged_in_vain_and_its_next_delivery_for_real() -> None:
+    """The caller still held records (decoded, not returned yet) when their session was lost, and the next session
+    acquired them again before the caller acknowledged them: that acknowledgement fails, the next delivery's goes."""
+    c = Consumer(settings=BATCH_OPTIMIZED)
+    c.opened(0)
+    records = build_batch(10, [b"a", b"b"])
+    c.poll(2)[1].on_response(fetched(c.topic_id, part(0, records, ((10, 11, 1),))), 3)
+    decoded(c)
+    c.demand.held = 2  # the caller holds both
+    c.poll(4)[1].on_response(KafkaConnectionError("closed by the peer"), 5)  # the fetch ahead: the session is lost
+    c.poll(105)[1].on_response(fetched(c.topic_id, part(0, records, ((10, 11, 2),))), 106)  # acquired again
+    c.manager.acknowledge({T0: {10: ACCEPT, 11: ACCEPT}})  # the first delivery, returned and accepted at last
+    decoded(c)  # then the second is decoded, and held
+    ahead = c.poll(107)[1]
+    assert batches(fetch_request(ahead)) == {}, "the first delivery's acknowledgement rode on the next session"
+    (stale,) = c.acks()
+    assert stale.offsets == {10, 11} and isinstance(stale.error, InvalidRecordStateError)
+    c.events.clear()
+    c.manager.acknowledge({T0: {10: ACCEPT, 11: REJECT}})  # the second delivery
+    ahead.on_response(fetched(c.topic_id), 108)
+    carrying = c.poll(109)[1]
+    assert batches(fetch_request(carrying)) == {0: ((10, 11, (ACCEPT, REJECT)),)}
+    carrying.on_response(fetched(c.topic_id, part(0)), 110)
+    assert [(e.offsets, e.error) for e in c.acks()] == [({10, 11}, None)]
+
+
+def test_acknowledgements_a_lost_request_carried_leave_the_next_delivery_of_their_records_to_be_acknowledged() -> None:
+    """What a lost request carried fails with it (the broker may or may not have taken it); the records it named,
+    if delivered again, are acknowledged as usual."""
+    c = Consumer()
+    c.opened(0)
+    records = build_batch(0, [b"a"])
+    c.poll(2)[1].on_response(fetched(c.topic_id, part(0, records, ((0, 0, 1),))), 3)
+    decoded(c)
+    c.manager.acknowledge({T0: {0: ACCEPT}})
+    lost = KafkaConnectionError("closed by the peer")
+    c.poll(4)[1].on_response(lost, 5)  # the fetch carrying the acknowledgement
+    assert [(e.offsets, e.error) for e in c.acks()] == [({0}, lost)]
+    c.poll(105)[1].on_response(fetched(c.topic_id, part(0, records, ((0, 0, 2),))), 106)
+    decoded(c)
+    c.manager.acknowledge({T0: {0: ACCEPT}})
+    carrying = c.poll(107)[1]
+    assert batches(fetch_request(carrying)) == {0: ((0, 0, (ACCEPT,)),)}
+    carrying.on_response(fetched(c.topic_id, part(0)), 108)
+    assert [(e.offsets, e.error) for e in c.acks()][1:] == [({0}, None)]
 
 
 def test_a_broker_without_share_fetch_is_told_to_the_caller() -> None:
