@@ -7,6 +7,9 @@ Tansu lacks. A block followed by an output block (a fence whose info string is `
 that output: lines compare exactly, except that ``...`` inside a line stands for any text and a line of only
 ``...`` for any number of lines (doctest's ellipsis).
 
+A Spark Connect example (``SparkSession.builder.remote(...)``) needs the ``spark-connect`` extra and port 15002 free
+(``remote("local[N]")`` starts its server there): without the extra it skips locally, naming it, and fails in CI.
+
 A block may opt out only with a ``<!-- not run: REASON -->`` line right above it; the reasons are pinned here, so a
 new example cannot slip out of the test unnoticed.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,6 +31,7 @@ import pytest
 from asyncconsumer.tools.embedded_broker import free_port
 from tests.conftest import _run_broker
 from tests.support.cli import broker_command
+from tests.support.extras import requires_extra
 from tests.support.kafka_broker import KafkaCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +42,8 @@ _BLOCK = re.compile(
 _OUTPUT_INFO = 'title="Output"'
 _ADDRESS = "localhost:9092"
 _CLI = ".venv/bin/asyncconsumer"
+_SPARK_CONNECT_PORT = 15002
+"""Where ``remote("local[N]")`` starts its Spark Connect server, and where its client looks for it."""
 
 NOT_RUN = {
     "security.md": ["needs a broker with a TLS listener and its CA file"],
@@ -75,6 +82,11 @@ class Block:
     @property
     def runnable(self) -> bool:
         return self.not_run is None and (self.lang == "python" or bool(self.commands)) and not self.starts_broker
+
+    @property
+    def spark_connect(self) -> bool:
+        """A Spark Connect session (``SparkSession.builder.remote(...)``): it needs the ``spark-connect`` extra."""
+        return self.lang == "python" and ".remote(" in self.code
 
     @property
     def starts_broker(self) -> bool:
@@ -166,6 +178,15 @@ def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("docs-examples")
 
 
+def _require_free_port(port: int, holder: str) -> None:
+    """Fails naming ``holder`` when ``port`` is taken: the example's client would reach that server, not its own."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            pytest.fail(f"port {port} is taken ({exc}), probably by {holder}: the example needs it free")
+
+
 def _as_documented(output: str, broker: TourBroker) -> str:
     return output.replace(f":{broker.port}", ":9092")
 
@@ -216,6 +237,9 @@ def test_example_runs_as_written_and_prints_what_the_document_says(
     block: Block, example_broker: TourBroker, elsewhere: Path
 ) -> None:
     tour_broker = example_broker
+    if block.spark_connect:
+        requires_extra("spark-connect", "grpc")
+        _require_free_port(_SPARK_CONNECT_PORT, "a Spark Connect server of another process")
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")}
     if block.lang == "python":
         code = block.code.replace(_ADDRESS, tour_broker.address)

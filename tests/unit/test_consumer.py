@@ -44,10 +44,12 @@ LOCAL = {
 
 
 def public_methods(cls: type) -> dict[str, Any]:
+    """The methods a user sees on ``cls``, wherever they are declared (most are shared with ``Consumer``)."""
     return {
         name: member
-        for name, member in vars(cls).items()
-        if callable(member) and (not name.startswith("_") or (name.startswith("__a") and name.endswith("__")))
+        for name in dir(cls)
+        if callable(member := getattr(cls, name))
+        and (not name.startswith("_") or (name.startswith("__a") and name.endswith("__")))
     }
 
 

@@ -35,10 +35,12 @@ BLOCKING_ONLY = {"wakeup", "__iter__", "__enter__", "__exit__"}
 
 
 def public_methods(cls: type) -> dict[str, inspect.Signature]:
+    """The methods a user sees on ``cls``, wherever they are declared (most are shared with ``AsyncConsumer``)."""
     return {
         name: inspect.signature(member)
-        for name, member in vars(cls).items()
-        if callable(member) and (not name.startswith("_") or name in {"__iter__", "__enter__", "__exit__"})
+        for name in dir(cls)
+        if callable(member := getattr(cls, name))
+        and (not name.startswith("_") or name in {"__iter__", "__enter__", "__exit__"})
     }
 
 
@@ -71,7 +73,7 @@ def test_every_method_of_the_async_face_is_here_with_the_same_parameters() -> No
 
 
 def test_no_method_is_a_coroutine_function() -> None:
-    coroutines = [name for name, member in vars(Consumer).items() if inspect.iscoroutinefunction(member)]
+    coroutines = [name for name in public_methods(Consumer) if inspect.iscoroutinefunction(getattr(Consumer, name))]
     assert coroutines == []
 
 
