@@ -1,6 +1,6 @@
 """asyncconsumer: an asyncio-first Kafka consumer with one background I/O thread and sans-I/O request managers."""
 
-from asyncconsumer._caller.processing.engine import ProcessingMetrics
+from asyncconsumer._caller.processing.core import ProcessingMetrics
 from asyncconsumer.config import ConsumerConfig, ConsumerSettings, ShareConsumerConfig, ShareConsumerSettings
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.errors import (

@@ -5,30 +5,13 @@ Its methods are declared once for both faces, in ``_caller/consumer_methods.py``
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from concurrent.futures import Future
-from typing import TypeVar
-
 from asyncconsumer._caller.consumer_methods import ConsumerMethods
-from asyncconsumer._caller.core import ConsumerCore
 from asyncconsumer._caller.faces import AsyncFace
-from asyncconsumer._caller.processing.engine import (
-    Handler,
-    OnSkip,
-    ProcessingEngine,
-    ProcessingMetrics,
-    ProcessingOptions,
-)
-from asyncconsumer._caller.processing.scheduler import Ordering
-from asyncconsumer.errors import ConfigError, IllegalStateError, KafkaError
+from asyncconsumer._caller.processing.core import OnSkip, ProcessingMetrics, ProcessingOptions
+from asyncconsumer._caller.processing.driver import Handler, ProcessingDriver
+from asyncconsumer._caller.processing.port import driver_over, run_process
+from asyncconsumer.errors import IllegalStateError
 from asyncconsumer.records import ConsumerRecord
-
-T = TypeVar("T")
-
-
-async def _wait(future: Future[T]) -> T:
-    return await asyncio.wrap_future(future)
 
 
 class AsyncConsumer(AsyncFace[ConsumerRecord], ConsumerMethods):
@@ -37,16 +20,7 @@ class AsyncConsumer(AsyncFace[ConsumerRecord], ConsumerMethods):
     Config keys are Pythonic (``fetch_max_wait_ms``) or Java-style (``"fetch.max.wait.ms"``); see ``ConsumerConfig``.
     """
 
-    _engine: ProcessingEngine | None = None
-
-    @classmethod
-    def _over(cls, core: ConsumerCore) -> AsyncConsumer:
-        """An asyncio face on ``core``, which another face made: how the blocking ``Consumer.process`` runs."""
-        face = cls.__new__(cls)
-        face._core = core
-        face._pending = []
-        face._engine = None
-        return face
+    _engine: ProcessingDriver | None = None
 
     # --- concurrent processing -------------------------------------------------------------------------------
     async def process(
@@ -76,13 +50,9 @@ class AsyncConsumer(AsyncFace[ConsumerRecord], ConsumerMethods):
         """
         if self._engine is not None:
             raise IllegalStateError("process() is already running on this consumer")
-        try:
-            chosen = Ordering(ordering)
-        except ValueError:
-            raise ConfigError("ordering", f"must be 'key', 'partition' or 'none', got {ordering!r}") from None
         options = ProcessingOptions(
             concurrency=concurrency,
-            ordering=chosen,
+            ordering=ordering,
             batch_size=batch_size,
             max_in_flight_per_partition=max_in_flight_per_partition,
             commit_interval_ms=commit_interval_ms,
@@ -91,20 +61,12 @@ class AsyncConsumer(AsyncFace[ConsumerRecord], ConsumerMethods):
             retry_backoff_ms=retry_backoff_ms,
             on_error=on_error,  # type: ignore[arg-type]  # checked by ProcessingOptions
             on_skip=on_skip,
-            commits=self._core.config.group_id is not None,
         )
-        engine = ProcessingEngine(self, handler, options)
-        self._engine = engine
+        self._engine = driver_over(self._core, handler, options)
         try:
-            await _wait(self._core.set_auto_commit(False))
-            await _wait(self._core.set_rebalance_hook(engine.rebalance_hook))
-            await engine.run()
+            await run_process(self._core, self._engine)
         finally:
             self._engine = None
-            if not self._core.closed:
-                with contextlib.suppress(KafkaError):
-                    await _wait(self._core.set_rebalance_hook(None))
-                    await _wait(self._core.set_auto_commit(self._core.config.enable_auto_commit))
 
     def stop_processing(self) -> None:
         """Makes ``process`` return once the records running settle and what finished is committed."""

@@ -4,7 +4,6 @@ start, the close event, ``wakeup``, deadlines, one event per call, and a blockin
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import Future
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -152,13 +151,13 @@ class ClientCore(Generic[P]):
         the deadline plus a grace second (its own ``KafkaTimeoutError``, which names what timed out, comes first)."""
         signal = self.parts.signal
         future.add_done_callback(lambda _: signal.notify())
-        give_up = time.monotonic() + self.timeout_s(timeout_ms)
+        give_up_ms = self.clock.now_ms() + int(self.timeout_s(timeout_ms) * 1000)
         while True:
             seen = signal.seq
             if future.done():
                 return future.result()
             self.check_wakeup()
-            left = give_up - time.monotonic()
+            left = (give_up_ms - self.clock.now_ms()) / 1000
             if left <= 0:
                 raise KafkaTimeoutError(
                     f"the {self.NAME}'s background thread did not answer within {self.timeout_s(timeout_ms):.0f} s"

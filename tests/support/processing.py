@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from asyncconsumer import AsyncConsumer, ConsumerRecord
-from asyncconsumer._caller.processing import engine
+from asyncconsumer._caller.processing import driver
 from asyncconsumer._logs import Logger
 from tests.support.groups import RecordingListener, all_partitions, describe
 from tests.support.produce import ProduceHelper
@@ -39,7 +39,7 @@ Span = tuple[str, float, float]
 
 
 class _RevocationLog(Logger):
-    """The engine's logger, also keeping each ``processing.revoked`` event's fields by the task that logged it (the
+    """The driver's logger, also keeping each ``processing.revoked`` event's fields by the task that logged it (the
     task running that member's ``process``: the hook runs inside its ``poll``)."""
 
     def __init__(self, name: str) -> None:
@@ -73,7 +73,7 @@ async def rebalance_while_processing(
       all of a's partitions, and nothing of b's when a leaves; eager revokes everything a member holds.
     """
     log = _RevocationLog("asyncconsumer.processing")
-    monkeypatch.setattr(engine, "log", log)
+    monkeypatch.setattr(driver, "log", log)
     await produce.values_async(name, RECORDS, PARTITIONS, key=lambda i: b"k%d" % (i % KEYS), value_size=8)
     group = f"process-rebalance-{uuid.uuid4().hex[:8]}"
     spans: dict[tuple[int, int], list[Span]] = {}

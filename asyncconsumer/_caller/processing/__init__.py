@@ -1,1 +1,1 @@
-"""Concurrent processing with commits that cover only finished work (issue 34): the caller side's engine."""
+"""Concurrent processing with commits that cover only finished work (issue 34): a sans-I/O core and its drivers."""

@@ -105,6 +105,12 @@ def test_the_blocking_wait_returns_the_result_raises_on_wakeup_and_times_out() -
         core.wait(pending)
     core.check_wakeup()  # once per wakeup()
     assert core.timeout_s(None) == 2.0 and core.timeout_s(500) == 1.5
+
+    def one_second_later() -> None:  # on the client's clock: the wait reads no other
+        core.clock.advance(1_000)
+        core.parts.signal.notify()
+
+    threading.Timer(0.05, one_second_later).start()
     with pytest.raises(KafkaTimeoutError, match="the thing's background thread did not answer within 1 s"):
         core.wait(pending, 0)
 
