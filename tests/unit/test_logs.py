@@ -8,6 +8,7 @@ import logging
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import structlog
 from structlog.testing import capture_logs
 
 from asyncconsumer._logs import get_logger
+from tests.support.logs import captured_events
 
 
 def test_stdlib_fallback_renders_key_value_at_enabled_levels(caplog: pytest.LogCaptureFixture) -> None:
@@ -48,10 +50,37 @@ def test_bound_fields_reach_every_event(caplog: pytest.LogCaptureFixture) -> Non
 
 def test_application_structlog_configuration_is_used() -> None:
     log = get_logger("asyncconsumer.test_structlog")
-    with capture_logs() as captured:
-        assert structlog.is_configured()
-        log.debug("test.debug_event", offset=3)
+    configured = structlog.is_configured()
+    try:
+        with capture_logs() as captured:
+            assert structlog.is_configured()
+            log.debug("test.debug_event", offset=3)
+    finally:
+        if not configured:  # capture_logs leaves structlog configured: later loggers would settle on it
+            structlog.reset_defaults()
     assert captured == [{"event": "test.debug_event", "offset": 3, "log_level": "debug"}]
+
+
+def test_captured_events_leave_the_loggers_of_modules_not_named_as_they_were(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A consumer run inside captured_events logs from modules the test did not name; the first line of one of them
+    # must settle it as it would have outside (here the stdlib fallback), not on the capture, or a later test's caplog
+    # misses it (the rebootstrap tests missed metadata.rebootstrap after the network-fault suite).
+    named = types.ModuleType("asyncconsumer.test_named")
+    named.log = get_logger("asyncconsumer.test_named")  # type: ignore[attr-defined]
+    other = get_logger("asyncconsumer.test_other")
+    caplog.set_level(logging.INFO, logger="asyncconsumer.test_other")
+    with captured_events(monkeypatch, named) as events:
+        named.log.info("test.named", offset=1)  # type: ignore[attr-defined]
+        other.info("test.other_first")
+    other.info("test.other_after")
+    assert events == [{"event": "test.named", "offset": 1, "log_level": "info"}]
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncconsumer.test_other"] == [
+        "event='test.other_first'",
+        "event='test.other_after'",
+    ]
+    assert not structlog.is_configured()
 
 
 _PROBE = """
