@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import attrs
 import pytest
@@ -148,7 +149,13 @@ def test_the_consumer_reads_from_its_racks_follower_and_falls_back_to_the_leader
 ) -> None:
     topic = unique_topic_name("rack")
     cluster.create_topic(topic, PARTITIONS, replication_factor=3, config={"min.insync.replicas": "2"})
-    leaders = {p: cluster.leader(topic, p) for p in range(PARTITIONS)}
+
+    # create_topic saw a leader for each partition in one broker's metadata; the broker asked next may not have it yet
+    def elected(partition: int) -> int | None:
+        node = cluster.leader(topic, partition)
+        return node if node >= 0 else None
+
+    leaders = {p: wait_for(partial(elected, p), 30, message=f"a leader for partition {p}") for p in range(PARTITIONS)}
     # a node that leads neither partition: the consumer sits in its rack, and killing it moves no leader
     follower = min({1, 2, 3} - set(leaders.values()))
     tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
