@@ -189,7 +189,8 @@ class ConsumerConfig:
     retry_backoff_max_ms: int = attrs.field(default=1_000, validator=checks.non_negative)
     """retry.backoff.max.ms"""
     reconnect_backoff_ms: int = attrs.field(default=50, validator=checks.non_negative)
-    """reconnect.backoff.ms"""
+    """reconnect.backoff.ms: after a failed connection attempt, counted from the attempt's start (as librdkafka
+    does), so an attempt that hung until its setup timeout is followed at once by the next."""
     reconnect_backoff_max_ms: int = attrs.field(default=1_000, validator=checks.non_negative)
     """reconnect.backoff.max.ms"""
     socket_connection_setup_timeout_ms: int = attrs.field(default=10_000, validator=checks.positive)

@@ -104,6 +104,8 @@ class NetworkClientDelegate:
         self.connection_errors = 0
         """Connection attempts that failed and open connections lost, not counting the consumer's own closes."""
         self._outages: dict[int, NodeOutage] = {}
+        self._attempt_started_ms: dict[int, int] = {}
+        """Per node, when its connection attempt under way began (the reconnect backoff counts from there)."""
         """Per connection node id, the nodes that failed since they last connected (see ``unreachable_nodes``)."""
 
     # --- wiring ----------------------------------------------------------------------------------------------
@@ -304,6 +306,7 @@ class NetworkClientDelegate:
             max_response_bytes=self._max_response_bytes,
         )
         self._connections[node] = conn
+        self._attempt_started_ms[node] = now_ms
         self._tg.start_soon(self._connect, conn)
         return conn
 
@@ -325,6 +328,7 @@ class NetworkClientDelegate:
             return
         self._backoff.pop(conn.node_id, None)
         self._outages.pop(conn.node_id, None)
+        self._attempt_started_ms.pop(conn.node_id, None)
         self.connections_created += 1
         self._note_session(conn)
         self._wake.set()
@@ -384,7 +388,13 @@ class NetworkClientDelegate:
         backoff.failures += 1
         backoff.last_error = reason
         backoff.failed_at_ms = self._clock.now_ms()
-        backoff.retry_at_ms = backoff.failed_at_ms + self._reconnect_backoff.backoff_ms(backoff.failures)
+        started_ms = self._attempt_started_ms.pop(conn.node_id, backoff.failed_at_ms)
+        # An attempt that failed in setup waited its backoff already if it took that long (a black hole answers
+        # nothing until the setup timeout): the backoff counts from the attempt's start, as librdkafka's does, so
+        # the first attempt after a network heals is not held back a further backoff. A lost connection counts
+        # from its loss. Either way at most one attempt per backoff starts, so a refusing node sees no storm.
+        since_ms = started_ms if not conn.was_ready else backoff.failed_at_ms
+        backoff.retry_at_ms = max(backoff.failed_at_ms, since_ms + self._reconnect_backoff.backoff_ms(backoff.failures))
         if not self._closing:  # a normal close is no coordinator lost, no read replica gone
             self.connection_errors += 1
             if conn.lost_requests or not conn.was_ready:

@@ -394,16 +394,22 @@ def closed_port() -> int:
 class Driven:
     """A delegate on a ``ManualClock`` (which dates its failures) polled on real sockets until a condition holds."""
 
-    def __init__(self, nodes: Directory, request_timeout_ms: int = 2_000) -> None:
+    def __init__(
+        self,
+        nodes: Directory,
+        request_timeout_ms: int = 2_000,
+        setup_timeout_ms: int = 2_000,
+        reconnect_backoff: ExponentialBackoff | None = None,
+    ) -> None:
         self.clock = ManualClock(1_000)
         self.delegate = NetworkClientDelegate(
             self.clock,  # type: ignore[arg-type]
             nodes,
             client_id="t",
             request_timeout_ms=request_timeout_ms,
-            connection_setup_timeout_ms=2_000,
+            connection_setup_timeout_ms=setup_timeout_ms,
             max_in_flight=5,
-            reconnect_backoff=ExponentialBackoff(0, 0),
+            reconnect_backoff=reconnect_backoff or ExponentialBackoff(0, 0),
         )
         self.results: list[object] = []
 
@@ -418,9 +424,11 @@ class Driven:
                 await self.delegate.poll(20, self.clock.now_ms())
 
 
-def run_driven(nodes: Directory, body: Callable[[Driven], Any], request_timeout_ms: int = 2_000) -> None:
+def run_driven(
+    nodes: Directory, body: Callable[[Driven], Any], request_timeout_ms: int = 2_000, **options: Any
+) -> None:
     async def run() -> None:
-        driven = Driven(nodes, request_timeout_ms)
+        driven = Driven(nodes, request_timeout_ms, **options)
         async with anyio.create_task_group() as tg:
             driven.delegate.attach(tg)
             await body(driven)
@@ -452,6 +460,62 @@ def test_a_refused_node_is_unreachable_since_its_first_failure_until_it_connects
         assert d.delegate.unreachable_nodes() == {}
 
     run_driven(nodes, body)
+
+
+class SilentServer:
+    """Accepts connections and never reads nor answers: a black hole at connection setup. Counts the accepts."""
+
+    def __init__(self) -> None:
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self._server.getsockname()[1])
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                self.accepted.append(self._server.accept()[0])
+            except OSError:
+                return
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)
+        self._server.close()
+        for sock in self.accepted:
+            sock.close()
+
+
+def test_the_reconnect_backoff_counts_from_the_start_of_the_attempt_that_failed() -> None:
+    # A network healed while an attempt hung until its setup timeout: the next attempt goes at once if the hung one
+    # took longer than the backoff (librdkafka's rule; the fault bench's coordinator black hole cost ours a further
+    # backoff of up to 1.2 s after the heal); a refusal at once still waits out the whole backoff.
+    silent = SilentServer()
+    refused = closed_port()
+    nodes = Directory({1: silent.port, 2: refused})
+
+    async def body(d: Driven) -> None:
+        d.send(1)
+        await d.until(lambda: len(silent.accepted) == 1)
+        d.clock.advance(1_500)  # the attempt hangs past the 1 s backoff (its setup timeout is real time)
+        await d.until(lambda: 1 in d.delegate.unreachable_nodes())
+        d.send(1)
+        await d.until(lambda: len(silent.accepted) == 2)  # no clock moved: the backoff was over already
+        d.clock.advance(2_000)  # the requests for node 1 time out: nothing wants a third attempt
+        await d.until(lambda: d.delegate.unreachable_nodes()[1].failures == 2)
+        d.send(2)
+        await d.until(lambda: 2 in d.delegate.unreachable_nodes())
+        d.send(2)
+        for _ in range(10):  # the refused node is not tried again before its backoff is over
+            await d.delegate.poll(20, d.clock.now_ms())
+        assert d.delegate.unreachable_nodes()[2].failures == 1
+        d.clock.advance(1_000)
+        await d.until(lambda: d.delegate.unreachable_nodes()[2].failures == 2)
+
+    try:
+        run_driven(nodes, body, setup_timeout_ms=200, reconnect_backoff=ExponentialBackoff(1_000, 1_000, jitter=0))
+    finally:
+        silent.close()
 
 
 def test_a_request_that_times_out_makes_its_node_unreachable(scripted: Any) -> None:
