@@ -21,14 +21,17 @@ from asyncconsumer.stores.base import (
     installed_stores,
     open_store,
 )
+from asyncconsumer.stores.sqlite import BlockingSQLiteOffsetStore, SQLiteOffsetStore
 
 __all__ = [
     "DEFAULT_TABLE",
     "ENTRY_POINT_GROUP",
     "BlockingOffsetStore",
+    "BlockingSQLiteOffsetStore",
     "Lease",
     "OffsetAlreadyStored",
     "OffsetStore",
+    "SQLiteOffsetStore",
     "check_write",
     "installed_stores",
     "open_store",

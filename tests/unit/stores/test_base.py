@@ -75,8 +75,18 @@ def test_passwords_never_reach_a_name(dsn: str, shown: str) -> None:
     assert redact(dsn) == shown
 
 
+def test_a_url_resolves_through_the_entry_point_named_by_its_scheme(tmp_path: Any) -> None:
+    from asyncconsumer.stores.sqlite import BlockingSQLiteOffsetStore, SQLiteOffsetStore
+
+    assert "sqlite" in base.installed_stores()
+    async_side = open_store(f"sqlite:///{tmp_path}/a.db", blocking=False)
+    blocking_side = open_store(f"sqlite:///{tmp_path}/a.db", blocking=True)
+    assert isinstance(async_side, SQLiteOffsetStore) and isinstance(blocking_side, BlockingSQLiteOffsetStore)
+    assert async_side.name == blocking_side.name == f"sqlite:{tmp_path}/a.db"
+
+
 def test_an_unknown_scheme_is_a_config_error_listing_what_is_installed() -> None:
-    with pytest.raises(ConfigError, match=r"offsets: no offset store for 'mysql://u:\*\*\*@h/x'; installed schemes"):
+    with pytest.raises(ConfigError, match=r"offsets: no offset store for 'mysql://u:\*\*\*@h/x'.*sqlite"):
         open_store("mysql://u:pw@h/x", blocking=False)
 
 
