@@ -132,9 +132,9 @@ def test_an_object_of_the_right_side_is_taken_as_it_is() -> None:
 
 def test_an_object_of_the_other_side_or_no_store_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"other face's side.*BlockingOffsetStore"):
-        open_store(_AsyncSide(), blocking=True)  # type: ignore[arg-type]
+        open_store(_AsyncSide(), blocking=True)
     with pytest.raises(ConfigError, match=r"other face's side.*an OffsetStore"):
-        open_store(_BlockingSide(), blocking=False)  # type: ignore[arg-type]
+        open_store(_BlockingSide(), blocking=False)
     with pytest.raises(ConfigError, match="got int"):
         open_store(3, blocking=False)  # type: ignore[arg-type]
 
