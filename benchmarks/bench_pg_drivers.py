@@ -1,7 +1,7 @@
 """PostgreSQL drivers for the exactly-once offset store (issue 47): psycopg 3 async, psycopg 3 sync and asyncpg on the
 workload one exactly-once transaction does.
 
-    python benchmarks/bench_pg_drivers.py                      # every driver, method and batch size, 3 reps
+    python benchmarks/bench_pg_drivers.py                      # every driver, method and batch size, 9 reps of 0.5 s
     python benchmarks/bench_pg_drivers.py --seconds 0.5 --reps 1 --sizes 1,100   # a quick check
     python benchmarks/bench_pg_drivers.py --dsn postgresql://me@127.0.0.1:5432/bench   # another server
 
@@ -15,8 +15,10 @@ epoch = <token>`` (the fencing token: it must update exactly one row, or the tra
 both pipeline it: one round trip), ``copy`` (psycopg's ``cursor.copy`` text COPY, asyncpg's
 ``copy_records_to_table`` binary COPY) or ``unnest`` (one ``INSERT ... SELECT * FROM unnest($1::bigint[],
 $2::text[])``); ``N`` = 1 is one plain ``execute``. One connection, transactions back to back for ``--seconds`` per
-cell; cells interleaved over ``--reps`` repetitions, the median reported. The table is truncated before every cell
-(outside the measured time) and its row count checked after it: nothing lost, nothing doubled.
+cell; cells interleaved over ``--reps`` repetitions, the median reported with the slowest and fastest repetition (on a
+shared machine the spread is the load's: short cells and many repetitions give every driver the same conditions).
+The table is truncated before every cell (outside the measured time) and its row count checked after it: nothing
+lost, nothing doubled.
 
 Measured per cell: transactions/s, rows/s, this process's CPU (``time.process_time``: the driver, and the event loop
 for the async ones) and the server's CPU (the postmaster and its children from ``/proc``, when the server is on this
@@ -299,6 +301,8 @@ def summarize(results: list[Result]) -> list[Result]:
         for key in ("txn_per_s", "rows_per_s", "client_cpu_s_per_100k_rows", "server_cpu_s_per_100k_rows"):
             values = [r[key] for r in reps if r[key] is not None]
             row[key] = statistics.median(values) if values else None
+        row["txn_per_s_min"] = min(r["txn_per_s"] for r in reps)
+        row["txn_per_s_max"] = max(r["txn_per_s"] for r in reps)
         summary.append(row)
     return summary
 
@@ -312,13 +316,14 @@ def markdown(summary: list[Result], context: Result) -> str:
         f"asyncpg {context['machine']['asyncpg']}; "
         f"median of {context['reps']} x {context['seconds']} s per cell",
         "",
-        "| N rows/txn | driver | method | txn/s | rows/s | client CPU-s /100k rows | server CPU-s /100k rows |",
+        "| N rows/txn | driver | method | txn/s (min-max) | rows/s | client CPU-s/100k rows | server CPU-s/100k rows |",
         "|---:|---|---|---:|---:|---:|---:|",
     ]
     for row in summary:
         server = row["server_cpu_s_per_100k_rows"]
         lines.append(
-            f"| {row['n']} | {row['driver']} | {row['method']} | {row['txn_per_s']:,.0f} | {row['rows_per_s']:,.0f} "
+            f"| {row['n']} | {row['driver']} | {row['method']} | {row['txn_per_s']:,.0f} "
+            f"({row['txn_per_s_min']:,.0f}-{row['txn_per_s_max']:,.0f}) | {row['rows_per_s']:,.0f} "
             f"| {row['client_cpu_s_per_100k_rows']:.2f} | {'-' if server is None else f'{server:.2f}'} |"
         )
     return "\n".join(lines) + "\n"
@@ -327,8 +332,8 @@ def markdown(summary: list[Result], context: Result) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dsn", help="an existing server's database (default: start one as the tests do)")
-    parser.add_argument("--seconds", type=float, default=1.5, help="measured time per cell and repetition")
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=0.5, help="measured time per cell and repetition")
+    parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="rows per transaction, comma-separated")
     parser.add_argument("--drivers", default=",".join(DRIVERS))
     parser.add_argument("--methods", default=",".join(METHODS), help="batch methods for N > 1")
@@ -371,6 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for driver, method, n in plan:
                 result = run_cell(driver, dsn, method, n, args.seconds, postmaster)
                 result["rep"] = rep
+                result["load"] = os.getloadavg()[0]
                 results.append(result)
                 print(
                     f"rep {rep} n={n:<5} {driver:<14} {method:<12} {result['txn_per_s']:>8,.0f} txn/s "
