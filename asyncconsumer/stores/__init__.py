@@ -21,16 +21,19 @@ from asyncconsumer.stores.base import (
     installed_stores,
     open_store,
 )
+from asyncconsumer.stores.postgres import BlockingPostgresOffsetStore, PostgresOffsetStore
 from asyncconsumer.stores.sqlite import BlockingSQLiteOffsetStore, SQLiteOffsetStore
 
 __all__ = [
     "DEFAULT_TABLE",
     "ENTRY_POINT_GROUP",
     "BlockingOffsetStore",
+    "BlockingPostgresOffsetStore",
     "BlockingSQLiteOffsetStore",
     "Lease",
     "OffsetAlreadyStored",
     "OffsetStore",
+    "PostgresOffsetStore",
     "SQLiteOffsetStore",
     "check_write",
     "installed_stores",
