@@ -57,7 +57,14 @@ def _unavailable(error: BaseException) -> bool:
     from psycopg import errors
 
     return isinstance(
-        error, (psycopg.OperationalError, psycopg.InterfaceError, errors.SerializationFailure, errors.DeadlockDetected)
+        error,
+        (
+            psycopg.OperationalError,
+            psycopg.InterfaceError,
+            errors.SerializationFailure,
+            errors.DeadlockDetected,
+            OffsetStoreUnavailableError,  # a new connection for a transaction could not be made (yet)
+        ),
     )
 
 

@@ -8,12 +8,7 @@ opened giving a typed error that names it. PostgreSQL's suite (the zombie, the d
 from __future__ import annotations
 
 import asyncio
-import os
-import random
-import signal
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -247,73 +242,3 @@ async def _two_members(
     assert members == {"a", "b"}
     epochs = _stored(path, group)
     assert held_by_a and all(epochs[tp.partition][1] >= 2 for tp in held_by_a)  # b claimed what a let go
-
-
-CRASH_MEMBER = """
-import asyncio, random, sys
-from asyncconsumer import AsyncConsumer, TopicPartition
-
-bootstrap, topic, path, seed = sys.argv[1:5]
-rng = random.Random(int(seed))
-
-async def main():
-    async with AsyncConsumer(bootstrap, group_id="crash-" + topic, auto_offset_reset="earliest") as consumer:
-        await consumer.assign([TopicPartition(topic, p) for p in range(4)])
-
-        async def handle(records, tx):
-            await tx.executemany(
-                "INSERT INTO results VALUES (?, ?, ?, 'crash')", [(r.partition, r.offset, r.value) for r in records]
-            )
-            await asyncio.sleep(rng.random() / 50)  # a kill lands inside the transaction too
-            print("unit", records[0].partition, records[-1].offset, flush=True)
-
-        await consumer.process_transactionally(
-            handle, "sqlite:///" + path, batch_size=rng.randint(1, 40), mirror_interval_ms=None
-        )
-
-asyncio.run(main())
-"""
-
-
-@pytest.mark.tansu_only("the store's transactions are under test, the same on either broker: one run is enough")
-async def test_a_consumer_killed_at_random_points_over_and_over_leaves_one_row_per_record(
-    broker: Broker, topic: TopicFactory, produce: ProduceHelper, tmp_path: Path
-) -> None:
-    name = topic(PARTITIONS)
-    total = 8_000
-    await produce.values_async(name, total, PARTITIONS, value_size=16)
-    path = tmp_path / "app.db"
-    _results(path)
-    rng = random.Random(47)
-    kills = 0
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    while kills < 20:
-        member = subprocess.Popen(
-            [sys.executable, "-c", CRASH_MEMBER, broker.bootstrap_servers, name, str(path), str(kills)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        assert member.stdout is not None
-        first = await asyncio.wait_for(asyncio.to_thread(member.stdout.readline), 60)  # a unit committed: it runs
-        assert first.startswith(b"unit"), f"the member printed {first!r} (exit {member.poll()})"
-        await asyncio.sleep(rng.random() * 0.3)
-        member.send_signal(signal.SIGKILL)
-        member.wait(10)
-        kills += 1
-    assert len(_counts(path)) < total, "the runs finished the topic before the kills were done: produce more"
-    last = subprocess.Popen(
-        [sys.executable, "-c", CRASH_MEMBER, broker.bootstrap_servers, name, str(path), "99"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    try:
-        await wait_for_async(lambda: len(_counts(path)) >= total, 120, message="the last run finished the topic")
-    finally:
-        last.send_signal(signal.SIGKILL)
-        last.wait(10)
-    _exactly_once(path, total // PARTITIONS)
-    stored = _stored(path, f"crash-{name}")
-    assert {p: o for p, (o, _) in stored.items()} == dict.fromkeys(range(PARTITIONS), total // PARTITIONS)
-    assert all(epoch == 21 for _, epoch in stored.values())  # claimed once by each of the 21 runs
