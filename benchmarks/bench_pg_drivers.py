@@ -39,7 +39,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import psycopg
 from benchcommon import code_version, default_results_path, machine, test_support
 
@@ -126,7 +125,7 @@ async def psycopg_async_txn(conn: psycopg.AsyncConnection[Any], method: str, row
     await conn.commit()
 
 
-async def asyncpg_txn(conn: asyncpg.Connection, method: str, rows: Rows, epoch: int = EPOCH) -> None:
+async def asyncpg_txn(conn: Any, method: str, rows: Rows, epoch: int = EPOCH) -> None:
     async with conn.transaction():
         if method == "execute":
             await conn.execute(INSERT_PG, *rows[0])
@@ -224,6 +223,8 @@ def run_sync(dsn: str, method: str, n: int, seconds: float, postmaster: int | No
 async def run_async(driver: str, dsn: str, method: str, n: int, seconds: float, postmaster: int | None) -> Result:
     txn: Callable[[Any, str, Rows], Any]
     if driver == "asyncpg":
+        import asyncpg  # only in [bench]: the bench's pure parts are tested with [test]
+
         conn: Any = await asyncpg.connect(dsn)
         txn, close = asyncpg_txn, conn.close
     else:
@@ -277,6 +278,8 @@ def check_fencing(dsn: str) -> dict[str, bool]:
 
 async def _fenced_async(driver: str, dsn: str) -> None:
     if driver == "asyncpg":
+        import asyncpg
+
         conn = await asyncpg.connect(dsn)
         try:
             await asyncpg_txn(conn, "executemany", batch(0, 10), epoch=EPOCH - 1)
