@@ -242,7 +242,7 @@ async def test_a_zombie_member_is_fenced_and_nothing_it_wrote_lands(
     finally:
         zombie.send_signal(signal.SIGCONT)
         zombie.kill()
-        zombie.wait(10)
+        zombie.communicate(timeout=10)  # reaps it and closes its pipes
     assert sorted(f[1] for f in fenced) == [f"{name}-0".encode(), f"{name}-1".encode()]
     assert all(f[2] == b"1" and int(f[3]) >= 2 for f in fenced), fenced  # its epoch 1 against the owner's claim
     assert _members(postgres_db.dsn) == {"owner": 200}  # nothing the zombie wrote landed
