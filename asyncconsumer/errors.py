@@ -7,7 +7,10 @@ carries the code and its Kafka name.
 from __future__ import annotations
 
 import enum
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from asyncconsumer.records import TopicPartition
 
 __all__ = [
     "AuthenticationError",
@@ -30,6 +33,9 @@ __all__ = [
     "NoOffsetForPartitionError",
     "NotLeaderOrFollowerError",
     "OffsetOutOfRangeError",
+    "OffsetStoreError",
+    "OffsetStoreFencedError",
+    "OffsetStoreUnavailableError",
     "PollIntervalExceededError",
     "RecordBatchTooLargeError",
     "RecordDeserializationError",
@@ -139,6 +145,35 @@ class PluginError(KafkaError):
     def __init__(self, plugin: str, message: str) -> None:
         super().__init__(f"plugin {plugin!r}: {message}")
         self.plugin = plugin
+
+
+class OffsetStoreError(KafkaError):
+    """An offset store (``asyncconsumer.stores``) failed; ``store`` names it (a file, or a DSN without its
+    password), ``__cause__`` is the driver's error."""
+
+    def __init__(self, store: str, message: str) -> None:
+        super().__init__(f"offset store {store}: {message}")
+        self.store = store
+
+
+class OffsetStoreUnavailableError(OffsetStoreError):
+    """The offset store's database could not be reached (a wrong DSN, a server down), after a bounded retry."""
+
+
+class OffsetStoreFencedError(OffsetStoreError):
+    """A transaction's offset write matched no row: another member claimed the partition since this one did (its
+    lease epoch moved on), so everything the transaction wrote was rolled back."""
+
+    def __init__(self, store: str, partition: TopicPartition, held_epoch: int, current_epoch: int | None) -> None:
+        super().__init__(
+            store,
+            f"{partition.topic}-{partition.partition} is fenced: this member holds lease epoch {held_epoch}, the"
+            f" store has {current_epoch if current_epoch is not None else 'no lease'}; the transaction was rolled"
+            " back",
+        )
+        self.partition = partition
+        self.held_epoch = held_epoch
+        self.current_epoch = current_epoch
 
 
 class AuthenticationError(KafkaError):

@@ -8,6 +8,10 @@ Markers for broker tests: ``@pytest.mark.tansu_only(reason)`` and ``@pytest.mark
 against one broker only; ``@pytest.mark.xfail_on_tansu(reason, raises=...)`` pins a Tansu deviation as a strict xfail
 there while the same test must pass on Kafka. They apply to a test through any fixture of ``BROKER_FIXTURES``.
 
+The session ``postgres`` fixture is one PostgreSQL server (``tests/support/postgres.py``); ``postgres_db`` gives each
+test a fresh database on it. Without PostgreSQL's server programs their tests are skipped, naming the package; in CI
+they fail.
+
 The session ``spark`` fixture is ``local[2]``; a test marked ``spark_cluster`` runs on a Spark standalone cluster on
 loopback as well (``spark_cluster_only``: there only), see ``SPARK_MODES``.
 """
@@ -30,6 +34,7 @@ from tests.support.faultproxy import FaultProxy
 from tests.support.kafka_broker import KafkaCluster, KafkaStartError, KafkaUnavailable
 from tests.support.kip848_shim import Kip848Shim
 from tests.support.loop_thread import LoopThreadServer
+from tests.support.postgres import PostgresDatabase, PostgresServer, PostgresStartError, PostgresUnavailable
 from tests.support.produce import ProduceHelper
 from tests.support.secure_front import SecureFront
 from tests.support.spark_cluster import SparkCluster
@@ -194,6 +199,47 @@ def topic(broker: Broker, request: pytest.FixtureRequest) -> TopicFactory:
 def produce(broker: Broker) -> ProduceHelper:
     """Produce to the session broker: ``produce(topic, records)``, ``.values(...)``, ``.batches(...)``."""
     return ProduceHelper(broker.bootstrap_servers)
+
+
+def start_postgres() -> PostgresServer:
+    """A new PostgreSQL server; the test is skipped (failed in CI) with what is missing when it cannot start."""
+    try:
+        return PostgresServer.launch()
+    except PostgresUnavailable as exc:
+        _broker_unavailable(f"PostgreSQL cannot run here: {exc}")
+    except PostgresStartError as exc:
+        _broker_unavailable(f"PostgreSQL could not start: {exc}")
+
+
+@pytest.fixture(scope="session")
+def postgres(request: pytest.FixtureRequest) -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the whole session (``tests/support/postgres.py``): Debian's PostgreSQL started with
+    initdb and pg_ctl in a temp directory on a free loopback port, as an unprivileged user when the tests run as
+    root; stopped by its pid at the end. ``dsn(dbname)``, ``restart()``, ``stop(mode)``, ``start()``; a test that
+    stops it gets it started again before the next test (``postgres_db``). Tests take ``postgres_db`` for a database
+    of their own; one that takes ``postgres`` alone shares the ``postgres`` database with every such test."""
+    server = start_postgres()
+    try:
+        yield server
+    finally:
+        if request.session.testsfailed:
+            sys.stderr.write(f"\nPostgreSQL's last log lines (tests failed):\n{server.log_tail()}\n")
+        server.close()
+
+
+@pytest.fixture
+def postgres_db(postgres: PostgresServer, request: pytest.FixtureRequest) -> Iterator[PostgresDatabase]:
+    """A fresh, empty database for this test on the session's server (``CREATE DATABASE ... TEMPLATE template1``):
+    ``dsn`` (``postgresql://asyncconsumer@127.0.0.1:<port>/<name>``), ``name``, ``connect()``, and the server's
+    ``restart()``/``stop()``/``start()``. Dropped after the test, with any connections it still has; the server is
+    started again first if the test left it stopped."""
+    postgres.ensure_running()
+    database = postgres.create_database(request.node.name)
+    try:
+        yield database
+    finally:
+        postgres.ensure_running()
+        postgres.drop_database(database.name)
 
 
 @attrs.frozen

@@ -47,6 +47,9 @@ _SPARK_CONNECT_PORT = 15002
 
 NOT_RUN = {
     "security.md": ["needs a broker with a TLS listener and its CA file"],
+    "exactly-once.md": [
+        "needs a PostgreSQL server (tests/integration/test_exactly_once_postgres.py runs these calls against one)"
+    ],
 }
 """The blocks allowed to opt out, per document, with their reasons."""
 

@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
     {"network"},
     {"plugins"},
     {"_background"},
+    {"stores"},
     {"_caller"},
     {"consumer", "sync", "share"},
     {"tools", "spark", "otel", "__init__"},
@@ -30,7 +31,7 @@ LAYERS: list[set[str]] = [
 LAYER_OF = {part: i for i, parts in enumerate(LAYERS) for part in parts}
 
 THREADS: dict[str, set[str]] = {
-    "caller": {"_caller", "consumer", "sync", "share", "otel"},
+    "caller": {"_caller", "stores", "consumer", "sync", "share", "otel"},
     "background": {"_background", "managers", "network", "assignors", "plugins"},
     "both": {"_state", "events"},
 }

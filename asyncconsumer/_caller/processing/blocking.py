@@ -1,18 +1,29 @@
 """``Consumer.process``: the same driver over the blocking consumer's own core, on an event loop of its own in the
-caller's thread, with the handler (a plain function) run in a thread pool. ``stop`` and ``metrics`` may be called
-from any thread."""
+caller's thread, with the handler (a plain function) run in a thread pool; for ``process_transactionally`` each
+unit (its transaction, the handler, the offset, the commit) runs whole in one pool thread. ``stop`` and
+``metrics`` may be called from any thread."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
+
+import attrs
 
 from asyncconsumer._caller.core import ConsumerCore
 from asyncconsumer._caller.processing.core import ProcessingMetrics, ProcessingOptions
 from asyncconsumer._caller.processing.port import driver_over, run_process
+from asyncconsumer._caller.processing.transactional import (
+    BlockingUnits,
+    Claims,
+    Leases,
+    run_transactionally,
+    transactional_driver,
+)
+from asyncconsumer.stores.base import BlockingOffsetStore
 
 
 class BlockingProcessing:
@@ -21,20 +32,41 @@ class BlockingProcessing:
     def __init__(
         self,
         core: ConsumerCore,
-        handler: Callable[[Any], Any],
+        handler: Callable[..., Any],
         options: ProcessingOptions,
         executor: Executor | None = None,
+        *,
+        offsets: BlockingOffsetStore | None = None,
+        store_timeout_ms: int = 60_000,
     ) -> None:
         self._core = core
-        self._handler = handler
         self._pool = executor or ThreadPoolExecutor(options.concurrency, "asyncconsumer-process")
         self._owns_pool = executor is None
-        self._driver = driver_over(core, self._call, options, interruptible=True)
+        self._run_driver: Callable[[], Awaitable[None]]
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         """The loop ``run`` drives while it runs, for ``stop`` from other threads."""
         self._stop_asked = False
         """``stop`` came before the loop ran: the run stops as soon as it starts."""
+        if offsets is None:
+            self._handler = handler
+            self._driver = driver_over(core, self._call, options, interruptible=True)
+            self._run_driver = lambda: run_process(core, self._driver)
+            return
+        # process_transactionally: each unit (transaction, handler, offset, commit) runs whole in a pool thread
+        leases = Leases()
+        units = BlockingUnits(offsets, leases, handler, options.on_skip, store_timeout_ms)
+        self._handler = units.handle
+        pool = self._pool
+
+        def skip(records: Any, error: BaseException) -> Awaitable[None]:
+            return asyncio.get_running_loop().run_in_executor(pool, units.skip, records, error)
+
+        options = attrs.evolve(options, on_skip=skip)
+        self._driver, hook = transactional_driver(
+            core, self._call, options, Claims(offsets, pool), leases, store_timeout_ms, interruptible=True
+        )
+        self._run_driver = lambda: run_transactionally(core, self._driver, hook)
 
     def run(self) -> None:
         try:
@@ -49,7 +81,7 @@ class BlockingProcessing:
             if self._stop_asked:
                 self._driver.stop()
         try:
-            await run_process(self._core, self._driver)
+            await self._run_driver()
         finally:
             with self._lock:
                 self._loop = None

@@ -60,6 +60,12 @@ class ProcessingOptions:
     on_skip: OnSkip | None = None
     commits: bool = True
     """False without a consumer group: nothing to commit to."""
+    runs: bool = False
+    """``batch_size`` records of one lane per handler call (``take_run``) instead of one per lane: with
+    ``ordering="partition"``, a partition's records in offset order (``process_transactionally``)."""
+    fatal: tuple[type[BaseException], ...] = ()
+    """Errors that are never retried nor skipped: the unit gives up at once and processing stops with the error
+    (an offset store's ``OffsetStoreError``: fenced, unreachable past its bound)."""
 
     def __attrs_post_init__(self) -> None:
         for name in ("concurrency", "max_in_flight_per_partition", "commit_interval_ms"):
@@ -145,7 +151,9 @@ class ProcessingCore:
         self.options = options
         self.scheduler = scheduler = Scheduler(options.ordering)
         self.take_one = scheduler.take_one
-        self.take = scheduler.take
+        self.take = scheduler.take_run if options.runs else scheduler.take
+        self._runs = options.runs
+        self._done_run = scheduler.done_run
         self.succeeded = scheduler.finish
         """The handler returned for a record (no batches): ``succeeded(lane, record)``. The path of every record, so
         the scheduler's own method (one call); then ``eased`` if anything is ``paused``."""
@@ -240,8 +248,11 @@ class ProcessingCore:
         """``unit`` ended, well or not (completions reported apart): its lanes go on. Returns the paused partitions
         that may be resumed now."""
         pairs = unit if isinstance(unit, list) else [unit]
-        for lane, _ in pairs:
-            self._done(lane)
+        if self._runs and pairs:
+            self._done_run(pairs[0][0], len(pairs))
+        else:
+            for lane, _ in pairs:
+                self._done(lane)
         if not self.paused:
             return []
         return [tp for tp in {lane.partition.tp for lane, _ in pairs} if self.eased(tp)]
@@ -254,7 +265,7 @@ class ProcessingCore:
     def retry_backoff_ms(self, unit: Unit, attempt: int, error: BaseException) -> int | None:
         """The handler's ``attempt`` (1: the first call) raised ``error``: how long to wait before the next
         attempt, or None when the retries are spent (then ``skip`` or ``give_up``)."""
-        if attempt > self.options.retries:
+        if attempt > self.options.retries or isinstance(error, self.options.fatal):
             return None
         self.retries += 1
         first = self._first(unit)
@@ -267,10 +278,10 @@ class ProcessingCore:
         )
         return int(self.options.retry_backoff_ms * 2 ** (attempt - 1))
 
-    @property
-    def skips(self) -> bool:
-        """Whether a unit whose retries are spent is skipped (after ``on_skip``) rather than stopping ``process``."""
-        return self.options.on_error == "skip"
+    def skips(self, error: BaseException) -> bool:
+        """Whether a unit whose retries are spent is skipped (after ``on_skip``) rather than stopping ``process``;
+        never for a ``fatal`` error."""
+        return self.options.on_error == "skip" and not isinstance(error, self.options.fatal)
 
     def skip(self, unit: Unit, error: BaseException) -> None:
         """``unit`` is given up on and handed to ``on_skip``: it counts as finished."""

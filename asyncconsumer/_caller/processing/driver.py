@@ -319,7 +319,7 @@ class ProcessingDriver:
                 continue
             core.complete(unit)
             return
-        if not core.skips:
+        if not core.skips(error):
             core.give_up(unit, error)
             self._wake_poller()
             return

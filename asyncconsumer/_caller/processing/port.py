@@ -17,6 +17,7 @@ from asyncconsumer._caller.core import ConsumerCore
 from asyncconsumer._caller.processing.core import ProcessingOptions
 from asyncconsumer._caller.processing.driver import Handler, ProcessingDriver
 from asyncconsumer.errors import KafkaError
+from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.records import ConsumerRecords, OffsetAndMetadata, TopicPartition
 
 T = TypeVar("T")
@@ -91,11 +92,14 @@ def driver_over(
     )
 
 
-async def run_process(core: ConsumerCore, driver: ProcessingDriver) -> None:
-    """Runs ``driver`` with auto-commit of positions off and its rebalance hook installed, both undone after."""
+async def run_process(
+    core: ConsumerCore, driver: ProcessingDriver, hook: ConsumerRebalanceListener | None = None
+) -> None:
+    """Runs ``driver`` with auto-commit of positions off and its rebalance hook (or ``hook``, which calls the
+    driver's) installed, both undone after."""
     try:
         await _wait(core.set_auto_commit(False))
-        await _wait(core.set_rebalance_hook(driver.rebalance_hook))
+        await _wait(core.set_rebalance_hook(hook if hook is not None else driver.rebalance_hook))
         await driver.run()
     finally:
         if not core.closed:

@@ -166,6 +166,36 @@ class Scheduler:
             started.append(item)
         return started
 
+    def take_run(self, limit: int) -> list[tuple[Lane, ConsumerRecord]]:
+        """Up to ``limit`` waiting records of one lane, the oldest ready one, in offset order: a run that goes to
+        one handler call (``process_transactionally``: one partition's records in one transaction). The lane runs
+        until ``done_run``."""
+        if not self._ready:
+            return []
+        lane = self._ready.popleft()
+        records = lane.records
+        count = min(limit, len(records)) if self._exclusive else 1
+        taken = [(lane, records.popleft()) for _ in range(count)]
+        lane.running = True
+        queue = lane.partition
+        queue.queued -= count
+        queue.started += count
+        self._waiting -= count
+        self._running += count
+        return taken
+
+    def done_run(self, lane: Lane, count: int) -> None:
+        """The run of ``count`` records ``take_run`` gave with ``lane`` finished, well or not."""
+        queue = lane.partition
+        queue.started -= count
+        self._running -= count
+        if self._exclusive:
+            lane.running = False
+            if lane.records:
+                self._ready.append(lane)
+            elif queue.lanes.get(lane.key) is lane:
+                del queue.lanes[lane.key]
+
     def finish(self, lane: Lane, record: ConsumerRecord) -> None:
         """The record ``take_one`` gave with ``lane`` finished well: its partition's progress moves (unless the
         partition went meanwhile), ``completed`` counts it, and the lane's next record may start. ``complete`` and

@@ -238,7 +238,7 @@ def test_retries_back_off_doubling_then_a_skip_counts_as_finished() -> None:
     assert unit is not None
     error = RuntimeError("bad record")
     assert [core.retry_backoff_ms(unit, attempt, error) for attempt in (1, 2, 3)] == [100, 200, None]
-    assert core.skips
+    assert core.skips(error)
     core.skip(unit, error)
     core.finished(unit)
     run_all(core)
@@ -254,7 +254,7 @@ def test_giving_up_stops_with_the_first_error_and_leaves_the_record_uncommitted(
     assert units[0] is not None and units[1] is not None and units[2] is not None
     core.succeeded(*units[0])
     assert core.retry_backoff_ms(units[1], 1, ValueError("first")) is None  # no retries
-    assert not core.skips
+    assert not core.skips(ValueError("first"))
     core.give_up(units[1], ValueError("first"))
     core.finished(units[1])
     core.succeeded(*units[2])
@@ -307,3 +307,46 @@ def test_the_poll_waits_only_while_every_worker_has_a_ready_record_waiting_for_i
     assert not core.saturated  # one waits: an idle worker could start another
     core.receive(polled(record(TP0, 1)))
     assert core.saturated
+
+
+# --- runs of one partition (process_transactionally) --------------------------------------------------------------
+
+
+def test_runs_hand_out_one_partitions_records_in_order_and_the_partition_waits_for_its_run() -> None:
+    core = started(ManualClock(), ordering="partition", batch_size=3, runs=True)
+    core.receive(polled(*(record(TP0, o) for o in range(5)), *(record(TP1, o) for o in range(2))))
+    first, second = core.take(3), core.take(3)
+    assert [(lane.partition.tp, r.offset) for lane, r in first] == [(TP0, 0), (TP0, 1), (TP0, 2)]
+    assert [(lane.partition.tp, r.offset) for lane, r in second] == [(TP1, 0), (TP1, 1)]
+    assert core.take(3) == []  # TP0's next run waits for its first to finish
+    core.complete(first)
+    core.finished(first)
+    third = core.take(3)
+    assert [r.offset for _, r in third] == [3, 4]
+    core.complete(third)
+    core.finished(third)
+    assert core.take(3) == []
+    assert core.scheduler.running == 2 and core.scheduler.load(TP0) == 0
+    assert offsets_of(core.commit_batch([TP0])) == {TP0: OffsetAndMetadata(5, "")}
+
+
+def test_a_failed_run_frees_its_partition_for_the_next_one_without_moving_the_prefix() -> None:
+    core = started(ManualClock(), ordering="partition", batch_size=2, runs=True, on_error="skip")
+    core.receive(polled(*(record(TP0, o) for o in range(4))))
+    run = core.take(2)
+    core.finished(run)  # neither completed nor skipped: the prefix stays
+    assert [r.offset for _, r in core.take(2)] == [2, 3]
+    assert offsets_of(core.commit_batch([TP0])) == {TP0: OffsetAndMetadata(0, "")}
+
+
+def test_a_fatal_error_is_neither_retried_nor_skipped() -> None:
+    class Fenced(Exception):
+        pass
+
+    core = started(ManualClock(), retries=5, on_error="skip", fatal=(Fenced,))
+    core.receive(polled(record(TP0, 0)))
+    unit = core.take_one()
+    assert unit is not None
+    assert core.retry_backoff_ms(unit, 1, Fenced()) is None
+    assert not core.skips(Fenced())
+    assert core.retry_backoff_ms(unit, 1, ValueError()) == 100 and core.skips(ValueError())

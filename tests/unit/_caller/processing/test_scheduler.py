@@ -151,3 +151,18 @@ def test_every_record_runs_once_within_the_limit_and_each_lane_in_offset_order(
     for r in started:
         by_lane.setdefault(lane_of(r, ordering), []).append(r.offset)
     assert all(offsets == sorted(offsets) for offsets in by_lane.values())
+
+
+def test_take_run_takes_one_lanes_records_and_done_run_lets_the_lane_go_on() -> None:
+    scheduler = Scheduler(Ordering.PARTITION)
+    for offset in range(5):
+        scheduler.add(ConsumerRecord("t", 0, offset, 0, 0, None, b"", (), None, 1, 1))
+    scheduler.add(ConsumerRecord("t", 1, 0, 0, 0, None, b"", (), None, 1, 1))
+    run = scheduler.take_run(4)
+    assert [(r.partition, r.offset) for _, r in run] == [(0, 0), (0, 1), (0, 2), (0, 3)]
+    assert (scheduler.running, scheduler.waiting, scheduler.ready) == (4, 2, 1)
+    assert [(r.partition, r.offset) for _, r in scheduler.take_run(4)] == [(1, 0)]
+    assert scheduler.take_run(4) == []
+    scheduler.done_run(run[0][0], len(run))
+    assert [(r.partition, r.offset) for _, r in scheduler.take_run(4)] == [(0, 4)]
+    assert scheduler.running == 2 and scheduler.ready == 0
