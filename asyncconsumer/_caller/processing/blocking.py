@@ -55,7 +55,7 @@ class BlockingProcessing:
             return
         # process_transactionally: each unit (transaction, handler, offset, commit) runs whole in a pool thread
         leases = Leases()
-        units = BlockingUnits(offsets, leases, handler, options.on_skip, store_timeout_ms)
+        units = BlockingUnits(offsets, leases, handler, options.on_skip, store_timeout_ms, core.clock)
         self._handler = units.handle
         pool = self._pool
 

@@ -231,12 +231,14 @@ class BlockingUnits:
         handler: BlockingTxHandler,
         on_skip: OnSkip | None,
         store_timeout_ms: int,
+        clock: Clock,
     ) -> None:
         self._store = store
         self._leases = leases
         self._handler = handler
         self._on_skip = on_skip
         self._timeout_ms = store_timeout_ms
+        self._clock = clock
 
     def handle(self, records: list[ConsumerRecord]) -> None:
         self._transact(records, self._handler)
@@ -249,7 +251,7 @@ class BlockingUnits:
     def _transact(self, records: list[ConsumerRecord], body: BlockingTxHandler | None) -> None:
         store, leases = self._store, self._leases
         lease, next_offset = _unit_of(records, leases)
-        started = time.monotonic()
+        started = self._clock.now_ms()
         waits = backoffs(*BACKOFF_MS)
         while True:
             try:
@@ -266,7 +268,7 @@ class BlockingUnits:
             except Exception as exc:
                 if not store.unavailable(exc):
                     raise
-                waited = int((time.monotonic() - started) * 1000)
+                waited = self._clock.now_ms() - started
                 if waited >= self._timeout_ms:
                     raise OffsetStoreUnavailableError(store.name, f"unreachable for {waited} ms: {exc}") from exc
                 _log_unavailable(store.name, exc, waited)

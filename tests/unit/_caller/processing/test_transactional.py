@@ -293,7 +293,7 @@ def test_the_blocking_units_do_the_same_in_the_callers_thread(tmp_path: Path) ->
 
     skipped: list[int] = []
     units = BlockingUnits(
-        store, leases, handle, lambda records, error: skipped.extend(r.offset for r in records), 1_000
+        store, leases, handle, lambda records, error: skipped.extend(r.offset for r in records), 1_000, ManualClock(0)
     )
     units.handle([record(TP0, 0), record(TP0, 1)])
     with pytest.raises(ValueError, match="no"):
