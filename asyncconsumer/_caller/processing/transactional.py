@@ -155,8 +155,28 @@ def _fenced(error: OffsetStoreFencedError, leases: Leases, lease: Lease) -> bool
     return held
 
 
-def _log_unavailable(store: str, error: BaseException, waited_ms: int) -> None:
-    log.warning("eos.store_unavailable", store=store, waited_ms=waited_ms, error=repr(error))
+class _Unreachable:
+    """A store's bound on being unreachable, for one claim or unit: a failed attempt the store calls unavailable
+    waits the next backoff, until ``timeout_ms`` from the first attempt, then ``OffsetStoreUnavailableError``; any
+    other error is raised as it is."""
+
+    def __init__(self, name: str, unavailable: Callable[[BaseException], bool], clock: Clock, timeout_ms: int) -> None:
+        self._name = name
+        self._unavailable = unavailable
+        self._clock = clock
+        self._timeout_ms = timeout_ms
+        self._started = clock.now_ms()
+        self._waits = backoffs(*BACKOFF_MS)
+
+    def wait_after(self, error: Exception) -> float:
+        """The seconds to wait before the next attempt, or raises."""
+        if not self._unavailable(error):
+            raise error
+        waited = self._clock.now_ms() - self._started
+        if waited >= self._timeout_ms:
+            raise OffsetStoreUnavailableError(self._name, f"unreachable for {waited} ms: {error}") from error
+        log.warning("eos.store_unavailable", store=self._name, waited_ms=waited, error=repr(error))
+        return next(self._waits)
 
 
 class AsyncUnits:
@@ -194,8 +214,7 @@ class AsyncUnits:
     async def _transact(self, records: list[ConsumerRecord], body: AsyncTxHandler | None) -> None:
         store, leases = self._store, self._leases
         lease, next_offset = _unit_of(records, leases)
-        started = self._clock.now_ms()
-        waits = backoffs(*BACKOFF_MS)
+        unreachable = _Unreachable(store.name, store.unavailable, self._clock, self._timeout_ms)
         while True:
             try:
                 async with store.transaction() as tx:
@@ -209,13 +228,7 @@ class AsyncUnits:
                     raise
                 return
             except Exception as exc:
-                if not store.unavailable(exc):
-                    raise
-                waited = self._clock.now_ms() - started
-                if waited >= self._timeout_ms:
-                    raise OffsetStoreUnavailableError(store.name, f"unreachable for {waited} ms: {exc}") from exc
-                _log_unavailable(store.name, exc, waited)
-                await asyncio.sleep(next(waits))
+                await asyncio.sleep(unreachable.wait_after(exc))
                 continue
             leases.advance(lease, next_offset)
             return
@@ -251,8 +264,7 @@ class BlockingUnits:
     def _transact(self, records: list[ConsumerRecord], body: BlockingTxHandler | None) -> None:
         store, leases = self._store, self._leases
         lease, next_offset = _unit_of(records, leases)
-        started = self._clock.now_ms()
-        waits = backoffs(*BACKOFF_MS)
+        unreachable = _Unreachable(store.name, store.unavailable, self._clock, self._timeout_ms)
         while True:
             try:
                 with store.transaction() as tx:
@@ -266,13 +278,7 @@ class BlockingUnits:
                     raise
                 return
             except Exception as exc:
-                if not store.unavailable(exc):
-                    raise
-                waited = self._clock.now_ms() - started
-                if waited >= self._timeout_ms:
-                    raise OffsetStoreUnavailableError(store.name, f"unreachable for {waited} ms: {exc}") from exc
-                _log_unavailable(store.name, exc, waited)
-                time.sleep(next(waits))
+                time.sleep(unreachable.wait_after(exc))
                 continue
             leases.advance(lease, next_offset)
             return
@@ -325,21 +331,13 @@ class TransactionalHook(ConsumerRebalanceListener):
         """Claims ``partitions`` (retrying while the store cannot be reached) and moves their positions."""
         if not partitions:
             return
-        clock = self._core.clock
-        started = clock.now_ms()
-        waits = backoffs(*BACKOFF_MS)
+        unreachable = _Unreachable(self.claims.name, self.claims.unavailable, self._core.clock, self._timeout_ms)
         while True:
             try:
                 leases = await self.claims.claim(self.group, partitions)
                 break
             except Exception as exc:
-                if not self.claims.unavailable(exc):
-                    raise
-                waited = clock.now_ms() - started
-                if waited >= self._timeout_ms:
-                    raise OffsetStoreUnavailableError(self.claims.name, f"unreachable for {waited} ms: {exc}") from exc
-                _log_unavailable(self.claims.name, exc, waited)
-                await asyncio.sleep(next(waits))
+                await asyncio.sleep(unreachable.wait_after(exc))
         self._leases.update(leases)
         unset = []
         for tp, lease in leases.items():
