@@ -314,8 +314,9 @@ class NetworkClientDelegate:
         try:
             await conn.connect(self._setup_timeout_ms / 1000)
         except AuthenticationError as exc:
-            await conn.close(exc)
+            # Stopped before the close awaits: the turns run while it closes must start no other attempt.
             self._stop_on(exc, conn)
+            await conn.close(exc)
             return
         except KafkaError as exc:
             # The first failure since the node last answered is a warning, at once (as Java's); retries are info.
@@ -353,8 +354,8 @@ class NetworkClientDelegate:
         try:
             await conn.reauthenticate(self._setup_timeout_ms / 1000, now_ms + self._setup_timeout_ms)
         except AuthenticationError as exc:
+            self._stop_on(exc, conn)  # before the close awaits, as in _connect
             await conn.close(exc)
-            self._stop_on(exc, conn)
             return
         except KafkaError as exc:
             log.info("connection.reauthentication_failed", node=conn.node_id, error=str(exc))

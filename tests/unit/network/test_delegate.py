@@ -20,6 +20,7 @@ import pytest
 
 from asyncconsumer._clock import ManualClock, SystemClock
 from asyncconsumer.errors import (
+    AuthenticationError,
     KafkaConnectionError,
     RequestTimedOutError,
     ResponseTooLargeError,
@@ -29,6 +30,7 @@ from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.coordinator import COORDINATOR_NODE_BASE
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.network.delegate import NetworkClientDelegate
+from asyncconsumer.network.security import ConnectionSecurity, SaslCredentials
 from asyncconsumer.protocol.base import Request, decode_request_frame, encode_response
 from asyncconsumer.protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
 from asyncconsumer.protocol.messages.list_offsets import ListOffsetsRequest
@@ -400,6 +402,7 @@ class Driven:
         request_timeout_ms: int = 2_000,
         setup_timeout_ms: int = 2_000,
         reconnect_backoff: ExponentialBackoff | None = None,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         self.clock = ManualClock(1_000)
         self.delegate = NetworkClientDelegate(
@@ -410,6 +413,7 @@ class Driven:
             connection_setup_timeout_ms=setup_timeout_ms,
             max_in_flight=5,
             reconnect_backoff=reconnect_backoff or ExponentialBackoff(0, 0),
+            security=security,
         )
         self.results: list[object] = []
 
@@ -516,6 +520,33 @@ def test_the_reconnect_backoff_counts_from_the_start_of_the_attempt_that_failed(
         run_driven(nodes, body, setup_timeout_ms=200, reconnect_backoff=ExponentialBackoff(1_000, 1_000, jitter=0))
     finally:
         silent.close()
+
+
+def test_an_authentication_failure_stops_all_attempts_even_with_no_reconnect_backoff(scripted: Any) -> None:
+    # The failed attempt's close awaits; the turns that run meanwhile must not start a second attempt (with the
+    # backoff counted from the attempt's start, a SASL handshake slower than the backoff had already waited it out:
+    # the broker saw two refused logins where Kafka's tests want one).
+    broker = scripted(lambda key, version, request: metadata_answer())  # offers no SaslHandshake: a fatal refusal
+    nodes = Directory({1: broker.port})
+    plain = ConnectionSecurity(sasl=SaslCredentials("PLAIN", "alice", "secret"))
+
+    async def body(d: Driven) -> None:
+        stopped_at_close: list[bool] = []  # the close's await is a turn's chance: the stop must come before it
+        d.delegate.add_disconnect_listener(
+            lambda node, reason: stopped_at_close.append(d.delegate.fatal_error is not None)
+        )
+        d.send(1)
+        await d.until(lambda: bool(d.results))
+        assert stopped_at_close == [True]
+        assert isinstance(d.results[0], AuthenticationError), d.results[0]
+        assert isinstance(d.delegate.fatal_error, AuthenticationError)
+        d.send(1)
+        for _ in range(20):  # turns with no backoff left to wait: still no attempt
+            await d.delegate.poll(5, d.clock.now_ms())
+        assert broker.connections == 1
+        assert isinstance(d.results[-1], AuthenticationError) and len(d.results) == 2
+
+    run_driven(nodes, body, security=plain)
 
 
 def test_a_request_that_times_out_makes_its_node_unreachable(scripted: Any) -> None:
