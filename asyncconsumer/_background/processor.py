@@ -125,13 +125,8 @@ class ApplicationEventProcessor(EventProcessor):
                 self._subs.request_reset(partitions, strategy)
                 event.complete(None)
             case PauseEvent(partitions=partitions, paused=paused):
+                # What was fetched ahead is kept for the resume (the caller's collector holds it, within a budget).
                 self._subs.set_paused(partitions, paused)
-                if paused:
-                    # Drop what was fetched ahead so a paused partition never holds buffer space.
-                    for tp in partitions:
-                        position = self._subs.position(tp)
-                        if position is not None:
-                            self._subs.seek(tp, position)
                 event.complete(None)
             case UpdatePositionsEvent(partitions=partitions):
                 self._subs.require_assigned(partitions)

@@ -79,6 +79,7 @@ class SubscriptionState:
         self._epoch_counter = 0
         self._subscribed: frozenset[str] | None = None
         """Background (processing subscribe/unsubscribe events and pattern matches); the caller reads it."""
+        self._any_paused = False
         self.assignment_version = 0
         """Bumped by the background whenever the assignment changes, so managers can drop per-assignment
         bookkeeping; read by plugins (background) and the caller."""
@@ -401,6 +402,7 @@ class SubscriptionState:
             states = [self._state(tp) for tp in partitions]
             for state in states:
                 state.paused = paused
+            self._any_paused = paused or any(st.paused for st in self._partitions.values())
 
     def mark_pending_revocation(self, partitions: Iterable[TopicPartition]) -> None:
         """The group is revoking these, or they were lost (those still assigned): they are no longer fetched or
@@ -410,6 +412,16 @@ class SubscriptionState:
                 state = self._partitions.get(tp)
                 if state is not None:
                     state.pending_revocation = True
+
+    def any_paused(self) -> bool:
+        """Whether any partition may be paused: a flag (the fetch manager asks each round), at worst set after the
+        paused partitions left the assignment."""
+        return self._any_paused
+
+    def is_paused(self, tp: TopicPartition) -> bool:
+        """Paused by the caller and not being revoked: what was fetched for it is kept for its resume."""
+        state = self._partitions.get(tp)
+        return state is not None and state.paused and not state.pending_revocation
 
     def is_withheld(self, tp: TopicPartition) -> bool:
         """Paused by the caller, or being revoked: its buffered records are not returned."""

@@ -71,6 +71,10 @@ log = get_logger("asyncconsumer.fetch")
 FETCHES_PER_NODE = 2
 """Fetches in flight to one broker at most: two over disjoint partitions while records wait there."""
 
+PAUSED_BEHIND_MAX_WAIT_MS = 50
+"""The most a fetch waits at a broker for new records while a paused partition of that broker has records waiting:
+a broker serves a connection's requests in order, so the fetch that partition's resume sends waits behind it."""
+
 
 class _Sent(NamedTuple):
     """One partition of a fetch sent: made for every partition of every fetch (1,024 of them per fetch of a topic
@@ -217,11 +221,31 @@ class FetchManager:
         # most half the limit, a pipelined one a quarter, so the next fetch can be under way while the caller
         # decodes.
         per_fetch = room // len(planned)
+        held = self._paused_behind_nodes() if self._behind and self._subs.any_paused() else ()
+        longest = self._config.fetch_max_wait_ms
         requests = tuple(
-            self._request(node, sent, self._share(limit // (4 if pipelined else 2), per_fetch), now_ms)
+            self._request(
+                node,
+                sent,
+                self._share(limit // (4 if pipelined else 2), per_fetch),
+                now_ms,
+                min(longest, PAUSED_BEHIND_MAX_WAIT_MS) if node in held and behind.isdisjoint(sent) else longest,
+            )
             for node, sent, pipelined in planned
         )
         return PollResult(wait, requests)
+
+    def _paused_behind_nodes(self) -> set[int]:
+        """The leaders of paused partitions with records waiting: a fetch to them that may wait for new records is
+        kept short, so a resume (``process()`` pauses for backpressure) is not held up to ``fetch_max_wait_ms``."""
+        nodes: set[int] = set()
+        subs, routes = self._subs, self._routes
+        for tp, epoch in self._behind.items():
+            if subs.is_paused(tp) and subs.epoch(tp) == epoch:
+                route = routes.get(tp)
+                if route is not None and route[0] is not None:
+                    nodes.add(route[0])
+        return nodes
 
     def _share(self, most: int, per_fetch: int) -> int:
         return max(1, min(self._config.fetch_max_bytes, max(1, most), per_fetch))
@@ -244,7 +268,9 @@ class FetchManager:
         self._closing = True  # the fetches still out end when the connections close: cancelled, not failed
         return PollResult()
 
-    def _request(self, node: int, sent: dict[TopicPartition, _Sent], max_bytes: int, now_ms: int) -> UnsentRequest:
+    def _request(
+        self, node: int, sent: dict[TopicPartition, _Sent], max_bytes: int, now_ms: int, max_wait_ms: int
+    ) -> UnsentRequest:
         self._in_flight[node] += 1
         self._partitions_in_flight.update(sent)
         self._buffer.reserve(max_bytes)
@@ -259,7 +285,7 @@ class FetchManager:
             wanted[tp] = (s.fetch_offset, s.max_bytes, -1 if epoch is None else epoch)
         session, fetch = self.sessions.prepare(node, wanted, now_ms)
         request = FetchRequest(
-            max_wait_ms=self._config.fetch_max_wait_ms,
+            max_wait_ms=max_wait_ms,
             min_bytes=self._config.fetch_min_bytes,
             max_bytes=max_bytes,
             topics=fetch.topics,

@@ -111,7 +111,7 @@ def test_seek_reset_and_pause_change_the_subscription_state() -> None:
     assert epoch is not None and parts.subs.fetched(T0, epoch, 5, 9, 20, -1, -1)  # fetched ahead of the caller
     parts.process(PauseEvent(partitions=frozenset([T0]), paused=True, deadline_ms=10))
     assert parts.subs.paused() == {T0}
-    assert parts.subs.epoch(T0) != epoch  # what was fetched ahead is dropped: a paused partition holds no buffer
+    assert parts.subs.epoch(T0) == epoch  # what was fetched ahead is kept for the resume (the collector parks it)
     assert parts.subs.position(T0) == 5
     parts.process(PauseEvent(partitions=frozenset([T0]), paused=False, deadline_ms=10))
     assert parts.subs.paused() == set()

@@ -109,6 +109,75 @@ def test_a_seek_drops_buffered_data_of_the_old_position() -> None:
     assert buffer.buffered_bytes == 0
 
 
+def test_a_pause_keeps_what_was_fetched_and_resume_takes_it_up_where_it_stopped() -> None:
+    # KAFKA-7548: a resumed partition hands out at once, with no fetch again (which could wait behind a long poll)
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b", b"c"]), max_partition_fetch_bytes=1024)
+    assert [r.offset for r in collector.collect(1)[TP]] == [0]
+    epoch = subs.epoch(TP)
+    subs.set_paused([TP], True)
+    add(buffer, subs, build_batch(3, [b"d", b"e"]), 3)  # a fetch in flight at the pause arrives while paused
+    held = buffer.buffered_bytes
+    assert collector.collect(10) == {}
+    assert buffer.buffered_bytes == held > 0 and subs.epoch(TP) == epoch and subs.position(TP) == 1
+    subs.set_paused([TP], False)
+    assert [r.offset for r in collector.collect(3)[TP]] == [1, 2, 3]
+    assert [r.offset for r in collector.collect(10)[TP]] == [4]
+    assert subs.position(TP) == 5 and buffer.buffered_bytes == 0
+
+
+def test_a_fetch_paused_again_after_its_resume_stays_ahead_of_the_fetches_kept_behind_it() -> None:
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b", b"c"]), max_partition_fetch_bytes=1024)
+    assert [r.offset for r in collector.collect(1)[TP]] == [0]
+    subs.set_paused([TP], True)
+    add(buffer, subs, build_batch(3, [b"d", b"e"]), 3)
+    assert collector.collect(10) == {}
+    subs.set_paused([TP], False)
+    assert [r.offset for r in collector.collect(1)[TP]] == [1]
+    subs.set_paused([TP], True)  # the first fetch is under way again, the second still kept
+    assert collector.collect(10) == {}
+    subs.set_paused([TP], False)
+    assert [r.offset for r in collector.collect(10)[TP]] == [2, 3, 4]
+    assert buffer.buffered_bytes == 0
+
+
+def test_a_paused_partitions_fetches_are_kept_while_others_are_handed_out() -> None:
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b"]), max_partition_fetch_bytes=1024)
+    other = TopicPartition("t", 1)
+    subs.assign([TP, other])
+    subs.seek(TP, 0)
+    subs.seek(other, 0)
+    add(buffer, subs, build_batch(0, [b"a", b"b"]), 0)
+    view = memoryview(build_batch(0, [b"x"]))
+    buffer.add_all([CompletedFetch(other, subs.epoch(other) or 0, 0, 1, view, 1)])
+    buffer.deliver()
+    subs.set_paused([TP], True)
+    assert {tp: [r.value for r in rs] for tp, rs in collector.collect(10).items()} == {other: [b"x"]}
+    subs.set_paused([TP], False)
+    assert [r.offset for r in collector.collect(10)[TP]] == [0, 1]
+
+
+def test_what_a_pause_kept_is_dropped_when_the_partition_is_sought_or_revoked() -> None:
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b", b"c"]), max_partition_fetch_bytes=1024)
+    assert [r.offset for r in collector.collect(1)[TP]] == [0]
+    subs.set_paused([TP], True)
+    assert collector.collect(10) == {} and buffer.buffered_bytes > 0
+    subs.seek(TP, 40)
+    subs.set_paused([TP], False)
+    assert collector.collect(10) == {}
+    assert buffer.buffered_bytes == 0 and subs.position(TP) == 40
+
+
+def test_a_pause_over_the_budget_drops_its_fetches_and_seeks_back_to_the_position() -> None:
+    # The budget is half the limit less one partition's fetch: here a 1 MiB limit and 1 MiB partition fetches
+    # leave none, so the partition is fetched again from its position on resume, and others keep their room.
+    collector, subs, buffer = setup(build_batch(0, [b"a", b"b", b"c"]))
+    assert [r.offset for r in collector.collect(1)[TP]] == [0]
+    epoch = subs.epoch(TP)
+    subs.set_paused([TP], True)
+    assert collector.collect(10) == {}
+    assert buffer.buffered_bytes == 0 and subs.position(TP) == 1 and subs.epoch(TP) != epoch
+
+
 @pytest.mark.parametrize("columns", [True, False], ids=["poll_arrow", "poll"])
 def test_poll_arrow_takes_what_was_buffered_when_it_began(columns: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fetch the background adds while ``poll_arrow`` decodes waits for the next poll (which counts this one as

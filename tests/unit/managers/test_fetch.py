@@ -631,6 +631,45 @@ def test_a_second_fetch_goes_only_where_records_wait_and_one_fetch_at_a_time_onc
     assert named(last) == {0, 1, 2, 3} and max_bytes(last) == 4 << 20
 
 
+def max_wait(request: UnsentRequest) -> int:
+    assert isinstance(request.request, FetchRequest)
+    return request.request.max_wait_ms
+
+
+def test_a_fetch_that_may_wait_is_kept_short_while_a_paused_partition_of_its_broker_has_records_waiting() -> None:
+    # A broker serves a connection's requests in order: the fetch a resume sends would wait behind a long poll of
+    # the caught-up partitions (process() pauses for backpressure and resumes within milliseconds).
+    manager, subs, _ = backlog_fixture()  # every partition has records waiting
+    a, b = manager.poll(2).unsent_requests
+    assert max_wait(a) == max_wait(b) == 500  # records wait in both: the broker answers at once anyway
+    paused = sorted(named(b))
+    subs.set_paused([TPS[p] for p in paused], True)
+    b.on_response(fetch_answer({p: (0, build_batch(1, [b"z"])) for p in paused}, high_watermark=100), 3)
+    a.on_response(fetch_answer({p: (0, build_batch(1, [b"y"])) for p in named(a)}, high_watermark=2), 4)
+    caught_up = only(manager.poll(5).unsent_requests)  # only the caught-up partitions, which may wait
+    assert named(caught_up) == set(range(4)) - set(paused)
+    assert max_wait(caught_up) == fetch_module.PAUSED_BEHIND_MAX_WAIT_MS == 50
+    subs.set_paused([TPS[p] for p in paused], False)
+    caught_up.on_response(fetch_answer({}), 60)
+    resumed = manager.poll(61).unsent_requests  # each names a partition with records waiting: answered at once
+    assert set().union(*(named(r) for r in resumed)) == {0, 1, 2, 3}
+    assert [max_wait(r) for r in resumed] == [500, 500]
+    for request in resumed:
+        request.on_response(
+            fetch_answer({p: (0, build_batch(2, [b"w"])) for p in named(request)}, high_watermark=3), 62
+        )
+    assert max_wait(only(manager.poll(63).unsent_requests)) == 500  # all caught up, nothing paused: the long poll
+
+
+def test_a_paused_partition_caught_up_leaves_the_long_poll_alone() -> None:
+    manager, subs, _ = backlog_fixture()
+    a, b = manager.poll(2).unsent_requests
+    for request in (a, b):
+        request.on_response(fetch_answer({p: (0, build_batch(1, [b"y"])) for p in named(request)}, high_watermark=2), 3)
+    subs.set_paused([TPS[0]], True)
+    assert max_wait(only(manager.poll(4).unsent_requests)) == 500
+
+
 @pytest.mark.parametrize(
     "config", [{"fetch_min_bytes": 1024}, {"max_in_flight_requests_per_connection": 1}], ids=["min_bytes", "in_flight"]
 )
