@@ -169,7 +169,11 @@ class ConsumerCore(ClientCore[Components]):
     def set_paused(self, partitions: Iterable[Any], paused: bool) -> Future[None]:
         tps = frozenset(to_partition(p) for p in partitions)
         self.subscriptions.require_assigned(tps)
-        return self.submit(PauseEvent(partitions=tps, paused=paused, deadline_ms=self.deadline(None)))
+        done = self.submit(PauseEvent(partitions=tps, paused=paused, deadline_ms=self.deadline(None)))
+        if not paused:
+            # A poll waiting now hands out what the pause kept for these at once, not when the next fetch lands.
+            done.add_done_callback(lambda _: self.parts.signal.notify())
+        return done
 
     # --- offsets and metadata --------------------------------------------------------------------------------
     def list_offsets(

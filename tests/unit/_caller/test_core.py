@@ -316,6 +316,23 @@ def test_set_auto_commit_changes_the_callers_flag_at_once_and_the_background_ans
         c.finish_close(5)
 
 
+def test_a_resume_wakes_a_waiting_poll_so_what_the_pause_kept_is_handed_out_at_once() -> None:
+    c = core()
+    try:
+        c.assign([TP]).result(5)
+        c.set_paused([TP], True).result(5)
+        seen = c.parts.signal.seq
+        c.set_paused([TP], True).result(5)
+        assert c.parts.signal.seq == seen  # a pause wakes nobody
+        c.set_paused([TP], False).result(5)
+        assert c.parts.signal.wait(seen, 5)  # the resume did (a poll waiting on it re-collects)
+    finally:
+        closing = c.close(1_000)
+        if closing is not None:
+            closing.result(5)
+        c.finish_close(5)
+
+
 def test_set_rebalance_hook_installs_it_at_once_and_the_background_answers() -> None:
     c = core(group_id="g")
     hook = Calls("hook", [])
