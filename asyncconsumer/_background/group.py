@@ -213,6 +213,10 @@ class ConsumerGroup:
 
         def ask(_: object = None) -> None:
             if self.asks_caller or kind == "lost":
+                if kind == "assigned":
+                    # Not fetched before the listener ran: one that seeks (to offsets of its own) wastes no fetch.
+                    self._subs.await_listener(partitions)
+                    done.add_done_callback(lambda _: self._subs.listener_ran(partitions))
                 self._events.stage(RebalanceEvent(kind, partitions, done))
             elif not done.done():
                 done.set_result(None)

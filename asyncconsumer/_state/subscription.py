@@ -41,6 +41,10 @@ class PartitionState:
     """Background, as the group revokes the partition or the member loses it (before the rebalance listener runs):
     nothing more of it is fetched or returned until it leaves the assignment. A ``resume`` does not undo it (Java's
     ``markPendingRevocation``); only an assignment that keeps the partition does."""
+    awaiting_listener: bool = False
+    """Set by the background as the group assigns the partition to a consumer with a rebalance listener, cleared on
+    the caller's side once ``on_partitions_assigned`` ran: not fetched meanwhile, so a listener that seeks wastes
+    no fetch (Java's ``pendingOnAssignedCallback``). Its position is looked up meanwhile all the same."""
     high_watermark: int | None = None
     """Background (each fetch answer); read by the caller for lag and ``highwater``."""
     last_stable_offset: int | None = None
@@ -132,6 +136,22 @@ class SubscriptionState:
                 kept[tp] = PartitionState(epoch=epoch, held_since=epoch, reset_strategy=COMMITTED)
             self._partitions = kept
             self.assignment_version += 1
+
+    def await_listener(self, partitions: Iterable[TopicPartition]) -> None:
+        """Background: ``partitions`` are not fetched until ``listener_ran`` (the caller's assigned callback)."""
+        with self._lock:
+            for tp in partitions:
+                state = self._partitions.get(tp)
+                if state is not None:
+                    state.awaiting_listener = True
+
+    def listener_ran(self, partitions: Iterable[TopicPartition]) -> None:
+        """Caller: ``on_partitions_assigned`` returned (or raised) for ``partitions``; they may be fetched."""
+        with self._lock:
+            for tp in partitions:
+                state = self._partitions.get(tp)
+                if state is not None:
+                    state.awaiting_listener = False
 
     def partitions_awaiting_committed(self) -> dict[TopicPartition, int]:
         """{tp: epoch} for partitions whose committed offset has to be looked up before fetching."""
@@ -271,6 +291,7 @@ class SubscriptionState:
                 if st.fetch_position is not None
                 and not st.paused
                 and not st.pending_revocation
+                and not st.awaiting_listener
                 and st.validating is None
             ]
 

@@ -85,6 +85,7 @@ def test_telemetry_reads_the_callers_metrics_and_is_not_built_when_turned_off() 
 def test_the_loop_polls_a_kind_s_managers_in_the_order_its_parts_declare_them() -> None:
     """A kind adds a manager with one field: POLLED fields are polled in declaration order, a group's managers and a
     dict's values in place, a part that is None (not built) skipped, and other fields never."""
+
     class Manager:
         def __init__(self, name: str) -> None:
             self.name = name

@@ -104,6 +104,28 @@ def test_the_listener_is_asked_on_the_callers_side_and_revoked_partitions_are_wi
     assert not revoked.done.done()
 
 
+def test_assigned_partitions_are_not_fetched_before_the_callers_listener_ran() -> None:
+    # Java's pendingOnAssignedCallback: a listener that seeks (to offsets of its own) costs no fetch, and
+    # process_transactionally's claim moves the positions before anything of them is fetched.
+    wired = WiredGroup(enable_auto_commit=False)
+    wired.join_as_leader(listener=True)
+    (assigned,) = wired.asked
+    subs = wired.subscriptions
+    for tp in (T0, T1):
+        subs.seek(tp, 7)  # a position known (the committed lookup goes on meanwhile)
+    assert subs.fetchable() == []
+    assigned.done.set_result(None)  # the caller's side ran it
+    assert {tp for tp, *_ in subs.fetchable()} == {T0, T1}
+
+
+def test_without_a_listener_assigned_partitions_are_fetched_at_once() -> None:
+    wired = WiredGroup(enable_auto_commit=False)
+    wired.join_as_leader(listener=False)
+    for tp in (T0, T1):
+        wired.subscriptions.seek(tp, 7)
+    assert {tp for tp, *_ in wired.subscriptions.fetchable()} == {T0, T1}
+
+
 def test_with_auto_commit_the_revoke_callback_is_asked_only_once_the_positions_are_committed() -> None:
     wired = WiredGroup()
     wired.join_as_leader(listener=True)
@@ -216,8 +238,12 @@ def test_unknown_topics_of_a_manual_assignment_or_a_pattern_are_not_warned_of(mo
 
 @pytest.mark.parametrize(
     ("protocol", "code"),
-    [("classic", ErrorCode.ILLEGAL_GENERATION), ("classic", ErrorCode.UNKNOWN_MEMBER_ID),
-     ("consumer", ErrorCode.FENCED_MEMBER_EPOCH), ("consumer", ErrorCode.UNKNOWN_MEMBER_ID)],
+    [
+        ("classic", ErrorCode.ILLEGAL_GENERATION),
+        ("classic", ErrorCode.UNKNOWN_MEMBER_ID),
+        ("consumer", ErrorCode.FENCED_MEMBER_EPOCH),
+        ("consumer", ErrorCode.UNKNOWN_MEMBER_ID),
+    ],
 )
 def test_a_commit_refused_for_the_member_s_generation_fences_it_at_once(protocol: str, code: ErrorCode) -> None:
     """The network-faults issue's third defect: the coordinator refused a commit because it no longer knows the

@@ -100,4 +100,3 @@ def test_added_fetches_reach_the_caller_only_when_delivered_and_wake_it_then() -
     assert signal.seq != seen
     assert buffer.take() is fetch
     assert not buffer.deliver()  # nothing staged: no wake-up
-
