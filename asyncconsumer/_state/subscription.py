@@ -439,6 +439,19 @@ class SubscriptionState:
         paused partitions left the assignment."""
         return self._any_paused
 
+    def paused_behind(self) -> list[TopicPartition]:
+        """Paused partitions whose fetch position is below the high watermark last fetched: records wait there."""
+        with self._lock:
+            return [
+                tp
+                for tp, st in self._partitions.items()
+                if st.paused
+                and not st.pending_revocation
+                and st.fetch_position is not None
+                and st.high_watermark is not None
+                and st.fetch_position < st.high_watermark
+            ]
+
     def is_paused(self, tp: TopicPartition) -> bool:
         """Paused by the caller and not being revoked: what was fetched for it is kept for its resume."""
         state = self._partitions.get(tp)

@@ -221,7 +221,7 @@ class FetchManager:
         # most half the limit, a pipelined one a quarter, so the next fetch can be under way while the caller
         # decodes.
         per_fetch = room // len(planned)
-        held = self._paused_behind_nodes() if self._behind and self._subs.any_paused() else ()
+        held = self._paused_behind_nodes() if self._subs.any_paused() and not behind else ()
         longest = self._config.fetch_max_wait_ms
         requests = tuple(
             self._request(
@@ -239,12 +239,11 @@ class FetchManager:
         """The leaders of paused partitions with records waiting: a fetch to them that may wait for new records is
         kept short, so a resume (``process()`` pauses for backpressure) is not held up to ``fetch_max_wait_ms``."""
         nodes: set[int] = set()
-        subs, routes = self._subs, self._routes
-        for tp, epoch in self._behind.items():
-            if subs.is_paused(tp) and subs.epoch(tp) == epoch:
-                route = routes.get(tp)
-                if route is not None and route[0] is not None:
-                    nodes.add(route[0])
+        cluster = self._metadata.cluster
+        for tp in self._subs.paused_behind():  # also those a pause dropped and sought back (fetch_collector)
+            leader = cluster.leader_for(tp)
+            if leader is not None:
+                nodes.add(leader)
         return nodes
 
     def _share(self, most: int, per_fetch: int) -> int:

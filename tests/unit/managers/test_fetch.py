@@ -661,6 +661,17 @@ def test_a_fetch_that_may_wait_is_kept_short_while_a_paused_partition_of_its_bro
     assert max_wait(only(manager.poll(63).unsent_requests)) == 500  # all caught up, nothing paused: the long poll
 
 
+def test_a_paused_partition_sought_back_below_its_high_watermark_keeps_the_wait_short() -> None:
+    # a pause over its budget drops what was fetched and seeks back (fetch_collector): records wait there again
+    manager, subs, _ = backlog_fixture()
+    a, b = manager.poll(2).unsent_requests
+    for request in (a, b):
+        request.on_response(fetch_answer({p: (0, build_batch(1, [b"y"])) for p in named(request)}, high_watermark=2), 3)
+    subs.set_paused([TPS[0]], True)
+    subs.seek(TPS[0], 1)
+    assert max_wait(only(manager.poll(4).unsent_requests)) == 50
+
+
 def test_a_paused_partition_caught_up_leaves_the_long_poll_alone() -> None:
     manager, subs, _ = backlog_fixture()
     a, b = manager.poll(2).unsent_requests
