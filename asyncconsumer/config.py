@@ -140,11 +140,14 @@ class ConsumerConfig:
     """fetch.max.bytes: the most a broker returns for one fetch (it still returns one batch larger than this)."""
     max_partition_fetch_bytes: int = attrs.field(default=1_048_576, validator=checks.positive)
     """max.partition.fetch.bytes"""
-    fetch_buffer_bytes: int = attrs.field(default=8_388_608, validator=checks.positive)
+    fetch_buffer_bytes: int | None = attrs.field(default=None, validator=attrs.validators.optional(checks.positive))
     """No Java twin: the bound on fetched bytes held for the caller plus what fetches in flight may bring (each
     asks the broker for at most the room left, and at most half the current limit). Exceeded only by a batch larger
     than the room, which a broker returns whole so the consumer makes progress. The limit starts at half the bound
-    and doubles to it only when polls keep running the buffer dry while the background waits for room."""
+    and doubles to it only when polls keep running the buffer dry while the background waits for room. None (the
+    default): the bound follows the partitions assigned, 8 MiB up to 128 partitions and 64 KiB a partition above,
+    up to 64 MiB (a fetch round costs per partition, so many partitions need more bytes per round); an integer is
+    a fixed bound, the memory budget."""
     receive_message_max_bytes: int = attrs.field(
         default=attrs.Factory(_default_receive_max, takes_self=True), validator=_check_receive_max
     )
@@ -416,7 +419,7 @@ class ClientSettings(TypedDict, total=False):
     fetch_max_wait_ms: int
     fetch_max_bytes: int
     max_partition_fetch_bytes: int
-    fetch_buffer_bytes: int
+    fetch_buffer_bytes: int | None
     receive_message_max_bytes: int
     max_poll_records: int
     check_crcs: bool

@@ -73,8 +73,9 @@ class ConsumerMetrics:
     buffered_bytes: int
     """Fetched bytes waiting for the caller (bounded by ``fetch_buffer_limit_bytes``)."""
     fetch_buffer_limit_bytes: int
-    """What buffered plus in-flight bytes may reach now: half of ``fetch_buffer_bytes`` at first, grown to it when
-    the caller keeps running the buffer dry (see docs/how-it-works.md)."""
+    """What buffered plus in-flight bytes may reach now: half of the bound at first, grown to it when the caller
+    keeps running the buffer dry; the bound is ``fetch_buffer_bytes``, or by default follows the partitions
+    assigned (see docs/how-it-works.md)."""
     partitions: dict[TopicPartition, PartitionMetrics]
     rebalances: int
     last_heartbeat_age_ms: int | None

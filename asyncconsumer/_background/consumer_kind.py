@@ -136,9 +136,7 @@ class ConsumerKind:
             group=group,
             metadata=metadata,
             offsets=offsets,
-            validation=OffsetValidationManager(
-                subscriptions, metadata, config.auto_offset_reset, retry, events.stage
-            ),
+            validation=OffsetValidationManager(subscriptions, metadata, config.auto_offset_reset, retry, events.stage),
             fetch=fetch,
             plugins=plugins,
             telemetry=build_telemetry(

@@ -8,7 +8,8 @@ fetch manager sends only within what is left of the buffer's limit.
 The limit starts at half of ``fetch_buffer_bytes`` and doubles, up to it, when polls keep running the buffer dry
 while the background was held back by the limit: the caller could take more than the limit lets the background
 fetch ahead (a slow caller taking big polls, say). A caller that polls less than the limit holds never pays for
-the larger buffer. The limit never shrinks.
+the larger buffer. The limit never shrinks, but with ``fetch_buffer_bytes=None`` the bound follows the partitions
+assigned (``fit_partitions``), and the limit with it.
 
 What the background adds reaches the caller at the end of the loop iteration that added it (``deliver``), after the
 snapshot of that iteration is published: a caller that sees records also sees the fetch that brought them in
@@ -70,6 +71,15 @@ class CompletedFetch:
         return len(self.records)
 
 
+AUTO_BOUND_BYTES = 8 << 20
+"""The bound of a buffer sized to its assignment (``fetch_buffer_bytes=None``) up to ``AUTO_BOUND_BYTES //
+AUTO_BYTES_PER_PARTITION`` partitions."""
+AUTO_BYTES_PER_PARTITION = 64 << 10
+"""Above that, its bound per partition assigned: a fetch round costs the broker and the consumer per partition,
+so with thousands of partitions the bytes a round may bring bound the rate (``docs/performance.md``)."""
+AUTO_MAX_BYTES = 64 << 20
+"""The most a buffer sized to its assignment is bounded by."""
+
 GROW_AFTER_DRY_POLLS = 3
 """Dry polls in a row, each with the background held back by the limit since the one before, before the limit
 doubles: one could be the start-up transient or a hiccup."""
@@ -80,8 +90,8 @@ class FetchBuffer:
 
     def __init__(self, max_bytes: int, signal: CallerSignal, initial_bytes: int | None = None) -> None:
         self._lock = threading.Lock()
-        """Guards every field below but ``_bound``, ``_signal`` and ``_space_waiter`` (set once, before the thread
-        starts); both threads take it for a few lines only."""
+        """Guards every field below but ``_signal`` and ``_space_waiter`` (set once, before the thread starts);
+        both threads take it for a few lines only."""
         self._fetches: deque[CompletedFetch] = deque()
         """Background appends (``deliver``), caller pops."""
         self._staged: list[CompletedFetch] = []
@@ -93,6 +103,8 @@ class FetchBuffer:
         self._reserved = 0
         """Bytes fetches in flight may bring: background only (reserve on send, settle on answer)."""
         self._bound = max_bytes
+        self._sized_to_assignment = False
+        """Set by ``starting_at_half`` for ``fetch_buffer_bytes=None``: ``fit_partitions`` moves the bound."""
         self._limit = max_bytes if initial_bytes is None else max(1, min(initial_bytes, max_bytes))
         """Grown by the caller's dry polls, read by the background's ``room``."""
         self._held = False
@@ -108,10 +120,27 @@ class FetchBuffer:
         caller removes; the background reads it without the lock only to see that it is empty."""
 
     @classmethod
-    def starting_at_half(cls, max_bytes: int, signal: CallerSignal) -> Self:
-        """A buffer bounded by ``max_bytes`` (``fetch_buffer_bytes``) whose limit starts at half of it, as every kind
-        of consumer's does: a caller that never takes more than half never pays for the rest."""
-        return cls(max_bytes, signal, max_bytes // 2)
+    def starting_at_half(cls, max_bytes: int | None, signal: CallerSignal) -> Self:
+        """A buffer bounded by ``max_bytes`` (``fetch_buffer_bytes``; None: sized to the assignment, see
+        ``fit_partitions``) whose limit starts at half of it, as every kind of consumer's does: a caller that never
+        takes more than half never pays for the rest."""
+        bound = AUTO_BOUND_BYTES if max_bytes is None else max_bytes
+        buffer = cls(bound, signal, bound // 2)
+        buffer._sized_to_assignment = max_bytes is None
+        return buffer
+
+    def fit_partitions(self, partitions: int) -> None:
+        """Background side, as the assignment changes: a buffer sized to its assignment takes the bound of
+        ``partitions`` (its limit at least half of it, at most all of it); a fixed one stays as it is."""
+        if not self._sized_to_assignment:
+            return
+        bound = min(AUTO_MAX_BYTES, max(AUTO_BOUND_BYTES, partitions * AUTO_BYTES_PER_PARTITION))
+        with self._lock:
+            if bound == self._bound:
+                return
+            self._bound = bound
+            self._limit = max(min(self._limit, bound), bound // 2)
+        log.info("fetch.buffer_sized", partitions=partitions, bound=bound, limit=self._limit)
 
     def set_space_waiter(self, wake_background: Callable[[], None]) -> None:
         """How to wake the background when the caller frees space it was waiting for."""
@@ -124,6 +153,11 @@ class FetchBuffer:
     @property
     def reserved_bytes(self) -> int:
         return self._reserved
+
+    @property
+    def bound(self) -> int:
+        """What the limit may grow to: ``fetch_buffer_bytes``, or the assignment's bound (``fit_partitions``)."""
+        return self._bound
 
     @property
     def limit(self) -> int:

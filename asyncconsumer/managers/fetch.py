@@ -149,6 +149,7 @@ class FetchManager:
             self._behind = {tp: e for tp, e in self._behind.items() if tp in assigned}
             self._leader_epochs = {tp: e for tp, e in self._leader_epochs.items() if tp in assigned}
             self.read_replicas.retain(assigned)
+            self._buffer.fit_partitions(len(assigned))
         fetchable = self._subs.fetchable()
         if not fetchable:
             return PollResult()

@@ -3,7 +3,7 @@ buffer dry while the background is held back by the limit."""
 
 from __future__ import annotations
 
-from asyncconsumer._state.fetch_buffer import GROW_AFTER_DRY_POLLS, CompletedFetch, FetchBuffer
+from asyncconsumer._state.fetch_buffer import AUTO_MAX_BYTES, GROW_AFTER_DRY_POLLS, CompletedFetch, FetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer.records import TopicPartition
 from tests.support.fetch_buffer import held_back
@@ -100,3 +100,20 @@ def test_added_fetches_reach_the_caller_only_when_delivered_and_wake_it_then() -
     assert signal.seq != seen
     assert buffer.take() is fetch
     assert not buffer.deliver()  # nothing staged: no wake-up
+
+
+def test_a_buffer_sized_to_its_assignment_follows_the_partitions_and_a_fixed_one_does_not() -> None:
+    # fetch_buffer_bytes=None: 8 MiB up to 128 partitions, 64 KiB a partition above, up to 64 MiB
+    auto = FetchBuffer.starting_at_half(None, CallerSignal())
+    assert (auto.limit, auto.bound) == (4 << 20, 8 << 20)  # before any assignment: the old default's
+    auto.fit_partitions(4)
+    assert (auto.limit, auto.bound) == (4 << 20, 8 << 20)
+    auto.fit_partitions(1_024)
+    assert (auto.limit, auto.bound) == (32 << 20, 64 << 20)  # the limit starts at half the new bound
+    auto.fit_partitions(4_096)
+    assert auto.bound == AUTO_MAX_BYTES == 64 << 20
+    auto.fit_partitions(256)
+    assert (auto.limit, auto.bound) == (16 << 20, 16 << 20)  # fewer partitions: at most the smaller bound
+    fixed = FetchBuffer.starting_at_half(8 << 20, CallerSignal())
+    fixed.fit_partitions(1_024)
+    assert (fixed.limit, fixed.bound) == (4 << 20, 8 << 20)  # the user's budget holds
