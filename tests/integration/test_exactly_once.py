@@ -8,6 +8,7 @@ opened giving a typed error that names it. PostgreSQL's suite (the zombie, the d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 import time
@@ -33,19 +34,19 @@ def _group(name: str) -> str:
 
 
 def _results(path: Path) -> None:
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("CREATE TABLE IF NOT EXISTS results (partition INTEGER, offset INTEGER, value BLOB, member TEXT)")
 
 
 def _counts(path: Path) -> dict[tuple[int, int], int]:
-    with sqlite3.connect(path, timeout=10) as conn:
+    with contextlib.closing(sqlite3.connect(path, timeout=10)) as conn, conn:
         found = conn.execute("SELECT partition, offset, COUNT(*) FROM results GROUP BY partition, offset").fetchall()
     return {(p, o): c for p, o, c in found}
 
 
 def _stored(path: Path, group: str) -> dict[int, tuple[int | None, int]]:
-    with sqlite3.connect(path, timeout=10) as conn:
+    with contextlib.closing(sqlite3.connect(path, timeout=10)) as conn, conn:
         found = conn.execute(
             "SELECT partition, next_offset, epoch FROM asyncconsumer_offsets WHERE group_id = ?", (group,)
         ).fetchall()
@@ -237,7 +238,7 @@ async def _two_members(
         b.stop_processing()
         await asyncio.wait_for(run_b, 60)
     _exactly_once(path, total // PARTITIONS)
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         members = {m for (m,) in conn.execute("SELECT DISTINCT member FROM results")}
     assert members == {"a", "b"}
     epochs = _stored(path, group)

@@ -9,6 +9,7 @@ doubled)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -334,7 +335,7 @@ async def test_a_consumer_killed_at_random_points_20_times_leaves_one_row_per_re
     await produce.values_async(sqlite_topic, total, 4, value_size=16)
     _results(postgres_db)
     path = tmp_path / "app.db"
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute('CREATE TABLE results (partition INTEGER, "offset" INTEGER, member TEXT)')
     stores = {pg_topic: postgres_db.dsn, sqlite_topic: f"sqlite:///{path}"}
@@ -343,7 +344,7 @@ async def test_a_consumer_killed_at_random_points_20_times_leaves_one_row_per_re
     )
 
     def sqlite_counts() -> dict[tuple[int, int], int]:
-        with sqlite3.connect(path, timeout=10) as conn:
+        with contextlib.closing(sqlite3.connect(path, timeout=10)) as conn, conn:
             found = conn.execute('SELECT partition, "offset", COUNT(*) FROM results GROUP BY 1, 2').fetchall()
         return {(p, o): c for p, o, c in found}
 

@@ -5,6 +5,7 @@ typed error naming it after a bounded retry."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -22,12 +23,12 @@ TP1 = TopicPartition("t", 1)
 
 
 def _rows(path: Path, sql: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         return conn.execute(sql).fetchall()
 
 
 def _results(path: Path) -> None:
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("CREATE TABLE results (offset INTEGER)")
 
 

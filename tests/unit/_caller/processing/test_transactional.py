@@ -8,6 +8,7 @@ mirror that is never read back. The brokers' runs are in ``tests/integration/tes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -71,12 +72,12 @@ async def opened(path: Path) -> SQLiteOffsetStore:
 
 
 def rows(path: Path) -> list[tuple[int, int]]:
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         return sorted(conn.execute("SELECT partition, offset FROM results").fetchall())
 
 
 def stored(path: Path) -> dict[int, tuple[int | None, int]]:
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         found = conn.execute("SELECT partition, next_offset, epoch FROM asyncconsumer_offsets").fetchall()
     return {p: (o, e) for p, o, e in found}
 
