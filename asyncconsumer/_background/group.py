@@ -215,8 +215,8 @@ class ConsumerGroup:
             if self.asks_caller or kind == "lost":
                 if kind == "assigned":
                     # Not fetched before the listener ran: one that seeks (to offsets of its own) wastes no fetch.
-                    self._subs.await_listener(partitions)
-                    done.add_done_callback(lambda _: self._subs.listener_ran(partitions))
+                    self._subs.set_awaiting_listener(partitions, True)
+                    done.add_done_callback(lambda _: self._subs.set_awaiting_listener(partitions, False))
                 self._events.stage(RebalanceEvent(kind, partitions, done))
             elif not done.done():
                 done.set_result(None)

@@ -97,6 +97,11 @@ class _Drain:
         return batch.is_control
 
 
+def _fetch_of(item: _Drain | CompletedFetch) -> CompletedFetch:
+    """The fetch a parked item holds: a drain's (begun) or the fetch itself (not begun)."""
+    return item.fetch if isinstance(item, _Drain) else item
+
+
 class _Target(Protocol):
     """Where taken records go: a list of ``ConsumerRecord`` per partition, or Arrow column buffers."""
 
@@ -385,7 +390,7 @@ class FetchCollector:
     def _park(self, item: _Drain | CompletedFetch) -> bool:
         """Keeps a paused partition's fetch (or the drain begun) for its resume; False if it is stale, or over the
         budget (then the partition's parked fetches are dropped too, and it is sought back to its position)."""
-        fetch = item.fetch if isinstance(item, _Drain) else item
+        fetch = _fetch_of(item)
         tp = fetch.tp
         if self._subs.epoch(tp) != fetch.epoch or not self._subs.is_paused(tp):
             return False
@@ -411,7 +416,7 @@ class FetchCollector:
         for tp in list(self._parked):
             items = self._parked[tp]
             epoch = self._subs.epoch(tp)
-            if any((i.fetch if isinstance(i, _Drain) else i).epoch != epoch for i in items) or (
+            if any(_fetch_of(i).epoch != epoch for i in items) or (
                 self._subs.is_withheld(tp) and not self._subs.is_paused(tp)
             ):
                 self._drop_parked(tp)  # sought, reset, revoked or unassigned while paused
@@ -420,7 +425,7 @@ class FetchCollector:
                 continue
             while items:
                 item = items.popleft()
-                fetch = item.fetch if isinstance(item, _Drain) else item
+                fetch = _fetch_of(item)
                 self._parked_bytes -= fetch.size
                 if not items:
                     del self._parked[tp]
@@ -434,7 +439,7 @@ class FetchCollector:
 
     def _drop_parked(self, tp: TopicPartition) -> None:
         for item in self._parked.pop(tp, ()):
-            fetch = item.fetch if isinstance(item, _Drain) else item
+            fetch = _fetch_of(item)
             self._parked_bytes -= fetch.size
             self._buffer.release(fetch)
 

@@ -88,7 +88,14 @@ doubles: one could be the start-up transient or a hiccup."""
 class FetchBuffer:
     """A FIFO of completed fetches, thread-safe, that wakes the caller when the background delivers some."""
 
-    def __init__(self, max_bytes: int, signal: CallerSignal, initial_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        max_bytes: int,
+        signal: CallerSignal,
+        initial_bytes: int | None = None,
+        *,
+        sized_to_assignment: bool = False,
+    ) -> None:
         self._lock = threading.Lock()
         """Guards every field below but ``_signal`` and ``_space_waiter`` (set once, before the thread starts);
         both threads take it for a few lines only."""
@@ -103,8 +110,8 @@ class FetchBuffer:
         self._reserved = 0
         """Bytes fetches in flight may bring: background only (reserve on send, settle on answer)."""
         self._bound = max_bytes
-        self._sized_to_assignment = False
-        """Set by ``starting_at_half`` for ``fetch_buffer_bytes=None``: ``fit_partitions`` moves the bound."""
+        self._sized_to_assignment = sized_to_assignment
+        """``fetch_buffer_bytes=None``: ``fit_partitions`` moves the bound."""
         self._limit = max_bytes if initial_bytes is None else max(1, min(initial_bytes, max_bytes))
         """Grown by the caller's dry polls, read by the background's ``room``."""
         self._held = False
@@ -125,9 +132,7 @@ class FetchBuffer:
         ``fit_partitions``) whose limit starts at half of it, as every kind of consumer's does: a caller that never
         takes more than half never pays for the rest."""
         bound = AUTO_BOUND_BYTES if max_bytes is None else max_bytes
-        buffer = cls(bound, signal, bound // 2)
-        buffer._sized_to_assignment = max_bytes is None
-        return buffer
+        return cls(bound, signal, bound // 2, sized_to_assignment=max_bytes is None)
 
     def fit_partitions(self, partitions: int) -> None:
         """Background side, as the assignment changes: a buffer sized to its assignment takes the bound of

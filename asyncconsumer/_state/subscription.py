@@ -137,21 +137,14 @@ class SubscriptionState:
             self._partitions = kept
             self.assignment_version += 1
 
-    def await_listener(self, partitions: Iterable[TopicPartition]) -> None:
-        """Background: ``partitions`` are not fetched until ``listener_ran`` (the caller's assigned callback)."""
+    def set_awaiting_listener(self, partitions: Iterable[TopicPartition], awaiting: bool) -> None:
+        """``partitions`` are not fetched while ``awaiting``: set by the background as the group assigns them, cleared
+        by the caller once ``on_partitions_assigned`` returned (or raised)."""
         with self._lock:
             for tp in partitions:
                 state = self._partitions.get(tp)
                 if state is not None:
-                    state.awaiting_listener = True
-
-    def listener_ran(self, partitions: Iterable[TopicPartition]) -> None:
-        """Caller: ``on_partitions_assigned`` returned (or raised) for ``partitions``; they may be fetched."""
-        with self._lock:
-            for tp in partitions:
-                state = self._partitions.get(tp)
-                if state is not None:
-                    state.awaiting_listener = False
+                    state.awaiting_listener = awaiting
 
     def partitions_awaiting_committed(self) -> dict[TopicPartition, int]:
         """{tp: epoch} for partitions whose committed offset has to be looked up before fetching."""
