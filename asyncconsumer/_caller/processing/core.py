@@ -157,6 +157,9 @@ class ProcessingCore:
         self.succeeded = scheduler.finish
         """The handler returned for a record (no batches): ``succeeded(lane, record)``. The path of every record, so
         the scheduler's own method (one call); then ``eased`` if anything is ``paused``."""
+        self.succeeded_next = scheduler.finish_next
+        """``succeeded``, and the record its lane runs next on the same worker, or None (``Scheduler.finish_next``):
+        what the single-record worker calls, so a lane's records run without a hand-over each."""
         self._done = scheduler.done
         self.policy: CommitPolicy = (
             policy
@@ -208,8 +211,12 @@ class ProcessingCore:
         return wake if due is None or due > wake else max(due, now_ms)
 
     def tick(self, now_ms: int) -> CommitBatch | None:
-        """After each poll: samples the rate, and returns the commit due now, if one is and anything moved."""
+        """After each poll: samples the rate, folds what finished into each partition's progress (``commit_lag``
+        reads it from any thread), and returns the commit due now, if one is and anything moved."""
         self._rate.sample(now_ms, self.completed + self.skipped, 0)
+        for progress in self.progress.values():
+            if progress.finished:
+                progress.fold()
         if not self.policy.due(now_ms):
             return None
         return self.policy.pick(self.progress, None)
@@ -307,7 +314,7 @@ class ProcessingCore:
         for lane, record in unit if isinstance(unit, list) else [unit]:
             progress = lane.partition.progress
             if progress is not None:
-                progress.complete(record.offset)
+                progress.finished.append(record.offset)
 
     @staticmethod
     def _first(unit: Unit) -> ConsumerRecord:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
@@ -22,7 +23,7 @@ from asyncconsumer._clock import Clock
 from asyncconsumer._logs import get_logger
 from asyncconsumer.errors import CommitFailedError, KafkaError
 from asyncconsumer.listener import ConsumerRebalanceListener
-from asyncconsumer.records import ConsumerRecords, TopicPartition
+from asyncconsumer.records import ConsumerRecord, ConsumerRecords, TopicPartition
 
 log = get_logger("asyncconsumer.processing")
 
@@ -115,7 +116,10 @@ class ProcessingDriver:
         try:
             while not core.stopping:
                 now = clock.now_ms()
-                if core.saturated:  # no poll while every worker has work: more would only wait (then pause) here
+                # no poll while every worker has work: more would only wait (then pause) here; a worker idle while
+                # records wait in lanes that others run may start a key a poll brings, and the poll keeps the
+                # backpressure counting
+                if core.saturated and not self._idle:
                     await self._until_starved((core.next_wakeup_ms(now) - now) / 1000)
                     now = clock.now_ms()
                 full, eased = core.backpressure()
@@ -150,11 +154,14 @@ class ProcessingDriver:
     def _spawn_worker(self, slot: int) -> None:
         work = self._work if self._options.batch_size is None else self._work_batches
         worker = self._workers[slot] = asyncio.ensure_future(work(slot))
-        worker.add_done_callback(self._worker_ended)
+        worker.add_done_callback(functools.partial(self._worker_ended, slot))
 
-    def _worker_ended(self, worker: asyncio.Task[None]) -> None:
-        """A worker ends by cancellation only; any other end is a bug here, and must stop ``run`` loudly."""
+    def _worker_ended(self, slot: int, worker: asyncio.Task[None]) -> None:
+        """A worker ends by cancellation only; any other end is a bug here, and must stop ``run`` loudly (what it
+        ran is unfinished: settling does not wait for it)."""
         if not worker.cancelled() and (error := worker.exception()) is not None:
+            if self._workers[slot] is worker:
+                self._current[slot] = None
             log.error("processing.worker_failed", error=repr(error))
             self.core.stop(error)
             self._wake_poller()
@@ -170,11 +177,13 @@ class ProcessingDriver:
                 self._waking += 1
 
     async def _work(self, slot: int) -> None:
-        """A worker for single records: the path every record of a no-op handler takes, so kept lean."""
+        """A worker for single records: the path every record of a no-op handler takes, so kept lean. It runs a
+        lane's waiting records one after another (``succeeded_next``, up to the lane's streak) and hands the lane
+        back after; ``current[slot]`` keeps the unit the turn started with, whose lane is what settling reads."""
         loop = asyncio.get_running_loop()
         core = self.core
         scheduler = core.scheduler
-        take, succeeded, paused = core.take_one, core.succeeded, core.paused
+        take, succeeded, succeeded_next, paused = core.take_one, core.succeeded, core.succeeded_next, core.paused
         handler = self._handler
         current, idle = self._current, self._idle
         now_ns = self._clock.now_ns
@@ -187,26 +196,34 @@ class ProcessingDriver:
                 continue
             if idle and not self._waking and scheduler.ready:
                 self._wake_idle()
-            lane, record = current[slot] = unit
-            turn += 1
-            timed = not turn & timed_mask
-            if timed:
-                started = now_ns()
-            try:
-                await handler(record)
-            except BaseException as exc:  # no finally: the path of every record stays free of a flag
-                await self._not_finished(slot, unit, record, exc, started if timed else None)
-            else:
+            current[slot] = unit
+            lane, running = unit
+            record: ConsumerRecord | None = running
+            while record is not None:
+                turn += 1
+                timed = not turn & timed_mask
+                if timed:
+                    started = now_ns()
+                try:
+                    await handler(record)
+                except BaseException as exc:  # no finally: the path of every record stays free of a flag
+                    await self._not_finished(slot, (lane, record), record, exc, started if timed else None)
+                    break
                 if timed:
                     core.timed((now_ns() - started) / 1e9)
-                current[slot] = None
-                succeeded(lane, record)
+                if core.stopping:
+                    succeeded(lane, record)
+                    record = None
+                else:
+                    record = succeeded_next(lane, record)
                 if paused and core.eased(tp := lane.partition.tp):
                     self._resume((tp,))
+                if record is None:
+                    current[slot] = None
                 if self._ended is not None:
                     self._unit_ended()
-            if not turn & yield_mask:
-                await asyncio.sleep(0)
+                if not turn & yield_mask:
+                    await asyncio.sleep(0)
 
     async def _not_finished(
         self, slot: int, unit: Unit, argument: Any, error: BaseException, started_ns: int | None

@@ -11,7 +11,7 @@ costs duplicates, never a loss.
 
 from __future__ import annotations
 
-import collections
+import itertools
 from collections.abc import Iterable, Iterator
 
 METADATA_PREFIX = "ac1:"
@@ -73,16 +73,23 @@ class PartitionProgress:
     """One partition's handled offsets since ``committed`` (the offset the group had when it was assigned).
 
     The caller hands it every record's offset as it arrives (``receive``, in offset order) and each one that
-    finished (``complete``); ``committable`` and ``metadata`` are what to commit now.
+    finished: ``finished.append(offset)`` on the path of every record (no call of ours: the offsets are folded in,
+    checked, at the next ``receive``, ``complete`` or read), or ``complete``. ``committable`` and ``metadata`` are
+    what to commit now.
     """
+
+    __slots__ = ("_done", "_last_received", "_pending", "_prefix_end", "_skip", "finished")
 
     def __init__(self, committed: int, metadata: str | None = None) -> None:
         self._prefix_end = committed
-        """Every offset below it is finished (or never existed)."""
-        self._pending: collections.deque[int] = collections.deque()
-        """Offsets received and not yet in the prefix, in offset order."""
+        """Every offset below it is finished (or never existed), once ``finished`` is folded in."""
+        self._pending: list[int] = []
+        """Offsets received and not yet in the prefix, in offset order (a list: the prefix moves by one deletion of
+        its head, at each fold)."""
         self._done: set[int] = set()
         """Offsets of ``_pending`` that finished."""
+        self.finished: list[int] = []
+        """Offsets finished and not folded in yet, in the order they finished."""
         self._skip = set(decode_done(committed, metadata))
         """Offsets a previous owner finished past its committed offset (from the metadata): not handled again."""
         self._last_received = committed - 1
@@ -90,26 +97,30 @@ class PartitionProgress:
     @property
     def committable(self) -> int:
         """The offset to commit: the first received record not finished yet, else the one after the last received."""
+        self.fold()
         return self._prefix_end
 
     @property
     def pending(self) -> int:
-        """Records received and not yet inside the committable prefix (finished past it or not)."""
+        """Records received and not yet inside the committable prefix (finished past it or not), as of the last
+        ``fold`` (the core folds at each tick): it reads without changing anything, so from any thread."""
         return len(self._pending)
 
     def receive(self, offset: int) -> bool:
         """Records ``offset`` as received; False when a previous owner already finished it (do not handle it)."""
+        self.fold()
         if offset <= self._last_received:
             raise ValueError(f"offset {offset} received after {self._last_received}: records arrive in offset order")
         self._last_received = offset
+        pending = self._pending
         if offset in self._skip:
             self._skip.discard(offset)
-            self._pending.append(offset)
+            pending.append(offset)
             self._done.add(offset)
             self._advance()
             return False
-        self._pending.append(offset)
-        if len(self._pending) == 1:
+        pending.append(offset)
+        if len(pending) == 1:
             self._prefix_end = offset
         return True
 
@@ -118,6 +129,7 @@ class PartitionProgress:
         those to handle (a previous owner finished the others)."""
         if not offsets:
             return None
+        self.fold()
         if self._skip:
             return [offset for offset in offsets if self.receive(offset)]
         if offsets[0] <= self._last_received or offsets[-1] < offsets[0]:
@@ -133,31 +145,53 @@ class PartitionProgress:
 
     def complete(self, offset: int) -> None:
         """Records that the record at ``offset`` (received, not finished before) finished."""
-        pending = self._pending
-        if pending and offset == pending[0]:  # the oldest unfinished record (never in _done): the prefix moves
-            pending.popleft()
-            if self._done:
-                self._advance()
-            else:
-                self._prefix_end = pending[0] if pending else self._last_received + 1
-                if self._skip:
-                    self._skip = {o for o in self._skip if o >= self._prefix_end}
-            return
-        if offset in self._done or offset < self._prefix_end or offset > self._last_received:
-            raise ValueError(f"offset {offset} was not awaiting completion")
-        self._done.add(offset)  # past the oldest unfinished one: the prefix stays
+        self.finished.append(offset)
+        self.fold()
 
     def metadata(self, limit: int = METADATA_LIMIT) -> str:
         """The finished offsets past ``committable`` (this member's and those a previous owner left), encoded."""
+        self.fold()
         base = self._prefix_end
         done = [o for o in self._done if o > base]
         done.extend(o for o in self._skip if o > base)
         return encode_done(base, done, limit)
 
+    def fold(self) -> None:
+        """Takes ``finished`` in: each must be received, past the prefix and not finished before (``ValueError``
+        naming the first that is not)."""
+        finished = self.finished
+        if not finished:
+            return
+        done = self._done
+        fresh = set(finished)
+        if (
+            len(fresh) != len(finished)
+            or min(finished) < self._prefix_end
+            or max(finished) > self._last_received
+            or not done.isdisjoint(fresh)
+        ):
+            self._refuse()
+        done |= fresh
+        finished.clear()
+        self._advance()
+
+    def _refuse(self) -> None:
+        """Names the first of ``finished`` not awaiting completion; the others are dropped with it (a bug upstream)."""
+        seen: set[int] = set()
+        offset = self.finished[0]
+        for offset in self.finished:
+            if offset in seen or offset in self._done or not self._prefix_end <= offset <= self._last_received:
+                break
+            seen.add(offset)
+        self.finished.clear()
+        raise ValueError(f"offset {offset} was not awaiting completion")
+
     def _advance(self) -> None:
         pending, done = self._pending, self._done
-        while pending and pending[0] in done:
-            done.discard(pending.popleft())
+        moved = len(list(itertools.takewhile(done.__contains__, pending)))
+        if moved:
+            done.difference_update(pending[:moved])
+            del pending[:moved]
         self._prefix_end = pending[0] if pending else self._last_received + 1
         if self._skip:
             self._skip = {o for o in self._skip if o >= self._prefix_end}

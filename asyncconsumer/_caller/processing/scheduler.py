@@ -56,16 +56,24 @@ class PartitionQueue:
         self.progress: PartitionProgress | None = None
 
 
+STREAK = 32
+"""Records of one lane a worker runs one after another (``finish_next``) before the lane goes back to the end of
+the ready lanes: one handler call's bookkeeping instead of a hand-over per record, and a bound on how long lanes
+ready behind it wait for a worker when every worker is busy."""
+
+
 class Lane:
-    """Records of one lane not started yet, in offset order; ``running`` while one of them runs."""
+    """Records of one lane not started yet, in offset order; ``running`` while one of them runs; ``streak``: how
+    many more of them the worker running it may take on (``finish_next``) before the lane's turn ends."""
 
-    __slots__ = ("key", "partition", "records", "running")
+    __slots__ = ("key", "partition", "records", "running", "streak")
 
-    def __init__(self, partition: PartitionQueue, key: Hashable) -> None:
+    def __init__(self, partition: PartitionQueue, key: Hashable, streak: int) -> None:
         self.partition = partition
         self.key = key
         self.records: collections.deque[ConsumerRecord] = collections.deque()
         self.running = False
+        self.streak = streak
 
 
 class Scheduler:
@@ -75,6 +83,8 @@ class Scheduler:
         self.ordering = ordering
         self._exclusive = ordering is not Ordering.NONE
         """Whether a lane runs one record at a time (with ``"none"`` a lane is ready once per waiting record)."""
+        self._streak = STREAK if self._exclusive else 0
+        """What a lane's turn may take on after its first record (``"none"``: nothing, its records are each ready)."""
         self._partitions: dict[TopicPartition, PartitionQueue] = {}
         self._ready: collections.deque[Lane] = collections.deque()
         """Lanes whose next record may start, oldest first."""
@@ -125,7 +135,7 @@ class Scheduler:
                 key = record.key if by_key else None
                 lane = lanes.get(key)
                 if lane is None:
-                    lane = lanes[key] = Lane(queue, key)
+                    lane = lanes[key] = Lane(queue, key, self._streak)
                 lane.records.append(record)
                 added += 1
                 if not lane.running and len(lane.records) == 1:
@@ -133,7 +143,7 @@ class Scheduler:
         else:
             lane = lanes.get(None)
             if lane is None:
-                lane = lanes[None] = Lane(queue, None)
+                lane = lanes[None] = Lane(queue, None, self._streak)
             for record in records:
                 lane.records.append(record)
                 ready.append(lane)
@@ -186,39 +196,48 @@ class Scheduler:
 
     def done_run(self, lane: Lane, count: int) -> None:
         """The run of ``count`` records ``take_run`` gave with ``lane`` finished, well or not."""
-        queue = lane.partition
-        queue.started -= count
-        self._running -= count
-        if self._exclusive:
-            lane.running = False
-            if lane.records:
-                self._ready.append(lane)
-            elif queue.lanes.get(lane.key) is lane:
-                del queue.lanes[lane.key]
+        self._end_turn(lane, count)
 
     def finish(self, lane: Lane, record: ConsumerRecord) -> None:
         """The record ``take_one`` gave with ``lane`` finished well: its partition's progress moves (unless the
         partition went meanwhile), ``completed`` counts it, and the lane's next record may start. ``complete`` and
-        ``done`` in one call: the path of every record of ``process``."""
+        ``done`` in one call (``finish_next`` is the worker's, which may go on with the lane)."""
+        progress = lane.partition.progress
+        if progress is not None:
+            progress.finished.append(record.offset)
+        self.completed += 1
+        self._end_turn(lane, 1)
+
+    def finish_next(self, lane: Lane, record: ConsumerRecord) -> ConsumerRecord | None:
+        """``finish``, then the lane's next record for the same worker, already counted as started, while the lane
+        has one waiting and its ``streak`` lasts; else the lane's turn ends as in ``finish`` and None is returned.
+        The path of every record of ``process``. A revoked partition's lanes hold no records, so its streaks end
+        with the record running."""
         queue = lane.partition
         progress = queue.progress
         if progress is not None:
-            progress.complete(record.offset)
+            progress.finished.append(record.offset)
         self.completed += 1
-        queue.started -= 1
-        self._running -= 1
-        if self._exclusive:
-            lane.running = False
-            if lane.records:
-                self._ready.append(lane)
-            elif queue.lanes.get(lane.key) is lane:
-                del queue.lanes[lane.key]
+        records = lane.records
+        if records and lane.streak:
+            lane.streak -= 1
+            queue.queued -= 1
+            self._waiting -= 1
+            return records.popleft()
+        self._end_turn(lane, 1)
+        return None
 
     def done(self, lane: Lane) -> None:
         """The record ``take`` gave with ``lane`` finished, well or not: the lane's next record may start."""
+        self._end_turn(lane, 1)
+
+    def _end_turn(self, lane: Lane, count: int) -> None:
+        """``count`` records of ``lane`` stopped running: its next turn starts with a whole streak, behind the lanes
+        ready now if it has records waiting, and a lane with none is forgotten."""
+        lane.streak = self._streak
         queue = lane.partition
-        queue.started -= 1
-        self._running -= 1
+        queue.started -= count
+        self._running -= count
         if self._exclusive:
             lane.running = False
             if lane.records:

@@ -58,7 +58,9 @@ class FakeConsumer:
 
     async def poll(self, timeout_ms: float = 0, max_records: int | None = None) -> ConsumerRecords:
         self.polls += 1
-        await asyncio.sleep(0)
+        # a real poll with nothing to hand out waits in the selector, which lets other threads (aiosqlite's) run:
+        # spinning here would hold the GIL and stall them by its switch interval at every step
+        await asyncio.sleep(0 if self.queue else 0.001)
         taken: dict[TopicPartition, list[ConsumerRecord]] = {}
         rest = []
         for r in self.queue:
@@ -98,7 +100,7 @@ def make(consumer: FakeConsumer, handle: Handler, clock: ManualClock | None = No
 async def until(condition: Callable[[], Any], timeout_s: float = 5) -> None:
     async with asyncio.timeout(timeout_s):
         while not condition():
-            await asyncio.sleep(0)
+            await asyncio.sleep(0.001)  # in the selector, not spinning: see FakeConsumer.poll
 
 
 async def run_until_handled(driver: ProcessingDriver, handled: list[Any], count: int) -> None:
@@ -417,7 +419,7 @@ async def test_a_worker_that_fails_inside_the_driver_stops_processing_with_its_e
     def broken(*_: Any) -> None:
         raise RuntimeError("a bug in the bookkeeping")
 
-    driver.core.succeeded = broken
+    driver.core.succeeded = driver.core.succeeded_next = broken
     with pytest.raises(RuntimeError, match="bookkeeping"):
         await asyncio.wait_for(driver.run(), 5)
 
@@ -531,3 +533,19 @@ async def test_a_revocation_waits_for_the_interval_commit_so_commits_never_move_
         await asyncio.wait_for(runner, 5)
     offsets = [c[TP0].offset for c in consumer.landed]
     assert offsets[-1] == 50 and offsets == sorted(offsets)
+
+
+async def test_an_idle_worker_makes_the_driver_poll_while_others_run_long_lanes() -> None:
+    """Two workers run keys a and c one record after another (their streaks); two are idle: the driver polls on,
+    so key b, in the next poll, starts while a and c run instead of after them (and backpressure keeps counting)."""
+    first = [record(TP0, o, b"a" if o % 2 else b"c") for o in range(80)]
+    consumer = FakeConsumer(first + [record(TP0, 80 + o, b"b") for o in range(5)], per_poll=80)
+    started: list[bytes] = []
+
+    async def handle(r: ConsumerRecord) -> None:
+        started.append(r.key)
+        await asyncio.sleep(0)
+
+    driver = make(consumer, handle, concurrency=4)
+    await run_until_handled(driver, started, 85)
+    assert started.index(b"b") < len(started) - 1 - started[::-1].index(b"a")  # b began before a's last record

@@ -95,6 +95,22 @@ def test_records_must_arrive_in_offset_order_and_finish_once() -> None:
         progress.complete(3)
 
 
+def test_offsets_appended_to_finished_are_folded_in_checked_at_the_next_read() -> None:
+    progress = PartitionProgress(0)
+    progress.receive_all(list(range(6)))
+    progress.finished.extend([1, 0, 4])
+    assert progress.pending == 6  # nothing folded yet: a read from another thread changes nothing
+    assert (progress.committable, progress.metadata(), progress.pending) == (2, f"{METADATA_PREFIX}2", 4)
+    progress.finished.extend([2, 2])
+    with pytest.raises(ValueError, match="offset 2 was not awaiting"):
+        progress.fold()
+    progress.finished.append(9)  # never received
+    with pytest.raises(ValueError, match="offset 9 was not awaiting"):
+        progress.fold()
+    progress.finished.extend([2, 3, 5])
+    assert (progress.committable, progress.pending) == (6, 0)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.integers(min_value=1, max_value=3), min_size=1, max_size=60),

@@ -8,7 +8,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncconsumer._caller.processing.scheduler import Lane, Ordering, Scheduler, lane_of
+from asyncconsumer._caller.processing.progress import PartitionProgress
+from asyncconsumer._caller.processing.scheduler import STREAK, Lane, Ordering, Scheduler, lane_of
 from asyncconsumer.records import ConsumerRecord, TopicPartition
 
 
@@ -80,6 +81,41 @@ def test_take_one_hands_out_the_oldest_ready_record_with_its_lane_and_none_when_
     scheduler.done(taken[0])
     again = scheduler.take_one()
     assert again is not None and again[1] == a1 and again[0] is taken[0]
+
+
+def test_finish_next_runs_a_lanes_records_on_one_worker_for_a_streak_then_hands_the_lane_back() -> None:
+    scheduler = Scheduler(Ordering.KEY)
+    tp = TopicPartition("t", 0)
+    queue = scheduler.partition(tp)
+    queue.progress = PartitionProgress(0)
+    a = [record(0, o, b"a") for o in range(0, 2 * STREAK + 4, 2)]
+    b = record(0, 1, b"b")
+    queue.progress.receive_all(sorted(r.offset for r in [*a, b]))
+    scheduler.add_all(queue, sorted([*a, b], key=lambda r: r.offset))
+    taken = scheduler.take_one()
+    assert taken is not None and taken[1] == a[0]
+    lane, current = taken
+    ran = [current]
+    while (current := scheduler.finish_next(lane, current)) is not None:  # type: ignore[assignment]
+        assert (scheduler.running, scheduler.load(tp)) == (1, len(a) + 1 - len(ran))
+        ran.append(current)
+    assert ran == a[: STREAK + 1]  # the first record and a streak more, in offset order
+    assert scheduler.completed == STREAK + 1 and scheduler.running == 0
+    # the lane went to the back of the ready lanes: b's turn first, then a's next streak starts whole
+    assert [scheduler.take_one()[1] for _ in range(2)] == [b, a[STREAK + 1]]  # type: ignore[index]
+    assert queue.progress.committable == 1  # b (offset 1) runs: the prefix stops there
+
+
+def test_finish_next_takes_nothing_on_for_a_revoked_partition_nor_with_ordering_none() -> None:
+    scheduler = Scheduler(Ordering.KEY)
+    scheduler.add_all(scheduler.partition(TopicPartition("t", 0)), [record(0, 0, b"a"), record(0, 1, b"a")])
+    lane, first = scheduler.take_one()  # type: ignore[misc]
+    scheduler.revoke([TopicPartition("t", 0)])
+    assert scheduler.finish_next(lane, first) is None and scheduler.running == 0
+    unordered = Scheduler(Ordering.NONE)
+    unordered.add_all(unordered.partition(TopicPartition("t", 0)), [record(0, 0, b"a"), record(0, 1, b"a")])
+    lane, first = unordered.take_one()  # type: ignore[misc]
+    assert unordered.finish_next(lane, first) is None and unordered.ready == 1
 
 
 def test_a_revocation_drops_what_waits_and_keeps_what_runs() -> None:
