@@ -121,7 +121,11 @@ class FetchBuffer:
         self._signal = signal
         self._space_waiter: Callable[[], None] | None = None
         self._background_waiting = False
-        """Background sets when refused room; the caller clears it and wakes the background when it frees some."""
+        """Background sets when refused room; the caller clears it and wakes the background when it frees enough."""
+        self._wanted = 0
+        """The free bytes the refused ``room`` asked for: a release that leaves less free wakes nobody (with thousands
+        of partitions a response is released part by part, and a wake per part had the background walk every
+        partition each time for nothing)."""
         self._errors: dict[TopicPartition, int] = {}
         """Partition -> subscription epoch of its failed fetch that the caller has not taken yet: background adds,
         caller removes; the background reads it without the lock only to see that it is empty."""
@@ -193,6 +197,7 @@ class FetchBuffer:
             if free >= floor or (self._bytes == 0 and self._reserved == 0):
                 return max(free, 1)
             self._background_waiting = True
+            self._wanted = floor
             self._held = True
             return 0
 
@@ -257,7 +262,9 @@ class FetchBuffer:
                 if share.parts == 0:
                     self._bytes -= share.size
                     self._responses -= 1
-            if self._background_waiting and self._bytes + self._reserved < self._limit:
+            if self._background_waiting and (
+                self._limit - self._bytes - self._reserved >= self._wanted or (self._bytes == 0 and self._reserved == 0)
+            ):
                 self._background_waiting = False
                 wake = True
             if fetch.error is not None and self._errors.get(fetch.tp) == fetch.epoch:

@@ -150,13 +150,15 @@ class FetchManager:
             self._leader_epochs = {tp: e for tp, e in self._leader_epochs.items() if tp in assigned}
             self.read_replicas.retain(assigned)
             self._buffer.fit_partitions(len(assigned))
-        fetchable = self._subs.fetchable()
-        if not fetchable:
-            return PollResult()
         limit = self._buffer.limit
-        # No fetch is sent into less free buffer than one partition's worth (unless the buffer is empty).
+        # No fetch is sent into less free buffer than one partition's worth (unless the buffer is empty); asked
+        # first, because the walk below is over every assigned partition and the loop turns far more often than a
+        # fetch can be sent.
         room = self._buffer.room(min(self._config.max_partition_fetch_bytes, limit))
         if not room:
+            return PollResult()
+        fetchable = self._subs.fetchable()
+        if not fetchable:
             return PollResult()
         cluster = self._metadata.cluster
         by_node: dict[int, dict[TopicPartition, _Sent]] = defaultdict(dict)
