@@ -198,13 +198,21 @@ class BrokerConnection:
 
         Raises ``AuthenticationError`` when TLS or SASL refuses us (fatal), ``KafkaConnectionError`` otherwise.
         """
-        with map_exceptions(self.node_id, self.host, self.port, "cannot connect to"):
-            with anyio.fail_after(timeout_s):
-                stream = await self._open()
-                self._stream = stream
-                self.versions = await self._negotiate(stream)
-                if self._security.sasl is not None:
-                    await self._authenticate(lambda request: self._exchange(stream, request))
+        try:
+            with map_exceptions(self.node_id, self.host, self.port, "cannot connect to"):
+                with anyio.fail_after(timeout_s):
+                    stream = await self._open()
+                    self._stream = stream
+                    if self.state is ConnectionState.CLOSED:  # closed by the client while the socket opened
+                        raise KafkaConnectionError(f"connection to node {self.node_id} closed by the client")
+                    self.versions = await self._negotiate(stream)
+                    if self._security.sasl is not None:
+                        await self._authenticate(lambda request: self._exchange(stream, request))
+        except BaseException:
+            # Whatever ends the set-up (a failure, the client closing, the set-up timeout), the socket is closed
+            # now: a cancelled set-up once left it open for the garbage collector, after its loop had ended.
+            await self.close_stream()
+            raise
         self.state = ConnectionState.READY
         self.was_ready = True
         log.debug("connection.ready", node=self.node_id, host=self.host, port=self.port)

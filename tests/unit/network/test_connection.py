@@ -125,6 +125,83 @@ async def test_a_tls_handshake_cut_short_by_the_setup_timeout_closes_its_socket(
     await listener.aclose()
 
 
+class _SilentServer:
+    """Accepts and never answers (not even ApiVersions), holding the server's ends until ``close``."""
+
+    def __init__(self, listener: anyio.abc.SocketListener) -> None:
+        self.listener = listener
+        self.port: int = listener.extra(anyio.abc.SocketAttribute.local_port)
+        self.held: list[anyio.abc.SocketStream] = []
+
+    async def hold(self, stream: anyio.abc.SocketStream) -> None:
+        self.held.append(stream)
+        await anyio.sleep_forever()
+
+    async def hang_up(self) -> None:
+        for stream in self.held:
+            await stream.aclose()
+
+
+async def _fds_back_to(before: int) -> int:
+    """The open descriptors once the loop has run the closes it was handed (an asyncio transport's socket is
+    closed a loop turn after ``abort``), waiting 2 s at most."""
+    with anyio.move_on_after(2):
+        while _open_fds() > before:
+            await anyio.sleep(0.01)
+    return _open_fds()
+
+
+@pytest.mark.anyio
+async def test_a_set_up_cancelled_while_negotiating_closes_its_socket() -> None:
+    """The client closing (its task group cancelled) while a connection waits for ApiVersions: the socket is closed
+    then. It once was left to the garbage collector, after the background loop had ended (a ResourceWarning in a
+    later test)."""
+    server = _SilentServer(await anyio.create_tcp_listener(local_host="127.0.0.1"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.listener.serve, server.hold)
+        connection = BrokerConnection(1, "127.0.0.1", server.port, "test", lambda u, r: None, lambda c, e: None)
+        before = _open_fds()
+        async with anyio.create_task_group() as attempt:
+            attempt.start_soon(connection.connect, 30.0)
+            with anyio.fail_after(5):
+                while not server.held:
+                    await anyio.sleep(0.01)
+            attempt.cancel_scope.cancel()
+        assert len(server.held) == 1
+        # Counted before the server hangs up: the peer's close would close the client's end too.
+        assert await _fds_back_to(before + 1) == before + 1, "the client's socket is still open"  # and the server's
+        await server.hang_up()
+        tg.cancel_scope.cancel()
+    await server.listener.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_connection_closed_while_its_socket_opens_closes_the_socket_once_open() -> None:
+    server = _SilentServer(await anyio.create_tcp_listener(local_host="127.0.0.1"))
+    failures: list[BaseException] = []
+
+    async def connect(connection: BrokerConnection) -> None:
+        try:
+            await connection.connect(30.0)
+        except KafkaConnectionError as exc:
+            failures.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.listener.serve, server.hold)
+        connection = BrokerConnection(1, "127.0.0.1", server.port, "test", lambda u, r: None, lambda c, e: None)
+        before = _open_fds()
+        async with anyio.create_task_group() as attempt:
+            attempt.start_soon(connect, connection)
+            await connection.close(KafkaConnectionError("the consumer is closing"))  # before the socket is open
+        assert [str(f) for f in failures] == ["connection to node 1 closed by the client"]
+        assert connection.state is ConnectionState.CLOSED
+        # Counted before the server hangs up: the peer's close would close the client's end too.
+        assert await _fds_back_to(before + 1) == before + 1, "the client's socket is still open"  # and the server's
+        await server.hang_up()
+        tg.cancel_scope.cancel()
+    await server.listener.aclose()
+
+
 # --- the bound on a response frame (receive_message_max_bytes) -----------------------------------------------
 
 
