@@ -31,6 +31,12 @@ def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def unix_offset_ms(clock: Clock) -> int:
+    """What to add to ``clock``'s milliseconds for Unix epoch milliseconds, read once when a part is built: a manager
+    dates what it sends (a telemetry push, a ``by_duration`` reset) from the ``now_ms`` it is polled with."""
+    return wall_ms() - clock.now_ms()
+
+
 class ManualClock:
     """A clock that moves only when told to."""
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from asyncconsumer._offset_reset import check_strategy
 from asyncconsumer.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -41,6 +42,16 @@ def one_of(*allowed: str) -> Callable[[object, attrs.Attribute[str], str], None]
             raise ConfigError(attribute.name, f"must be one of {', '.join(map(repr, allowed))}; got {value!r}")
 
     return check
+
+
+def reset_strategy(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    """``earliest``, ``latest``, ``none`` or ``by_duration:<ISO-8601 duration>`` (KIP-1106)."""
+    if not isinstance(value, str):
+        raise ConfigError(attribute.name, f"must be a string, got {value!r}")
+    try:
+        check_strategy(value)
+    except ValueError as exc:
+        raise ConfigError(attribute.name, str(exc)) from None
 
 
 def boolean(key: str, text: str) -> bool:

@@ -41,7 +41,6 @@ class AssignorLike(Protocol):
     def assign(self, partitions_per_topic: Mapping[str, int], members: Sequence[Any]) -> Mapping[str, Any]: ...
 
 
-_RESET = ("earliest", "latest", "none")
 _ISOLATION = ("read_uncommitted", "read_committed")
 _SECURITY = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
@@ -128,8 +127,10 @@ class ConsumerConfig:
     """client.id"""
     client_rack: str = ""
     """client.rack"""
-    auto_offset_reset: str = attrs.field(default="latest", validator=checks.one_of(*_RESET))
-    """auto.offset.reset: where to start when a partition has no position (or it is out of range)."""
+    auto_offset_reset: str = attrs.field(default="latest", validator=checks.reset_strategy)
+    """auto.offset.reset: where to start when a partition has no position (or it is out of range): ``earliest``,
+    ``latest``, ``none`` or ``by_duration:PT1H`` (KIP-1106: the first record no older than the ISO-8601 duration,
+    the log end when every record is older)."""
     isolation_level: str = attrs.field(default="read_uncommitted", validator=checks.one_of(*_ISOLATION))
     """isolation.level"""
     fetch_min_bytes: int = attrs.field(default=1, validator=checks.positive)
@@ -463,7 +464,8 @@ class ConsumerSettings(ClientSettings, total=False):
     """The consumers' keyword arguments, typed for editors and type checkers (PEP 692): ``ClientSettings`` and the
     consumer's own. Java spellings (``"fetch.max.wait.ms"``) go in the settings mapping instead."""
 
-    auto_offset_reset: Literal["earliest", "latest", "none"]
+    auto_offset_reset: Literal["earliest", "latest", "none"] | str
+    """``"by_duration:PT1H"`` too (KIP-1106)."""
     isolation_level: Literal["read_uncommitted", "read_committed"]
     fetch_sessions: bool
     group_id: str | None

@@ -9,7 +9,6 @@ polls them: a new manager is one field and its construction, in the kind's modul
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
@@ -19,7 +18,7 @@ from asyncconsumer._background import owned as ownership
 from asyncconsumer._background.control import LoopControl
 from asyncconsumer._background.network_thread import ConsumerNetworkThread
 from asyncconsumer._background.processor import EventProcessor
-from asyncconsumer._clock import Clock
+from asyncconsumer._clock import Clock, unix_offset_ms
 from asyncconsumer._state.fetch_buffer import FetchBuffer
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer._state.signal import CallerSignal
@@ -247,6 +246,6 @@ def build_telemetry(
         resource,
         context.delegate.supports_api,
         context.retry,
-        unix_offset_ms=time.time_ns() // 1_000_000 - context.clock.now_ms(),
+        unix_offset_ms=unix_offset_ms(context.clock),
         client_version=CLIENT_VERSION,
     )

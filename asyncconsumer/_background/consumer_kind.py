@@ -14,6 +14,7 @@ import attrs
 from asyncconsumer._background.chassis import POLLED, BackgroundContext, build_telemetry
 from asyncconsumer._background.processor import ApplicationEventProcessor
 from asyncconsumer._background.publisher import SnapshotPublisher
+from asyncconsumer._clock import unix_offset_ms
 from asyncconsumer._state.fetch_buffer import FetchBuffer
 from asyncconsumer._state.snapshot import CallerActivity, MetricsReader, Published
 from asyncconsumer._state.subscription import SubscriptionState
@@ -131,7 +132,14 @@ class ConsumerKind:
         delegate = context.delegate
         delegate.add_disconnect_listener(lambda node, error: fetch.read_replicas.disconnected(node))
         delegate.add_disconnect_listener(_report_oversized(events.stage))
-        offsets = OffsetsManager(subscriptions, metadata, config.isolation_level, retry, events.stage)
+        unix_offset = unix_offset_ms(context.clock)
+        offsets = OffsetsManager(subscriptions, metadata, config.isolation_level, retry, events.stage, unix_offset)
+        telemetry = build_telemetry(
+            context,
+            _samples(shared.metrics_reader, in_group=group is not None),
+            group_id=config.group_id,
+            member_id=lambda: shared.published.current.member_id,
+        )
         owned = BackgroundParts(
             group=group,
             metadata=metadata,
@@ -139,12 +147,7 @@ class ConsumerKind:
             validation=OffsetValidationManager(subscriptions, metadata, config.auto_offset_reset, retry, events.stage),
             fetch=fetch,
             plugins=plugins,
-            telemetry=build_telemetry(
-                context,
-                _samples(shared.metrics_reader, in_group=group is not None),
-                group_id=config.group_id,
-                member_id=lambda: shared.published.current.member_id,
-            ),
+            telemetry=telemetry,
             delegate=delegate,
             processor=ApplicationEventProcessor(
                 subscriptions,
@@ -154,6 +157,7 @@ class ConsumerKind:
                 last_error=lambda: delegate.last_connection_error() or metadata.last_error,
                 fatal_error=lambda: delegate.fatal_error,
                 group=group,
+                telemetry=telemetry,
             ),
             publisher=SnapshotPublisher(shared.published, fetch, delegate, group, metadata),
         )

@@ -12,6 +12,7 @@ from asyncconsumer.errors import ClientClosedError, IllegalStateError, KafkaErro
 from asyncconsumer.events.application import (
     ApplicationEvent,
     AssignEvent,
+    ClientInstanceIdEvent,
     CloseEvent,
     CommitEvent,
     CommittedEvent,
@@ -34,6 +35,7 @@ from asyncconsumer.records import OffsetAndMetadata, PartitionInfo
 
 if TYPE_CHECKING:
     from asyncconsumer._background.group import ConsumerGroup
+    from asyncconsumer.managers.telemetry import TelemetryManager
 
 log = get_logger("asyncconsumer.events")
 
@@ -43,17 +45,32 @@ class EventProcessor:
     does; ``_dispatch`` is each kind's own."""
 
     def __init__(
-        self, last_error: Callable[[], KafkaError | None], fatal_error: Callable[[], KafkaError | None]
+        self,
+        last_error: Callable[[], KafkaError | None],
+        fatal_error: Callable[[], KafkaError | None],
+        telemetry: TelemetryManager | None = None,
     ) -> None:
         self._last_error = last_error
         self._fatal_error = fatal_error
+        self._telemetry = telemetry
+        """None with ``enable_metrics_push=False``: no client instance id to give."""
         self._pending: list[ApplicationEvent] = []
 
     def process(self, event: ApplicationEvent) -> None:
         try:
-            self._dispatch(event)
+            if isinstance(event, ClientInstanceIdEvent):
+                self._client_instance_id(event)
+            else:
+                self._dispatch(event)
         except KafkaError as exc:
             event.fail(exc)
+
+    def _client_instance_id(self, event: ClientInstanceIdEvent) -> None:
+        """Every kind of client has one (KIP-714), from its telemetry manager."""
+        if self._telemetry is None:
+            raise IllegalStateError("client_instance_id() needs client telemetry: enable_metrics_push is False")
+        self._track(event)
+        self._telemetry.await_instance_id(event.complete, event.fail)
 
     def _dispatch(self, event: ApplicationEvent) -> None:
         raise NotImplementedError
@@ -104,8 +121,9 @@ class ApplicationEventProcessor(EventProcessor):
         last_error: Callable[[], KafkaError | None],
         group: ConsumerGroup | None = None,
         fatal_error: Callable[[], KafkaError | None] = lambda: None,
+        telemetry: TelemetryManager | None = None,
     ) -> None:
-        super().__init__(last_error, fatal_error)
+        super().__init__(last_error, fatal_error, telemetry)
         self._group = group
         self._subs = subscriptions
         self._metadata = metadata

@@ -102,17 +102,18 @@ class ShareKind:
             context.retry,
             shared.demand,
         )
+        telemetry = build_telemetry(
+            context,
+            _samples(shared.metrics_reader),
+            group_id=config.group_id,
+            member_id=lambda: shared.published.current.member_id,
+        )
         owned = ShareBackgroundParts(
             coordinator=coordinator,
             membership=membership,
             metadata=metadata,
             consume=consume,
-            telemetry=build_telemetry(
-                context,
-                _samples(shared.metrics_reader),
-                group_id=config.group_id,
-                member_id=lambda: shared.published.current.member_id,
-            ),
+            telemetry=telemetry,
             delegate=delegate,
             processor=ShareEventProcessor(
                 metadata,
@@ -121,6 +122,7 @@ class ShareKind:
                 on_close=context.control.request_close,
                 last_error=lambda: delegate.last_connection_error() or coordinator.last_error or metadata.last_error,
                 fatal_error=lambda: delegate.fatal_error,
+                telemetry=telemetry,
             ),
             publisher=ShareSnapshotPublisher(shared.published, coordinator, membership, consume, delegate),
         )

@@ -11,6 +11,7 @@ from asyncconsumer.events.share import ShareAcknowledgeEvent, ShareSubscribeEven
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.share_consume import ShareConsumeManager
 from asyncconsumer.managers.share_membership import ShareMembershipManager
+from asyncconsumer.managers.telemetry import TelemetryManager
 
 
 class ShareEventProcessor(EventProcessor):
@@ -25,8 +26,9 @@ class ShareEventProcessor(EventProcessor):
         on_close: Callable[[CloseEvent], None],
         last_error: Callable[[], KafkaError | None],
         fatal_error: Callable[[], KafkaError | None] = lambda: None,
+        telemetry: TelemetryManager | None = None,
     ) -> None:
-        super().__init__(last_error, fatal_error)
+        super().__init__(last_error, fatal_error, telemetry)
         self._metadata = metadata
         self._membership = membership
         self._consume = consume

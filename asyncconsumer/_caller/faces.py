@@ -18,6 +18,7 @@ import asyncio
 import functools
 import inspect
 import types
+import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
 from concurrent.futures import Future
 from types import TracebackType
@@ -144,6 +145,13 @@ class FaceMethods:
     async def start(self) -> None:
         """Starts the background thread now; optional, as every call that needs it starts it."""
         self._core.start()
+
+    @both_faces
+    async def client_instance_id(self, timeout_ms: int | None = None) -> uuid.UUID:
+        """The id a broker gave this client for its telemetry (KIP-714), waiting up to ``timeout_ms`` for the
+        first (``KafkaTimeoutError`` past it); ``IllegalStateError`` with ``enable_metrics_push=False`` or when the
+        brokers offer no client telemetry."""
+        return await self._wait(self._core.client_instance_id(timeout_ms), timeout_ms)
 
     # --- the waits: each face provides them -------------------------------------------------------------------
     def _wait(self, future: Future[T], timeout_ms: int | None = None) -> Awaitable[T]:

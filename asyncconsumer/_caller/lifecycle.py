@@ -4,6 +4,7 @@ start, the close event, ``wakeup``, deadlines, one event per call, and a blockin
 from __future__ import annotations
 
 import threading
+import uuid
 from concurrent.futures import Future
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -12,7 +13,7 @@ from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQu
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import ClientClosedError, KafkaTimeoutError, WakeupError
-from asyncconsumer.events.application import ApplicationEvent, CloseEvent
+from asyncconsumer.events.application import ApplicationEvent, ClientInstanceIdEvent, CloseEvent
 from asyncconsumer.events.background import BackgroundEvent, ErrorEvent
 
 T = TypeVar("T")
@@ -135,6 +136,9 @@ class ClientCore(Generic[P]):
 
     def deadline(self, timeout_ms: int | None) -> int:
         return self.clock.now_ms() + (self.settings.default_api_timeout_ms if timeout_ms is None else timeout_ms)
+
+    def client_instance_id(self, timeout_ms: int | None) -> Future[uuid.UUID]:
+        return self.submit(ClientInstanceIdEvent(deadline_ms=self.deadline(timeout_ms)))
 
     def submit(self, event: ApplicationEvent) -> Future[Any]:
         self.start()

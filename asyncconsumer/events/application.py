@@ -122,6 +122,14 @@ class TopicMetadataEvent(ApplicationEvent):
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
+class ClientInstanceIdEvent(ApplicationEvent):
+    """The id a broker gave this client for its telemetry (KIP-714); completes with a ``uuid.UUID``."""
+
+    def describe(self) -> str:
+        return "client_instance_id()"
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
 class CloseEvent(ApplicationEvent):
     """Stop the background thread after the managers' close work, by ``deadline_ms`` at the latest."""
 

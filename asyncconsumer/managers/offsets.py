@@ -14,6 +14,7 @@ from collections.abc import Callable
 import attrs
 
 from asyncconsumer._logs import get_logger
+from asyncconsumer._offset_reset import BY_DURATION, parse_duration_ms
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.errors import (
     ErrorCode,
@@ -42,7 +43,18 @@ UNKNOWN_TOPIC_GRACE_MS = 3_000
 """How long an assigned topic stays unknown to the metadata before a reset reports it to the caller: in a cluster,
 a broker learns a new topic a moment after the controller created it and answers UNKNOWN_TOPIC_OR_PARTITION
 meanwhile (seen on a busy 3-node cluster), which is no reason to raise from ``poll`` (Java's consumer never does)."""
-STRATEGY_TIMESTAMP = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP}
+
+
+def reset_timestamp(strategy: str, wall_ms: int) -> int | None:
+    """The ListOffsets timestamp a reset by ``strategy`` asks for at ``wall_ms`` (Unix milliseconds); None for a
+    strategy no lookup answers (``none``, or the consumer's own ``committed``)."""
+    if strategy == "earliest":
+        return EARLIEST_TIMESTAMP
+    if strategy == "latest":
+        return LATEST_TIMESTAMP
+    if strategy.startswith(BY_DURATION):
+        return max(0, wall_ms - parse_duration_ms(strategy[len(BY_DURATION) :]))
+    return None
 
 
 @attrs.define(slots=True)
@@ -84,8 +96,12 @@ class OffsetsManager:
         isolation_level: str,
         backoff: ExponentialBackoff,
         emit: Callable[[ErrorEvent], None],
+        unix_offset_ms: int = 0,
     ) -> None:
         self._subs = subscriptions
+        self._unix_offset_ms = unix_offset_ms
+        """``now_ms`` + this is Unix milliseconds: a ``by_duration`` reset asks for the first record since then less
+        the duration."""
         self._metadata = metadata
         self._isolation = 1 if isolation_level == "read_committed" else 0
         self._backoff = backoff
@@ -159,7 +175,8 @@ class OffsetsManager:
         by_leader_reset: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
         epochs: dict[TopicPartition, int] = {}
         for tp, (strategy, epoch) in self._subs.partitions_awaiting_reset().items():
-            if strategy not in STRATEGY_TIMESTAMP or tp in self._resets_in_flight:
+            timestamp = reset_timestamp(strategy, now_ms + self._unix_offset_ms)
+            if timestamp is None or tp in self._resets_in_flight:
                 continue
             retry_at = self._reset_retry_at.get(tp, 0)
             if now_ms < retry_at:
@@ -180,7 +197,7 @@ class OffsetsManager:
                 self._metadata.request_update()
                 continue
             self._unknown_since.pop(tp.topic, None)
-            by_leader_reset[leader][tp] = STRATEGY_TIMESTAMP[strategy]
+            by_leader_reset[leader][tp] = timestamp
             epochs[tp] = epoch
         for leader, timestamps in by_leader_reset.items():
             self._resets_in_flight |= timestamps.keys()
@@ -295,6 +312,11 @@ class OffsetsManager:
                         self._reset_retry_at.pop(tp, None)
                         if self._subs.complete_reset(tp, epochs[tp], p.offset):
                             log.info("offsets.reset", partition=str(tp), offset=p.offset)
+                        continue
+                    if p.error_code == ErrorCode.NONE and sent[tp] >= 0:
+                        # a by_duration lookup no record answers: every record is older; the log end, at once
+                        if self._subs.reset_if_unchanged(tp, epochs[tp], "latest"):
+                            log.info("offsets.reset_by_duration_found_none", partition=str(tp), since_ms=sent[tp])
                         continue
                     error = for_code(p.error_code, f"ListOffsets for {tp}") if p.error_code else None
                     if error is not None and not error.retriable:

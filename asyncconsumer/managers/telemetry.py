@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 
 from asyncconsumer._logs import get_logger
-from asyncconsumer.errors import ErrorCode, KafkaError, UnsupportedVersionError
+from asyncconsumer.errors import ErrorCode, IllegalStateError, KafkaError, UnsupportedVersionError
 from asyncconsumer.managers.base import MAX_POLL_WAIT_MS, PollResult, UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.managers.telemetry_metrics import Sample
@@ -134,6 +134,10 @@ class TelemetryManager:
         self.subscription: Subscription | None = None
         self.client_instance_id = ZERO_UUID
         """Zero until a broker assigns one (KIP-714: asked for with zero, then kept for the client's life)."""
+        self._id_waiters: list[tuple[Callable[[uuid.UUID], None], Callable[[KafkaError], None]]] = []
+        """``await_instance_id`` callers waiting for the first id."""
+        self._unoffered = False
+        """The brokers last said they offer no telemetry (until a subscription succeeds)."""
         self._next_ms = 0
         """When the state's next request is due."""
         self._failures = 0
@@ -197,6 +201,25 @@ class TelemetryManager:
             self._enter(TelemetryState.TERMINATED)
         return PollResult()
 
+    # --- the client instance id -----------------------------------------------------------------------------
+    def await_instance_id(self, on_done: Callable[[uuid.UUID], None], on_fail: Callable[[KafkaError], None]) -> None:
+        """``on_done`` with the id once a broker has given one (at once if it has); ``on_fail`` with an
+        ``IllegalStateError`` when the brokers offer no telemetry, so none will (Java's ``clientInstanceId``)."""
+        if self.client_instance_id != ZERO_UUID:
+            on_done(self.client_instance_id)
+        elif self._unoffered:
+            on_fail(_no_telemetry())
+        else:
+            self._id_waiters.append((on_done, on_fail))
+
+    def _settle_id_waiters(self, error: KafkaError | None) -> None:
+        waiters, self._id_waiters = self._id_waiters, []
+        for on_done, on_fail in waiters:
+            if error is None:
+                on_done(self.client_instance_id)
+            else:
+                on_fail(error)
+
     # --- GetTelemetrySubscriptions --------------------------------------------------------------------------
     def _on_subscription(self, result: object, now_ms: int) -> None:
         if self.state is not TelemetryState.SUBSCRIPTION_IN_PROGRESS:
@@ -213,8 +236,10 @@ class TelemetryManager:
             self._retry_subscription(now_ms, _code_name(result.error_code))
             return
         self._failures = 0
+        self._unoffered = False
         if result.client_instance_id != ZERO_UUID:
             self.client_instance_id = result.client_instance_id
+            self._settle_id_waiters(None)
         previous = self.subscription
         subscription = Subscription(
             self.client_instance_id,
@@ -262,6 +287,8 @@ class TelemetryManager:
             log.debug("telemetry.unsupported", reason=reason)
             self._unsupported_logged = True
         self._next_ms = now_ms + UNSUPPORTED_RECHECK_MS
+        self._unoffered = True
+        self._settle_id_waiters(_no_telemetry())
 
     # --- PushTelemetry --------------------------------------------------------------------------------------
     def _push(self, now_ms: int, *, terminating: bool) -> tuple[UnsentRequest, ...]:
@@ -382,3 +409,7 @@ class TelemetryManager:
         else:
             log.warning("telemetry.push_refused", error=name)
             self._enter(TelemetryState.SUBSCRIPTION_NEEDED, now_ms + interval)
+
+
+def _no_telemetry() -> IllegalStateError:
+    return IllegalStateError("client_instance_id(): the brokers offer no client telemetry (KIP-714): none gives an id")

@@ -145,6 +145,32 @@ async def test_offsets_for_times_finds_the_first_record_at_or_after_the_timestam
 
 
 @pytest.mark.xfail_on_tansu(
+    "answers ListOffsets with a timestamp with the partition's first offset whatever the timestamp (see "
+    "test_offsets_for_times_finds_the_first_record_at_or_after_the_timestamp), so a by_duration reset starts at 0",
+)
+async def test_a_by_duration_reset_starts_at_the_first_record_that_recent_or_at_the_log_end(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    """KIP-1106: records written 2 h ago and every 10 minutes since (the last 30 minutes ago). ``PT65M`` starts at
+    the first of the last 65 minutes (offset 6); ``PT1M`` finds none that recent and starts at the log end, where the
+    next record is read."""
+    name = topic(1)
+    base = int(time.time() * 1000) - 2 * 3_600_000
+    produce.batches(name, [[Record(b"r%d" % i, partition=0, timestamp_ms=base + i * 600_000)] for i in range(10)])
+    tp = TopicPartition(name, 0)
+    async with AsyncConsumer(broker.bootstrap_servers, auto_offset_reset="by_duration:PT65M") as consumer:
+        await consumer.assign([tp])
+        assert await consumer.position(tp) == 6
+        got = await consume_until(consumer, 4)
+        assert [r.value for r in got] == [b"r6", b"r7", b"r8", b"r9"]
+    async with AsyncConsumer(broker.bootstrap_servers, auto_offset_reset="by_duration:PT1M") as consumer:
+        await consumer.assign([tp])
+        assert await consumer.position(tp) == 10
+        produce(name, [Record(b"now", partition=0)])
+        assert [(r.offset, r.value) for r in await consume_until(consumer, 1)] == [(10, b"now")]
+
+
+@pytest.mark.xfail_on_tansu(
     "answers ListOffsets LATEST with the last batch's base offset + 1 (11 here, after batches of 10 and 5), not the "
     "log end offset; its Fetch high watermark is right",
 )

@@ -7,7 +7,9 @@ own. Brokers without a receiver
 
 from __future__ import annotations
 
+import base64
 import logging
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from asyncconsumer import AsyncConsumer, AsyncShareConsumer
+from asyncconsumer.errors import IllegalStateError
 from asyncconsumer.managers.telemetry import TelemetryState
 from asyncconsumer.managers.telemetry_metrics import NAMES, SHARE_NAMES
 from asyncconsumer.protocol.codecs import COMPRESSIBLE
@@ -65,6 +68,11 @@ async def consume(consumer: AsyncConsumer, topic: str, count: int) -> None:
     await consumer.subscribe([topic])
     while got < count:
         got += (await consumer.poll(1_000)).count()
+
+
+def kafka_uuid(value: uuid.UUID) -> str:
+    """``value`` as Kafka's ``Uuid.toString()`` writes it (the recorder's form): URL-safe base64, unpadded."""
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
 
 
 def reading(pushes: list[dict[str, Any]], name: str) -> float | None:
@@ -120,6 +128,7 @@ async def test_a_consumer_pushes_its_standard_metrics_then_a_terminating_push(ka
         assert all(p["scope"] == "org.apache.kafka" for p in last["metrics"])
         assert not any(p["terminating"] for p in pushes)
         instance = last["client_instance_id"]
+        assert kafka_uuid(await consumer.client_instance_id(5_000)) == instance  # the id the broker got pushes from
         telemetry = consumer._core.parts.owned.telemetry
         assert telemetry is not None and telemetry.subscription is not None
         compression = telemetry.subscription.compression  # the payloads the receiver decoded were compressed so
@@ -171,6 +180,7 @@ async def test_a_share_consumer_pushes_its_share_metrics_then_a_terminating_push
         resource = pushes[-1]["resource"]
         assert resource["client_id"] == client_id and resource["group_id"] == group
         assert resource["group_member_id"] == consumer.metrics().member_id
+        assert kafka_uuid(await consumer.client_instance_id(5_000)) == pushes[-1]["client_instance_id"]
         assert not any(p["terminating"] for p in pushes)
     closing = await wait_for_async(
         lambda: [p for p in read_pushes(path, client_id) if p["terminating"]], 10, message="no terminating push"
@@ -217,6 +227,8 @@ async def test_enable_metrics_push_false_sends_nothing(kafka: KafkaCluster, path
                 got[id(consumer)] += (await consumer.poll(200)).count()
         # the control consumer, asked for the same metrics at the same interval, pushes twice meanwhile
         await wait_for_async(lambda: len(read_pushes(path, control)) >= 2, 30, message="the control pushed nothing")
+        with pytest.raises(IllegalStateError, match="enable_metrics_push is False"):
+            await off.client_instance_id(1_000)
     assert read_pushes(path, quiet) == []
 
 
@@ -242,6 +254,10 @@ async def test_brokers_without_a_receiver_get_no_telemetry_and_nothing_is_logged
         await wait_for_async(answered, 10, message="the manager never looked")
         if broker.kind == "kafka":  # not even asked: the API is not offered
             assert telemetry._unsupported_logged and telemetry.subscription is None
+            with pytest.raises(IllegalStateError, match="offer no client telemetry"):
+                await consumer.client_instance_id(1_000)
+        else:  # Tansu subscribes nobody, but gives an id
+            assert (await consumer.client_instance_id(1_000)).int != 0
     records = [r for r in caplog.records if r.name == "asyncconsumer.telemetry"]
     assert [r.getMessage() for r in records if r.levelno > logging.DEBUG] == []
     assert telemetry.pushes_sent == 0 and telemetry.state is TelemetryState.TERMINATED

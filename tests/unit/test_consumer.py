@@ -33,8 +33,8 @@ TP = TopicPartition("t", 0)
 AWAITED = {
     "start", "close", "assign", "seek", "seek_to_beginning", "seek_to_end", "position", "pause", "resume",
     "beginning_offsets", "end_offsets", "offsets_for_times", "topics", "partitions_for", "poll", "poll_arrow",
-    "subscribe", "unsubscribe", "commit", "committed", "__aenter__", "__aexit__", "__anext__", "process",
-    "process_transactionally",
+    "subscribe", "unsubscribe", "commit", "committed", "client_instance_id", "__aenter__", "__aexit__", "__anext__",
+    "process", "process_transactionally",
 }  # fmt: skip
 """Every call that waits on the background thread (or may run a callback) is awaited; the rest read local state."""
 

@@ -13,7 +13,18 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "asyncconsumer"
 
 LAYERS: list[set[str]] = [
-    {"errors", "records", "config", "_config_checks", "metrics", "listener", "_clock", "_logs", "_patterns"},
+    {
+        "errors",
+        "records",
+        "config",
+        "_config_checks",
+        "metrics",
+        "listener",
+        "_clock",
+        "_logs",
+        "_patterns",
+        "_offset_reset",
+    },
     {"protocol"},
     {"events"},
     {"_state"},

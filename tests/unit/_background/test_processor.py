@@ -25,6 +25,7 @@ from asyncconsumer.errors import (
 from asyncconsumer.events.application import (
     ApplicationEvent,
     AssignEvent,
+    ClientInstanceIdEvent,
     CloseEvent,
     CommitEvent,
     CommittedEvent,
@@ -359,3 +360,10 @@ def test_after_a_poll_timeout_a_commit_fails_and_the_next_poll_lets_the_partitio
     assert [(e.kind, e.partitions) for e in wired.asked] == [("lost", frozenset({T0, T1}))]
     parts.process(PolledEvent(deadline_ms=10_000))
     assert wired.subscriptions.assigned() == set()
+
+
+def test_client_instance_id_without_telemetry_fails_naming_the_setting() -> None:
+    event = Parts().process(ClientInstanceIdEvent(deadline_ms=10))
+    error = event.future.exception(0)
+    assert isinstance(error, IllegalStateError)
+    assert str(error) == "client_instance_id() needs client telemetry: enable_metrics_push is False"

@@ -43,7 +43,7 @@ def test_the_waiting_calls_are_the_shared_ones_and_every_one_is_documented() -> 
     assert {
         "start", "close", "assign", "seek", "seek_to_beginning", "seek_to_end", "position", "pause", "resume",
         "beginning_offsets", "end_offsets", "offsets_for_times", "topics", "partitions_for", "poll", "poll_arrow",
-        "subscribe", "unsubscribe", "commit", "committed",
+        "subscribe", "unsubscribe", "commit", "committed", "client_instance_id",
     } == SHARED  # fmt: skip
     undocumented = [name for name, member in DECLARED.items() if not (member.__doc__ or "").strip()]
     assert undocumented == []

@@ -25,7 +25,9 @@ SHARED = {name for name, member in DECLARED.items() if isinstance(member, both_f
 
 
 def test_both_faces_have_every_declared_method_with_the_same_parameters_and_a_docstring() -> None:
-    assert {"start", "close", "subscribe", "unsubscribe", "poll", "commit_sync", "commit_async"} == SHARED
+    assert {
+        "start", "close", "subscribe", "unsubscribe", "poll", "commit_sync", "commit_async", "client_instance_id",
+    } == SHARED  # fmt: skip
     for name in SHARED:
         method = DECLARED[name].method
         assert inspect.iscoroutinefunction(getattr(AsyncShareConsumer, name)), name

@@ -12,6 +12,7 @@ from asyncconsumer.events import application
 from asyncconsumer.events.application import (
     ApplicationEvent,
     AssignEvent,
+    ClientInstanceIdEvent,
     CloseEvent,
     CommitEvent,
     CommittedEvent,
@@ -46,6 +47,7 @@ CASES: list[tuple[ApplicationEvent, str]] = [
     (TopicMetadataEvent(topic=None, deadline_ms=0), "listing the cluster's topics"),
     (TopicMetadataEvent(topic="t", deadline_ms=0), "looking up topic 't'"),
     (CloseEvent(deadline_ms=0), "close()"),
+    (ClientInstanceIdEvent(deadline_ms=0), "client_instance_id()"),
     (SubscribeEvent(topics=frozenset({"b", "a"}), deadline_ms=0), "subscribe(['a', 'b'])"),
     (SubscribeEvent(topics=frozenset(), pattern=re.compile("e.*"), deadline_ms=0), "subscribe('e.*')"),
     (UnsubscribeEvent(deadline_ms=0), "unsubscribe()"),

@@ -7,7 +7,7 @@ from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.errors import KafkaError, UnknownTopicOrPartitionError
 from asyncconsumer.events.background import ErrorEvent
 from asyncconsumer.managers.metadata import MetadataManager
-from asyncconsumer.managers.offsets import UNKNOWN_TOPIC_GRACE_MS, OffsetsManager
+from asyncconsumer.managers.offsets import UNKNOWN_TOPIC_GRACE_MS, OffsetsManager, reset_timestamp
 from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
@@ -168,3 +168,63 @@ def test_a_topic_that_appears_within_the_grace_is_reset_without_an_error() -> No
     assert subs.position(tp) == 3
     manager.poll(3 + UNKNOWN_TOPIC_GRACE_MS)
     assert errors == []
+
+
+# --- by_duration (KIP-1106) --------------------------------------------------------------------------------------
+WALL_MS = 1_800_000_000_000
+"""The Unix milliseconds at the manager's ``now_ms`` 0 (its ``unix_offset_ms``)."""
+
+
+def _by_duration(strategy: str) -> tuple[OffsetsManager, SubscriptionState]:
+    metadata = MetadataManager(["h:1"], 60_000, no_jitter())
+    only(metadata.poll(0).unsent_requests).on_response(metadata_response(), 0)
+    subs = SubscriptionState(strategy)
+    manager = OffsetsManager(subs, metadata, "read_uncommitted", no_jitter(), [].append, unix_offset_ms=WALL_MS)
+    return manager, subs
+
+
+def _timestamps(request: object) -> dict[int, int]:
+    assert isinstance(request, ListOffsetsRequest)
+    return {p.partition_index: p.timestamp for t in request.topics for p in t.partitions}
+
+
+def test_a_by_duration_reset_asks_for_the_first_record_since_now_less_the_duration() -> None:
+    manager, subs = _by_duration("by_duration:PT1H30M")
+    subs.assign([TP0, TP1])
+    request = only(manager.poll(10).unsent_requests)
+    since = WALL_MS + 10 - 90 * 60_000
+    assert _timestamps(request.request) == {0: since, 1: since}
+    request.on_response(list_offsets_answer({TP0: 40, TP1: 3}), 12)
+    assert (subs.position(TP0), subs.position(TP1)) == (40, 3)
+
+
+def test_a_by_duration_reset_no_record_answers_goes_to_the_log_end_at_once() -> None:
+    """Kafka answers offset -1 when every record is older than the timestamp: the partition starts at the log end
+    (a second lookup, LATEST), with no backoff, and never at the first offset."""
+    manager, subs = _by_duration("by_duration:P1D")
+    subs.assign([TP0, TP1])
+    first = only(manager.poll(10).unsent_requests)
+    first.on_response(list_offsets_answer({TP0: -1, TP1: 8}), 11)
+    assert subs.position(TP0) is None and subs.position(TP1) == 8
+    again = only(manager.poll(11).unsent_requests)
+    assert _timestamps(again.request) == {0: -1}  # LATEST
+    again.on_response(list_offsets_answer({TP0: 120}), 12)
+    assert subs.position(TP0) == 120
+
+
+def test_a_later_by_duration_reset_of_the_partition_looks_the_time_up_again() -> None:
+    manager, subs = _by_duration("by_duration:PT10M")
+    subs.assign([TP0])
+    only(manager.poll(10).unsent_requests).on_response(list_offsets_answer({TP0: -1}), 11)
+    only(manager.poll(11).unsent_requests).on_response(list_offsets_answer({TP0: 50}), 12)
+    subs.request_reset([TP0], "by_duration:PT10M")  # as an out-of-range fetch does
+    assert _timestamps(only(manager.poll(13).unsent_requests).request) == {0: WALL_MS + 13 - 600_000}
+
+
+def test_each_strategy_asks_for_its_timestamp() -> None:
+    assert reset_timestamp("earliest", WALL_MS) == -2
+    assert reset_timestamp("latest", WALL_MS) == -1
+    assert reset_timestamp("by_duration:PT1M", WALL_MS) == WALL_MS - 60_000
+    assert reset_timestamp("by_duration:PT1M", 1_000) == 0  # never before the epoch
+    assert reset_timestamp("none", WALL_MS) is None
+    assert reset_timestamp("committed", WALL_MS) is None

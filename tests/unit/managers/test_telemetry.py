@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from asyncconsumer.errors import ErrorCode, KafkaConnectionError, UnsupportedVersionError
+from asyncconsumer.errors import ErrorCode, IllegalStateError, KafkaConnectionError, UnsupportedVersionError
 from asyncconsumer.managers.base import UnsentRequest
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.managers.telemetry import (
@@ -358,3 +358,30 @@ def test_close_without_a_subscription_sends_nothing() -> None:
     assert h.manager.state is S.TERMINATED
     unsent.on_response(GetTelemetrySubscriptionsResponse(requested_metrics=("",)), 2)  # too late: ignored
     assert h.manager.state is S.TERMINATED
+
+
+def test_the_client_instance_id_is_given_once_a_broker_assigns_it_and_at_once_after() -> None:
+    h = Harness()
+    got: list[object] = []
+    h.manager.await_instance_id(got.append, got.append)
+    assert got == []  # asked before any broker answered: it waits
+    h.subscribe(0)
+    assert got == [INSTANCE]
+    h.manager.await_instance_id(got.append, got.append)
+    assert got == [INSTANCE, INSTANCE]
+
+
+def test_brokers_without_telemetry_give_no_client_instance_id_a_typed_error_until_one_does() -> None:
+    h = Harness(supported=False)
+    waiting: list[object] = []
+    h.manager.await_instance_id(waiting.append, waiting.append)
+    assert h.poll(0) == ()
+    (error,) = waiting
+    assert isinstance(error, IllegalStateError) and "offer no client telemetry" in str(error)
+    later: list[object] = []
+    h.manager.await_instance_id(later.append, later.append)
+    assert isinstance(later[0], IllegalStateError)  # at once, while they still offer none
+    h.supported = True
+    h.subscribe(UNSUPPORTED_RECHECK_MS)
+    h.manager.await_instance_id(later.append, later.append)
+    assert later[1] == INSTANCE
