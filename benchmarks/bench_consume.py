@@ -32,7 +32,6 @@ import resource
 import shutil
 import signal
 import socket
-import statistics
 import struct
 import subprocess
 import sys
@@ -47,17 +46,25 @@ from typing import Any
 import javapeer
 from benchcommon import (
     BROKERS,
+    CLOCK_TICKS,
     RESULT_MARKER,
     ChildFailed,
+    busy_cpu_s,
     child_argv,
     code_version,
     default_results_path,
+    fmt_cell,
     kafka_broker_module,
     machine,
+    median_min_max,
+    note_failure,
     peak_rss_bytes,
+    process_cpu_s,
+    quiet_before_run,
     report_failures,
     spawn_child,
     start_broker,
+    write_json,
 )
 
 CHILD_TIMEOUT_S = 300.0
@@ -694,7 +701,7 @@ def exec_java_child(args: argparse.Namespace) -> None:
         topic=args.topic,
         partitions=args.partitions,
         expect=args.expect,
-        clk_tck=_CLOCK_TICKS,
+        clk_tck=CLOCK_TICKS,
         stall_s=STALL_S,
         java=shutil.which("java") or "java",
     )
@@ -860,63 +867,20 @@ def create_topic(broker: Any, bootstrap: str, topic: str, partitions: int) -> No
     asyncio.run(run())
 
 
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _busy_cpu_s() -> float | None:
-    """CPU seconds every core of the machine spent busy since boot (None off Linux)."""
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / _CLOCK_TICKS  # user..steal; guest time is already inside user
-
-
-def _process_cpu_s(pid: int | None) -> float | None:
-    if pid is None:
-        return None
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
-
-
-def wait_until_quiet(broker_pid: int | None, max_cores: float, max_wait_s: float) -> float | None:
-    """Waits (up to ``max_wait_s``) until processes other than the broker use less than ``max_cores``.
-
-    On a shared machine other people's test runs would otherwise land in the middle of a measurement. Returns
-    the last load seen (cores), None when it cannot be measured.
-    """
-    deadline = time.perf_counter() + max_wait_s
-    while True:
-        t0, busy0, broker0 = time.perf_counter(), _busy_cpu_s(), _process_cpu_s(broker_pid)
-        time.sleep(0.5)
-        busy1, broker1 = _busy_cpu_s(), _process_cpu_s(broker_pid)
-        if busy0 is None or busy1 is None:
-            return None
-        broker = 0.0 if broker0 is None or broker1 is None else broker1 - broker0
-        load = max(0.0, busy1 - busy0 - broker) / (time.perf_counter() - t0)
-        if load < max_cores or time.perf_counter() >= deadline:
-            return load
-        time.sleep(1.0)
-
-
 class Load:
     """What the machine did while one child ran: the broker's CPU, and everybody else's (noise)."""
 
     def __init__(self, broker_pid: int | None) -> None:
         self.broker_pid = broker_pid
         self.t0 = time.perf_counter()
-        self.busy0 = _busy_cpu_s()
-        self.broker0 = _process_cpu_s(broker_pid)
+        self.busy0 = busy_cpu_s()
+        self.broker0 = process_cpu_s(broker_pid)
         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.children0 = ru.ru_utime + ru.ru_stime
 
     def finish(self) -> Result:
         interval = time.perf_counter() - self.t0
-        busy1, broker1 = _busy_cpu_s(), _process_cpu_s(self.broker_pid)
+        busy1, broker1 = busy_cpu_s(), process_cpu_s(self.broker_pid)
         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
         child = ru.ru_utime + ru.ru_stime - self.children0
         broker = None if broker1 is None or self.broker0 is None else broker1 - self.broker0
@@ -961,10 +925,6 @@ def verify(result: Result, expect: int, size: int, counts: list[int]) -> None:
         problems.append(f"final positions {positions}, expected {want}")
     if problems:
         raise ChildFailed(f"{client}: " + "; ".join(problems))
-
-
-def _fmt(value: float | None, spec: str) -> str:
-    return "?" if value is None else format(value, spec)
 
 
 def derive(result: Result, size: int) -> Result:
@@ -1018,10 +978,8 @@ def summarise(runs: dict[str, list[Result]], size: int) -> dict[str, Result]:
         for metric, values in [(m, [d[m] for d in derived]) for m in METRICS] + [
             (key, [r.get(key) for r in results]) for key in ("broker_cpu_s", "other_cpu_cores", "rss_at_start_mb")
         ]:
-            known = [v for v in values if v is not None]
-            entry["median"][metric] = statistics.median(known) if known else None
-            entry["min"][metric] = min(known) if known else None
-            entry["max"][metric] = max(known) if known else None
+            for stat, value in median_min_max(values).items():
+                entry[stat][metric] = value
         summary[client] = entry
     base = summary.get(BASELINE)
     if base is not None:
@@ -1052,13 +1010,13 @@ def table(summary: dict[str, Result]) -> str:
             f"| {client} "
             f"| {med['records_per_s'] / 1e6:.3f} M{_ratio(entry, 'records_per_s')} "
             f"| {med['mb_per_s']:.1f}{_ratio(entry, 'mb_per_s')} "
-            f"| {_fmt(med['steady_mb_per_s'], '.1f')}{_ratio(entry, 'steady_mb_per_s')} "
+            f"| {fmt_cell(med['steady_mb_per_s'], '.1f')}{_ratio(entry, 'steady_mb_per_s')} "
             f"| {med['cpu_s_per_m']:.2f}{_ratio(entry, 'cpu_s_per_m')} "
             f"| {med['peak_rss_mb']:.0f}{_ratio(entry, 'peak_rss_mb')} "
             f"| {med['first_record_ms']:.0f} "
             f"| {entry['reps']} "
             f"| {lo['records_per_s'] / 1e6:.3f}-{hi['records_per_s'] / 1e6:.3f} M "
-            f"| {_fmt(med['broker_cpu_s'], '.2f')} | {_fmt(med['other_cpu_cores'], '.2f')} |"
+            f"| {fmt_cell(med['broker_cpu_s'], '.2f')} | {fmt_cell(med['other_cpu_cores'], '.2f')} |"
         )
     return "\n".join(lines)
 
@@ -1686,21 +1644,16 @@ def parent_main(args: argparse.Namespace) -> int:
             for rep in range(1, args.reps + 1):
                 for client in active:
                     waited = time.perf_counter()
-                    before = wait_until_quiet(broker_pid, args.quiet_cores, args.quiet_wait)
+                    quiet_before_run(broker_pid, args.quiet_cores, args.quiet_wait)
                     waited = time.perf_counter() - waited
-                    if before is not None and before >= args.quiet_cores:
-                        print(f"  (machine still busy: {before:.2f} cores used by others; measuring anyway)")
                     try:
                         result = spawn(
                             client, bootstrap, topic, shape.partitions, shape.records, args.timeout, broker_pid
                         )
                         verify(result, shape.records, shape.size, counts)
                     except ChildFailed as exc:
-                        message = f"FAILED [{name} rep {rep}] {exc}"
-                        print(message, file=sys.stderr, flush=True)
-                        if not args.keep_going:
+                        if not note_failure(f"FAILED [{name} rep {rep}] {exc}", failures, args.keep_going):
                             raise
-                        failures.append(message)
                         continue
                     result["quiet_wait_s"] = waited
                     if result.get("decoder", info["decoder"]) != info["decoder"]:
@@ -1715,8 +1668,8 @@ def parent_main(args: argparse.Namespace) -> int:
                         f"  rep {rep} {client:<19} {d['records_per_s'] / 1e6:6.3f} M rec/s "
                         f"{d['mb_per_s']:7.1f} MB/s  cpu {result['cpu_s']:5.2f} s  "
                         f"rss {result['peak_rss_mb']:5.0f} MB  first {d['first_record_ms']:5.0f} ms  "
-                        f"broker cpu {_fmt(result['broker_cpu_s'], '.2f')} s  "
-                        f"others {_fmt(result['other_cpu_cores'], '.2f')} cores",
+                        f"broker cpu {fmt_cell(result['broker_cpu_s'], '.2f')} s  "
+                        f"others {fmt_cell(result['other_cpu_cores'], '.2f')} cores",
                         flush=True,
                     )
             summary = summarise(runs, shape.size)
@@ -1748,8 +1701,7 @@ def parent_main(args: argparse.Namespace) -> int:
             )
         if report["workloads"] and (args.json or not args.serve):
             report["failures"] = failures
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(report, indent=2))
+            write_json(out, report)
             write_outputs(report, out)
     return report_failures(failures)
 

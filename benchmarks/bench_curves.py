@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchcommon import BROKERS, code_version, default_results_path, machine, start_broker
+from benchcommon import BROKERS, code_version, default_results_path, machine, start_broker, table_row, table_rule
 
 Result = dict[str, Any]
 
@@ -187,8 +187,8 @@ def metric_table(curve: Result, workload: str, metric: str) -> str:
     lines = [
         f"**{title}**",
         "",
-        "| " + " | ".join(head) + " |",
-        "|" + "|".join(["---", *("---:" for _ in head[1:])]) + "|",
+        table_row(head),
+        table_rule(len(head)),
     ]
     for x, point in sorted(curve["points"].items(), key=lambda item: float(item[0])):
         medians = point.get("medians", {}).get(workload, {})
@@ -200,7 +200,7 @@ def metric_table(curve: Result, workload: str, metric: str) -> str:
         for peer in peers:
             theirs = medians.get(peer, {}).get(metric)
             cells.append("-" if ours is None or not theirs else f"{ours / theirs:.2f}x")
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(table_row(cells))
     return "\n".join(lines)
 
 

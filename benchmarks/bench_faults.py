@@ -1,7 +1,7 @@
 """Network faults against four clients at once (issue 50): asyncconsumer, librdkafka, aiokafka and Java's consumer.
 
     .venv/bin/python benchmarks/bench_faults.py                     # the whole schedule, ~8 minutes
-    .venv/bin/python benchmarks/bench_faults.py --faults "black hole,bandwidth" --json out.json
+    .venv/bin/python benchmarks/bench_faults.py --faults "black hole 25 s,bandwidth 50 KB/s" --json out.json
 
 One run: a 3-node Apache Kafka 4.4 cluster with Shopify's Toxiproxy in front of every broker's client listener
 (``tests/support/toxi_cluster.py``; the brokers' own traffic stays direct), a topic of 6 partitions placed two per
@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -55,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from benchcommon import code_version, default_results_path, machine, test_support
+from benchcommon import code_version, default_results_path, machine, test_support, write_json
 
 CLIENTS = ("ours", "librdkafka", "aiokafka", "java")
 PARTITIONS = 6
@@ -192,6 +191,11 @@ class ClientLog:
     def read_since(self, mark: int, partitions: Iterable[int]) -> bool:
         """A record numbered ``mark`` or later was read from each of ``partitions``."""
         return all(self.newest.get(p, -1) >= mark for p in partitions)
+
+
+def step_names() -> str:
+    """The schedule's step names, as ``--faults`` takes them."""
+    return ", ".join(repr(step.name) for step in schedule() if step.name != BASELINE)
 
 
 def log_line(kind: str, *fields: object, at: float | None = None) -> str:
@@ -792,6 +796,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     faults = test_support("network_faults")
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     wanted = {s.strip() for s in args.faults.split(",")} if args.faults else None
+    unknown = sorted(wanted - {s.name for s in schedule()}) if wanted else []
+    if unknown:
+        raise SystemExit(f"--faults: no step named {', '.join(map(repr, unknown))}; the steps: {step_names()}")
     steps = [s for s in schedule() if s.name == BASELINE or wanted is None or s.name in wanted]
     java, java_info = java_setup() if "java" in clients else ([], {})
     loads: list[tuple[float, float, float, float]] = [(time.time(), *os.getloadavg())]
@@ -912,8 +919,7 @@ def parent_main(args: argparse.Namespace) -> int:
     for name, totals in result["totals"].items():
         print(f"# {name}: {totals}")
     path = Path(args.json or default_results_path("faults", result["code"], broker="kafka"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    write_json(path, result, indent=1, end="\n", default=str)
     path.with_suffix(".md").write_text(text + "\n")
     print(f"results: {path}, {path.with_suffix('.md')}")
     return 0
@@ -922,7 +928,9 @@ def parent_main(args: argparse.Namespace) -> int:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", default=",".join(CLIENTS), help="which clients, comma-separated")
-    parser.add_argument("--faults", default="", help="which faults by name (default: all), comma-separated")
+    parser.add_argument(
+        "--faults", default="", help="which steps by their exact names (default: all), comma-separated: " + step_names()
+    )
     parser.add_argument("--rate", type=int, default=RATE, help="records/s produced")
     parser.add_argument("--json", default="", help="where the results go (default: results/faults-<commit>-kafka)")
     parser.add_argument("--keep", action="store_true", help="keep the children's logs")

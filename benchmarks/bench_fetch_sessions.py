@@ -48,15 +48,17 @@ from benchcommon import (
     default_results_path,
     kafka_broker_module,
     machine,
+    process_cpu_s,
     report_failures,
     start_broker,
+    table_row,
+    table_rule,
 )
 
 MODES = ("sessions", "full")
 PHASES = ("catchup", "trickle", "idle")
 PHASE_MARKER = "PHASE "
 CHILD_TIMEOUT_S = 300.0
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 # --- the child: one consumer, one mode ------------------------------------------------------------------------
@@ -174,16 +176,6 @@ def child_main(args: argparse.Namespace) -> int:
 # --- the parent -----------------------------------------------------------------------------------------------
 
 
-def _process_cpu_s(pid: int | None) -> float | None:
-    if pid is None:
-        return None
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
-
-
 def produce_backlog(bootstrap: str, topic: str, partitions: int, records: int, size: int) -> None:
     from confluent_kafka import Producer
 
@@ -247,7 +239,7 @@ def run_child(
         timeout=args.timeout,
     )
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    broker_cpu: dict[str, float | None] = {"start": _process_cpu_s(broker_pid)}
+    broker_cpu: dict[str, float | None] = {"start": process_cpu_s(broker_pid)}
     trickle: Trickle | None = None
     result: dict[str, Any] | None = None
     timer = threading.Timer(args.timeout + 3 * args.seconds, proc.kill)
@@ -257,7 +249,7 @@ def run_child(
         for line in proc.stdout:
             if line.startswith(PHASE_MARKER):
                 phase = line[len(PHASE_MARKER) :].strip()
-                broker_cpu[phase] = _process_cpu_s(broker_pid)
+                broker_cpu[phase] = process_cpu_s(broker_pid)
                 if phase == "trickle":
                     trickle = Trickle(bootstrap, topic, args.partitions, args.rate, args.size)
                     trickle.start()
@@ -313,17 +305,17 @@ def broker_probe(broker: Any, topic: str, partitions: int, fetches: int, rounds:
         ends = {p.partition_index: p.high_watermark for t in probe.responses for p in t.partitions}
         at_end = topic_at(topic, ends, 1 << 20)
         for _ in range(rounds):
-            before = _process_cpu_s(broker.pid)
+            before = process_cpu_s(broker.pid)
             for _ in range(fetches):
                 client.call(FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=50 << 20, topics=at_end), 12)
-            after = _process_cpu_s(broker.pid)
+            after = process_cpu_s(broker.pid)
             if before is not None and after is not None:
                 out["full"].append((after - before) * 1000 / fetches)
             opened = client.call(
                 FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=50 << 20, topics=at_end, session_epoch=0), 12
             )
             assert isinstance(opened, FetchResponse) and opened.session_id, "no fetch session given"
-            before = _process_cpu_s(broker.pid)
+            before = process_cpu_s(broker.pid)
             for epoch in range(1, fetches + 1):
                 answer = client.call(
                     FetchRequest(
@@ -336,7 +328,7 @@ def broker_probe(broker: Any, topic: str, partitions: int, fetches: int, rounds:
                     12,
                 )
                 assert isinstance(answer, FetchResponse) and not answer.error_code, answer
-            after = _process_cpu_s(broker.pid)
+            after = process_cpu_s(broker.pid)
             if before is not None and after is not None:
                 out["sessions"].append((after - before) * 1000 / fetches)
             closing = FetchRequest(
@@ -399,16 +391,16 @@ def table(summary: dict[str, dict[str, dict[str, float | None]]]) -> str:
     lines = []
     for phase in PHASES:
         lines.append(f"\n**{phase}**\n")
-        lines.append("| mode | " + " | ".join(title for title, _, _ in columns) + " |")
-        lines.append("|---|" + "---:|" * len(columns))
+        lines.append(table_row(["mode", *(title for title, _, _ in columns)]))
+        lines.append(table_rule(1 + len(columns)))
         for mode in MODES:
             row = summary[mode][phase]
-            lines.append(f"| {mode} | " + " | ".join(_fmt(row.get(key), d) for _, key, d in columns) + " |")
+            lines.append(table_row([mode, *(_fmt(row.get(key), d) for _, key, d in columns)]))
         ratio = []
         for _, key, _ in columns:
             full, sessions = summary["full"][phase].get(key), summary["sessions"][phase].get(key)
             ratio.append("-" if not full or not sessions else f"{full / sessions:.2f}x")
-        lines.append("| full / sessions | " + " | ".join(ratio) + " |")
+        lines.append(table_row(["full / sessions", *ratio]))
     return "\n".join(lines)
 
 

@@ -44,7 +44,6 @@ import json
 import os
 import queue
 import re
-import statistics
 import struct
 import subprocess
 import sys
@@ -67,9 +66,14 @@ from benchcommon import (
     code_version,
     default_results_path,
     machine,
+    median,
+    median_min_max,
+    note_failure,
+    process_cpu_s,
     report_failures,
     spawn_child,
     start_broker,
+    write_json,
 )
 
 from asyncconsumer import AsyncConsumer, ConsumerRebalanceListener, TopicPartition
@@ -765,11 +769,6 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
-def _median(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if known else None
-
-
 def _range(values: Sequence[float]) -> str:
     return f"{min(values):.2f}-{max(values):.2f}" if values else "-"
 
@@ -799,7 +798,7 @@ def summarise(scenario: str, runs: dict[str, list[Result]], failed: dict[str, in
             summary[client] = {
                 "reps": len(results),
                 "failed": failed.get(client, 0),
-                "median": {m: _median([r[m] for r in results]) for m in metrics},
+                "median": {m: median([r[m] for r in results]) for m in metrics},
                 "min": {m: min((r[m] for r in results), default=None) for m in metrics},
                 "max": {m: max((r[m] for r in results), default=None) for m in metrics},
             }
@@ -826,7 +825,7 @@ def summarise(scenario: str, runs: dict[str, list[Result]], failed: dict[str, in
                     "kept": sum(1 for r in phase_runs if r["kept"]),
                     "generations": [r["generations_seen"] for r in phase_runs],
                     "callbacks": [r["callbacks"] for r in phase_runs],
-                    "settled_again_s": _median([r["settled_again_s"] for r in phase_runs]),
+                    "settled_again_s": median([r["settled_again_s"] for r in phase_runs]),
                     "witness_rebalanced": sum(1 for r in phase_runs if r.get("witness_rebalanced")),
                 }
     return summary
@@ -1061,17 +1060,6 @@ def parse_group_config(text: str) -> dict[str, str]:
     return config
 
 
-def _cpu_s(pid: int | None) -> float | None:
-    """A process's user + system CPU seconds so far, from /proc (None where unreadable)."""
-    if pid is None:
-        return None
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 class _Members:
     """N member processes: their lines on one queue, their stderr in files, all ended on ``close``."""
 
@@ -1154,7 +1142,7 @@ def _watch_size(members: _Members, n: int, t_spawn: float, broker_pid: int | Non
             ready.add(index)
     ready_s = time.monotonic() - t_spawn
     load_at_go = os.getloadavg()[0]
-    broker_cpu0 = _cpu_s(broker_pid)
+    broker_cpu0 = process_cpu_s(broker_pid)
     watch = GroupWatch(n, SIZE_PARTITIONS)
     subscribe_s: list[float] = []
     done: dict[int, Result] = {}
@@ -1187,7 +1175,7 @@ def _watch_size(members: _Members, n: int, t_spawn: float, broker_pid: int | Non
     settled_at = watch.settled_since
     assert settled_at is not None
     cpu_to_settle = watch.cpu_s()
-    broker_cpu1 = _cpu_s(broker_pid)
+    broker_cpu1 = process_cpu_s(broker_pid)
     load_at_end = os.getloadavg()[0]
     final_generation = watch.snapshots[0].generation
     members.tell("stop")
@@ -1345,11 +1333,7 @@ def summarise_curve(scenario: str, runs: Sequence[Result]) -> dict[str, dict[int
             entry: Result = {"reps": len(ok), "failed": len(results) - len(ok)}
             for m in metrics:
                 values = [r[m] for r in ok if r.get(m) is not None]
-                entry[m] = {
-                    "median": _median(values),
-                    "min": min(values, default=None),
-                    "max": max(values, default=None),
-                }
+                entry[m] = median_min_max(values)
             if scenario == "size":
                 entry["final_generations"] = [r["final_generation"] for r in ok]
                 entry["generations_seen"] = [len(r["generations_seen"]) for r in ok]
@@ -1358,8 +1342,8 @@ def summarise_curve(scenario: str, runs: Sequence[Result]) -> dict[str, dict[int
                 loads = [r["load_at_end"] for r in ok if r.get("load_at_end") is not None]
                 entry["load_at_end"] = max(loads, default=None)
                 cpu = [r["broker_cpu_s"] for r in ok if r.get("broker_cpu_s") is not None]
-                entry["broker_cpu_s"] = _median(cpu)
-                entry["member_cpu_to_settle_s"] = _median(
+                entry["broker_cpu_s"] = median(cpu)
+                entry["member_cpu_to_settle_s"] = median(
                     [r["member_cpu_to_settle_s"] for r in ok if r.get("member_cpu_to_settle_s") is not None]
                 )
             summary[client][point] = entry
@@ -1556,8 +1540,7 @@ def run_curves(
 def write_curves(report: Result, json_path: Path) -> list[Path]:
     """The report as JSON, its tables as markdown beside it, one PNG per curve: the paths written."""
     info = report["machine"]
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(report, indent=2))
+    write_json(json_path, report)
     written = [json_path]
     lines = [
         f"# bench_groups.py curves — {info.get('broker', '?')}, asyncconsumer at {info.get('code', '?')}",
@@ -1686,11 +1669,8 @@ def parent_main(args: argparse.Namespace) -> int:
                         result = spawn(scenario, client, bootstrap, topic, args.timeout, args.settle_members)
                         verify(result)
                     except ChildFailed as exc:
-                        message = f"FAILED [{scenario} rep {rep}] {exc}"
-                        print(message, file=sys.stderr, flush=True)
-                        if not args.keep_going:
+                        if not note_failure(f"FAILED [{scenario} rep {rep}] {exc}", failures, args.keep_going):
                             raise
-                        failures.append(message)
                         failed[client] += 1
                         continue
                     runs[client].append(result)

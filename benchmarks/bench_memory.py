@@ -54,8 +54,10 @@ from benchcommon import (
     default_results_path,
     machine,
     peak_rss_bytes,
+    quiet_before_run,
     report_failures,
     spawn_child,
+    write_json,
 )
 
 Result = dict[str, Any]
@@ -386,31 +388,6 @@ def bound(
     }
 
 
-def _busy_cpu_s() -> float | None:
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_until_quiet(max_cores: float, max_wait_s: float) -> float | None:
-    """Waits (up to ``max_wait_s``) until the machine's other processes use fewer than ``max_cores`` (the broker
-    idles between runs, so it counts too); returns the last load seen, None off Linux."""
-    deadline = time.perf_counter() + max_wait_s
-    while True:
-        t0, busy0 = time.perf_counter(), _busy_cpu_s()
-        time.sleep(0.5)
-        busy1 = _busy_cpu_s()
-        if busy0 is None or busy1 is None:
-            return None
-        load = (busy1 - busy0) / (time.perf_counter() - t0)
-        if load < max_cores or time.perf_counter() >= deadline:
-            return load
-        time.sleep(1.0)
-
-
 def verify(result: Result, expect: int, size: int, positions: dict[int, int]) -> list[str]:
     problems = []
     if result["records"] != expect:
@@ -608,9 +585,8 @@ def parent_main(args: argparse.Namespace) -> int:
                     "part-max": s["max_partition_fetch_bytes"],
                 }
             label = f"{kind} {caller} {'' if setting is None else _setting_label({'setting': setting, 'kind': kind})}"
-            load = wait_until_quiet(args.quiet_cores, args.quiet_wait)
-            if load is not None and load >= args.quiet_cores:
-                print(f"  (machine still busy: {load:.2f} cores in use; measuring anyway)", flush=True)
+            # no broker pid: the broker idles between runs, so it counts too
+            quiet_before_run(None, args.quiet_cores, args.quiet_wait, who="in use", flush=True)
             run: Result = {"kind": kind, "caller": caller, "setting": setting, "slow_ms": slow_ms}
             run["tree"] = tree_fingerprint()
             try:
@@ -679,8 +655,7 @@ def parent_main(args: argparse.Namespace) -> int:
         elif info["code_at_end"] != info["code"]:
             print(f"\n(HEAD moved from {info['code']} to {info['code_at_end']}; asyncconsumer's files did not change)")
         report["failures"] = failures
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2))
+        write_json(out, report)
         print(f"\nwrote {out}")
     return report_failures(failures)
 

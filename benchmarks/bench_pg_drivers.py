@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -40,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchcommon import code_version, default_results_path, machine, test_support
+from benchcommon import code_version, default_results_path, machine, median, test_support, write_json
 
 Result = dict[str, Any]
 Rows = list[tuple[int, str]]
@@ -302,8 +300,7 @@ def summarize(results: list[Result]) -> list[Result]:
     for (driver, method, n), reps in grouped.items():
         row: Result = {"driver": driver, "method": method, "n": n, "reps": len(reps)}
         for key in ("txn_per_s", "rows_per_s", "client_cpu_s_per_100k_rows", "server_cpu_s_per_100k_rows"):
-            values = [r[key] for r in reps if r[key] is not None]
-            row[key] = statistics.median(values) if values else None
+            row[key] = median([r[key] for r in reps])
         row["txn_per_s_min"] = min(r["txn_per_s"] for r in reps)
         row["txn_per_s_max"] = max(r["txn_per_s"] for r in reps)
         summary.append(row)
@@ -410,8 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = markdown(summary, context)
     print("\n" + table)
     out = args.out or default_results_path("pg-drivers", code)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"context": context, "summary": summary, "results": results}, indent=1) + "\n")
+    write_json(out, {"context": context, "summary": summary, "results": results}, indent=1, end="\n")
     out.with_suffix(".md").write_text(table)
     print(f"results: {out} and {out.with_suffix('.md')}")
     return 0

@@ -30,7 +30,6 @@ import contextlib
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,7 +48,11 @@ from benchcommon import (
     default_results_path,
     kafka_broker_module,
     machine,
+    median,
     peak_rss_bytes,
+    process_cpu_s,
+    wait_until_quiet,
+    write_json,
 )
 
 Result = dict[str, Any]
@@ -283,11 +286,6 @@ def check_run(case: Case, records: int, members: Sequence[Result], perf: Result 
 
 
 # --- summaries ---------------------------------------------------------------------------------------------------
-def median(values: Sequence[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
-
-
 SUMMARISED = (
     "records_per_s",
     "records_per_s_received",
@@ -741,16 +739,6 @@ class Member:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
 
 
-def _process_cpu_s(pid: int | None) -> float | None:
-    if pid is None:
-        return None
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class Bench:
     """The broker, the produced topics and how to run one case."""
 
@@ -885,7 +873,7 @@ class Bench:
         import bench_consume
 
         # the machine is shared: wait (up to 20 s) for others' load to drop, and record it during the run
-        quiet = bench_consume.wait_until_quiet(self.broker_pid, 0.3, 20.0)
+        quiet = wait_until_quiet(self.broker_pid, 0.3, 20.0)
         load = bench_consume.Load(self.broker_pid)
         out = self._run(case, w)
         noise = load.finish()
@@ -902,7 +890,7 @@ class Bench:
         self.set_group_config(group, config)
         start_file = self.workdir / f"{group}.start"
         processes = 1 if case.client == "java-perf" else case.consumers
-        broker0 = _process_cpu_s(self.broker_pid)
+        broker0 = process_cpu_s(self.broker_pid)
         spawned_ms = time.time() * 1000
         members = [
             Member(self.argv(case, topic, group, start_file, w.records, i), self.workdir / f"{group}-{i}.log")
@@ -949,7 +937,7 @@ class Bench:
             error = f"{type(exc).__name__}: {exc}"
             for m in members:
                 m.stop(timeout_s=10)
-        broker1 = _process_cpu_s(self.broker_pid)
+        broker1 = process_cpu_s(self.broker_pid)
         results = [m.result or {} for m in members]
         out: Result = {
             "key": case.key(),
@@ -996,8 +984,7 @@ class Bench:
 
 
 def write_outputs(report: Result, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    write_json(path, report, indent=1, end="\n", default=str)
     path.with_suffix(".md").write_text(markdown(report))
 
 

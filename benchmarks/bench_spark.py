@@ -67,18 +67,25 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench_consume import _CLOCK_TICKS, _busy_cpu_s, _process_cpu_s, produce, wait_until_quiet
+from bench_consume import produce
 from benchcommon import (
     BROKERS,
+    CLOCK_TICKS,
     RESULT_MARKER,
     ChildFailed,
+    busy_cpu_s,
     child_argv,
     code_version,
     default_results_path,
+    fmt_cell,
     kafka_broker_module,
     machine,
+    median,
+    process_cpu_s,
+    quiet_before_run,
     spawn_child,
     start_broker,
+    write_json,
 )
 
 Result = dict[str, Any]
@@ -261,7 +268,7 @@ def tree_cpu_s(root: int | None, *more: int) -> float | None:
     None off Linux or without a root."""
     if root is None or not Path("/proc/self/stat").exists():
         return None
-    return tree_ticks(_all_stats(), root, *more) / _CLOCK_TICKS
+    return tree_ticks(_all_stats(), root, *more) / CLOCK_TICKS
 
 
 def executor_pids(worker_pids: Sequence[int]) -> list[int]:
@@ -580,7 +587,7 @@ def measure(
     process tree's (JVM and Python workers; on a standalone cluster also the trees of ``cluster_pids``, its master
     and workers, which hold the executors), the driver's Python, and the peak RSS of the (driver's) JVM, the
     driver's Python and, on a cluster, of the largest of the ``executors`` JVMs."""
-    busy0, broker0, tree0 = _busy_cpu_s(), _process_cpu_s(broker_pid), tree_cpu_s(jvm_pid, *cluster_pids)
+    busy0, broker0, tree0 = busy_cpu_s(), process_cpu_s(broker_pid), tree_cpu_s(jvm_pid, *cluster_pids)
     ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     sampled: dict[str, int | str | None] = {"jvm": jvm_pid, "driver_py": "self"}
@@ -589,7 +596,7 @@ def measure(
         result = run()
     interval = time.perf_counter() - t0
     ru1 = resource.getrusage(resource.RUSAGE_SELF)
-    busy1, broker1, tree1 = _busy_cpu_s(), _process_cpu_s(broker_pid), tree_cpu_s(jvm_pid, *cluster_pids)
+    busy1, broker1, tree1 = busy_cpu_s(), process_cpu_s(broker_pid), tree_cpu_s(jvm_pid, *cluster_pids)
     broker = None if broker0 is None or broker1 is None else broker1 - broker0
     busy = None if busy0 is None or busy1 is None else busy1 - busy0
     result["broker_cpu_s"] = broker
@@ -654,11 +661,6 @@ def run_variant(
 # --- the report -----------------------------------------------------------------------------------------------
 
 
-def _median(values: Sequence[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
-
-
 def summarise(runs: Mapping[str, list[Result]]) -> dict[str, Result]:
     summary: dict[str, Result] = {}
     for variant, results in runs.items():
@@ -680,13 +682,13 @@ def summarise(runs: Mapping[str, list[Result]]) -> dict[str, Result]:
             "rows_per_s_max": max(rates),
             "wall_s": statistics.median(r["wall_s"] for r in results),
             "client_cpu_s_per_m_rows": statistics.median(cpu) if cpu else None,
-            "broker_cpu_s": _median([r.get("broker_cpu_s") for r in results]),
-            "spark_cpu_s": _median([spark_cpu(r) for r in results]),
-            "spark_tree_cpu_s": _median([r.get("spark_tree_cpu_s") for r in results]),
-            "driver_py_cpu_s": _median([r.get("driver_py_cpu_s") for r in results]),
-            "others_cpu_s": _median([r.get("others_cpu_s") for r in results]),
-            "jvm_peak_rss": _median([r.get("jvm_peak_rss") for r in results]),
-            "driver_py_peak_rss": _median([r.get("driver_py_peak_rss") for r in results]),
+            "broker_cpu_s": median([r.get("broker_cpu_s") for r in results]),
+            "spark_cpu_s": median([spark_cpu(r) for r in results]),
+            "spark_tree_cpu_s": median([r.get("spark_tree_cpu_s") for r in results]),
+            "driver_py_cpu_s": median([r.get("driver_py_cpu_s") for r in results]),
+            "others_cpu_s": median([r.get("others_cpu_s") for r in results]),
+            "jvm_peak_rss": median([r.get("jvm_peak_rss") for r in results]),
+            "driver_py_peak_rss": median([r.get("driver_py_peak_rss") for r in results]),
         }
     base = summary.get(BASELINE)
     for entry in summary.values():
@@ -695,10 +697,6 @@ def summarise(runs: Mapping[str, list[Result]]) -> dict[str, Result]:
         if ours in summary and theirs in summary:
             summary[ours]["ratio_to_spark_kafka"] = summary[ours]["rows_per_s"] / summary[theirs]["rows_per_s"]
     return summary
-
-
-def _fmt(value: float | None, spec: str) -> str:
-    return "?" if value is None else format(value, spec)
 
 
 def _mb(value: float | None) -> str:
@@ -716,12 +714,12 @@ def table(summary: Mapping[str, Result], target: int) -> str:
         lines.append(
             f"| {variant} | {VARIANTS.get(variant, '')} "
             f"| {entry['rows_per_s'] / 1e3:,.0f} k "
-            f"| {_fmt(entry['ratio_to_consumer'], '.2f')}x "
+            f"| {fmt_cell(entry['ratio_to_consumer'], '.2f')}x "
             f"| {entry['wall_s']:.2f} "
             f"| {entry['rows_per_s_min'] / 1e3:,.0f}-{entry['rows_per_s_max'] / 1e3:,.0f} k "
             f"| {entry['reps']} "
-            f"| {_fmt(entry['client_cpu_s_per_m_rows'], '.2f')} "
-            f"| {_fmt(entry.get('broker_cpu_s'), '.2f')} | {met} |"
+            f"| {fmt_cell(entry['client_cpu_s_per_m_rows'], '.2f')} "
+            f"| {fmt_cell(entry.get('broker_cpu_s'), '.2f')} | {met} |"
         )
     return "\n".join(lines)
 
@@ -750,8 +748,8 @@ def pair_table(summary: Mapping[str, Result]) -> str:
         lines.append(
             f"| {PAIR_QUERIES[ours]} | {a['rows_per_s'] / 1e3:,.0f} k | {b['rows_per_s'] / 1e3:,.0f} k "
             f"| {ratio:.2f}x | {'yes' if ratio >= PAIR_TARGET else '**no**'} "
-            f"| {_fmt(a['spark_cpu_s'], '.2f')} / {_fmt(b['spark_cpu_s'], '.2f')} "
-            f"| {_fmt(per_m[0], '.2f')} / {_fmt(per_m[1], '.2f')} "
+            f"| {fmt_cell(a['spark_cpu_s'], '.2f')} / {fmt_cell(b['spark_cpu_s'], '.2f')} "
+            f"| {fmt_cell(per_m[0], '.2f')} / {fmt_cell(per_m[1], '.2f')} "
             f"| {_mb(a['jvm_peak_rss'])} / {_mb(b['jvm_peak_rss'])} "
             f"| {_mb(a['driver_py_peak_rss'])} / {_mb(b['driver_py_peak_rss'])} |"
         )
@@ -861,7 +859,8 @@ def print_report(report: Result) -> None:
         spark = leg["spark"]
         cold = ", ".join(f"{v} {s:.1f} s" for v, s in spark["cold_s"].items())
         print(
-            f"\nSpark {leg['master']}: session start-up (excluded from every timing) {_fmt(spark['startup_s'], '.1f')} "
+            f"\nSpark {leg['master']}: session start-up (excluded from every timing) "
+            f"{fmt_cell(spark['startup_s'], '.1f')} "
             f"s; first, unmeasured pass of each Spark variant: {cold or 'none'}"
         )
         cluster = spark.get("cluster")
@@ -892,7 +891,7 @@ def print_leg(leg: Result, info: Result, target: int, reps: int) -> None:
         if pairs.count("\n") > 1:
             print(f"\nOurs against Spark's Kafka source ({label}, Spark {master}):\n")
             print(pairs)
-        executor_rss = {v: _median([r.get("executor_peak_rss") for r in rs]) for v, rs in shape["runs"].items() if rs}
+        executor_rss = {v: median([r.get("executor_peak_rss") for r in rs]) for v, rs in shape["runs"].items() if rs}
         if any(value is not None for value in executor_rss.values()):
             listed = ", ".join(f"{v} {_mb(value)}" for v, value in executor_rss.items() if value is not None)
             print(f"\nJVM peak RSS above is the driver's; the largest executor JVM's peak, MB (median): {listed}")
@@ -1028,9 +1027,7 @@ def run_shape(
         print(f"  {spark_info['master']} warm-up {variant:<13} {result['wall_s']:6.2f} s (not counted)", flush=True)
     for rep in range(1, args.reps + 1):
         for variant in variants:
-            load = wait_until_quiet(broker.pid, args.quiet_cores, args.quiet_wait)
-            if load is not None and load >= args.quiet_cores:
-                print(f"  (machine still busy: {load:.2f} cores used by others; measuring anyway)")
+            load = quiet_before_run(broker.pid, args.quiet_cores, args.quiet_wait)
             if variant in SPARK_VARIANTS:
                 result = measure(functools.partial(run, variant), broker.pid, jvm, cluster_pids, executors)
             else:
@@ -1045,9 +1042,10 @@ def run_shape(
             print(
                 f"  {spark_info['master']} rep {rep} {variant:<13} "
                 f"{result['rows'] / result['wall_s'] / 1e3:7.0f} k rows/s "
-                f"{result['wall_s']:6.2f} s  CPU (all but broker) {_fmt(result['client_cpu_s'], '.2f')} s  "
-                f"Spark tree+driver {_fmt(spark_cpu, '.2f')} s  broker {_fmt(result['broker_cpu_s'], '.2f')} s  "
-                f"others {_fmt(result.get('others_cpu_s'), '.2f')} s  JVM RSS {_mb(result.get('jvm_peak_rss'))} MB",
+                f"{result['wall_s']:6.2f} s  CPU (all but broker) {fmt_cell(result['client_cpu_s'], '.2f')} s  "
+                f"Spark tree+driver {fmt_cell(spark_cpu, '.2f')} s  "
+                f"broker {fmt_cell(result['broker_cpu_s'], '.2f')} s  "
+                f"others {fmt_cell(result.get('others_cpu_s'), '.2f')} s  JVM RSS {_mb(result.get('jvm_peak_rss'))} MB",
                 flush=True,
             )
     shape["summary"] = summarise(shape["runs"])
@@ -1104,8 +1102,7 @@ def parent_main(args: argparse.Namespace) -> int:
                 "Spark's Python workers may have measured either",
                 file=sys.stderr,
             )
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2))
+        write_json(out, report)
         print_report(report)
         print(f"results: {out}")
     except ChildFailed as exc:

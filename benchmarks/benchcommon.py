@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: the machine and code a run measured, and how a failed child is reported."""
+"""The harness the benchmark scripts share: the machine and code a run measured, the broker, measured children
+and how a failed one is reported, CPU meters and the wait for a quiet machine, medians over reps and table cells."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import importlib
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +76,13 @@ def default_results_path(kind: str, code: str, suffix: str = ".json", broker: st
     """``benchmarks/results/<kind>-<code><suffix>``: ``code`` is ``code_version()``'s answer for the run. A run
     against another broker than Tansu carries its kind: ``<kind>-<code>-kafka<suffix>``."""
     return RESULTS_DIR / f"{kind}-{code}{'' if broker == 'tansu' else '-' + broker}{suffix}"
+
+
+def write_json(path: Path, data: Any, *, indent: int = 2, end: str = "", default: Any = None) -> None:
+    """Writes ``data`` as JSON (``json.dumps(data, indent=indent, default=default) + end``) to ``path``, creating
+    its directory first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=indent, default=default) + end)
 
 
 # --- the broker a benchmark starts ----------------------------------------------------------------------------
@@ -165,6 +175,15 @@ def report_failures(failures: Sequence[str]) -> int:
     return 1
 
 
+def note_failure(message: str, failures: list[str], keep_going: bool) -> bool:
+    """Prints a failed run's ``message`` on stderr; with ``keep_going`` adds it to ``failures`` and answers True
+    (go on), else answers False (the caller re-raises)."""
+    print(message, file=sys.stderr, flush=True)
+    if keep_going:
+        failures.append(message)
+    return keep_going
+
+
 def peak_rss_bytes() -> tuple[int, str]:
     """This process's peak resident set size, and where it was read: ``VmHWM`` on Linux, else ``ru_maxrss``.
 
@@ -211,3 +230,115 @@ def child_argv(script: str, **options: object) -> list[str]:
     for key, value in options.items():
         argv += [f"--{key}", str(value)]
     return argv
+
+
+# --- meters: CPU from /proc, and the wait for a quiet machine ----------------------------------------------------
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+"""Clock ticks per second, the unit of /proc's CPU times."""
+
+
+def busy_cpu_s() -> float | None:
+    """CPU seconds every core of the machine spent busy since boot (None off Linux)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / CLOCK_TICKS  # user..steal; guest time is already inside user
+
+
+def process_cpu_s(pid: int | None) -> float | None:
+    """Process ``pid``'s user + system CPU seconds so far, from /proc (None for no pid, or where unreadable)."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def other_load(
+    seconds: float, busy0: float, busy1: float, broker0: float | None = None, broker1: float | None = None
+) -> float:
+    """The cores busy over ``seconds`` apart from the broker's (when both its readings are known), never below 0."""
+    broker = 0.0 if broker0 is None or broker1 is None else broker1 - broker0
+    return max(0.0, busy1 - busy0 - broker) / seconds
+
+
+def wait_until_quiet(
+    broker_pid: int | None,
+    max_cores: float,
+    max_wait_s: float,
+    *,
+    busy: Callable[[], float | None] = busy_cpu_s,
+    process: Callable[[int | None], float | None] = process_cpu_s,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.perf_counter,
+) -> float | None:
+    """Waits (up to ``max_wait_s``) until processes other than the broker use less than ``max_cores``.
+
+    On a shared machine other people's test runs would otherwise land in the middle of a measurement. Returns
+    the last load seen (cores), None when it cannot be measured. Without ``broker_pid`` the broker counts too.
+    ``busy``, ``process``, ``sleep`` and ``clock`` are the meters and the clock (replaceable for a test).
+    """
+    deadline = clock() + max_wait_s
+    while True:
+        t0, busy0, broker0 = clock(), busy(), process(broker_pid)
+        sleep(0.5)
+        busy1, broker1 = busy(), process(broker_pid)
+        if busy0 is None or busy1 is None:
+            return None
+        load = other_load(clock() - t0, busy0, busy1, broker0, broker1)
+        if load < max_cores or clock() >= deadline:
+            return load
+        sleep(1.0)
+
+
+def quiet_before_run(
+    broker_pid: int | None, max_cores: float, max_wait_s: float, *, who: str = "used by others", flush: bool = False
+) -> float | None:
+    """``wait_until_quiet``, then, if the machine is still busy, one line saying so (``… cores <who>; measuring
+    anyway``); returns the load seen."""
+    load = wait_until_quiet(broker_pid, max_cores, max_wait_s)
+    if load is not None and load >= max_cores:
+        print(f"  (machine still busy: {load:.2f} cores {who}; measuring anyway)", flush=flush)
+    return load
+
+
+# --- summaries over reps ------------------------------------------------------------------------------------------
+
+
+def median(values: Iterable[float | None]) -> float | None:
+    """The median of the values that are known (not None); None when none is."""
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def median_min_max(values: Iterable[float | None]) -> dict[str, float | None]:
+    """``{"median": ..., "min": ..., "max": ...}`` of the values that are known (each None when none is)."""
+    known = [v for v in values if v is not None]
+    return {
+        "median": statistics.median(known) if known else None,
+        "min": min(known) if known else None,
+        "max": max(known) if known else None,
+    }
+
+
+# --- table cells --------------------------------------------------------------------------------------------------
+
+
+def fmt_cell(value: float | None, spec: str, missing: str = "?") -> str:
+    """``value`` as ``format(value, spec)`` for a table cell, ``missing`` where it is None (not measured)."""
+    return missing if value is None else format(value, spec)
+
+
+def table_row(cells: Iterable[str]) -> str:
+    """One markdown table row: ``| a | b |``."""
+    return "| " + " | ".join(cells) + " |"
+
+
+def table_rule(columns: int) -> str:
+    """The rule under a markdown table's head of ``columns`` columns: the first left-aligned, the rest right."""
+    return "|---|" + "---:|" * (columns - 1)

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from aiokafka import AIOKafkaProducer
-from benchcommon import code_version, default_results_path, machine
+from benchcommon import code_version, default_results_path, machine, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -457,8 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         **result,
     }
     path = args.json or default_results_path("soak", code)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(path, report, end="\n")
     latency = result["latency_ms"]
     verdict = "OK" if ok else "FAILED"
     print(

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import shutil
 import sys
@@ -46,7 +45,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchcommon import code_version, default_results_path, machine
+from benchcommon import code_version, default_results_path, machine, write_json
 from soak import Member, Producer, analyse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -345,8 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         **result,
     }
     path = args.json or default_results_path("soak-cluster", code)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(path, report, end="\n")
     print(f"\n{'OK' if ok else 'FAILED'}: {result['produced_acked']} records acknowledged")
     print(f"faults {result['faults']}; {len(result['fault_failures'])} could not be made")
     if result["coordinator_failures"]:

@@ -143,3 +143,10 @@ def test_a_python_child_commits_after_every_thousand_records_and_forgets_what_it
     parsed.feed((tmp_path / "child.log").read_text())
     assert len(parsed.reads) == 1001 and parsed.commits[0][1] == {0: 501, 1: 499}
     assert parsed.rebalances[0][1:] == ("lost", (1,)) and parsed.ended is not None
+
+
+def test_an_unknown_fault_name_is_refused_with_the_names_before_any_broker_starts(bench: ModuleType) -> None:
+    assert "'black hole 25 s'" in bench.step_names() and "'baseline'" not in bench.step_names()
+    args = bench.argparse.Namespace(clients="asyncconsumer", faults="black hole,bandwidth 50 KB/s")
+    with pytest.raises(SystemExit, match=r"--faults: no step named 'black hole'; the steps: 'latency'"):
+        bench.run(args)
