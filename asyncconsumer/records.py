@@ -89,6 +89,31 @@ class AcknowledgeType(enum.IntEnum):
     acknowledged with one of the others."""
 
 
+class GroupMembershipOperation(enum.Enum):
+    """What ``close()`` does with the consumer's place in its group (KIP-1092, Java's
+    ``CloseOptions.GroupMembershipOperation``); ``close`` takes one of these or its name, in any case."""
+
+    DEFAULT = "default"
+    """A dynamic member leaves; a static one (``group_instance_id``) keeps its place for ``session_timeout_ms``."""
+    LEAVE_GROUP = "leave_group"
+    """Leave at once, static members too: the group rebalances now, and a static member's place is given up."""
+    REMAIN_IN_GROUP = "remain_in_group"
+    """Send no leave: the member keeps its partitions until ``session_timeout_ms`` passes without a heartbeat (a
+    static member that comes back within it gets them again with no rebalance)."""
+
+    @classmethod
+    def parse(cls, value: GroupMembershipOperation | str) -> GroupMembershipOperation:
+        """The operation ``value`` names; ``ValueError`` naming ``group_membership`` for anything else."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            for member in cls:
+                if value.lower() == member.value:
+                    return member
+        choices = ", ".join(repr(m.value) for m in cls)
+        raise ValueError(f"group_membership must be a GroupMembershipOperation or one of {choices}, got {value!r}")
+
+
 @attrs.define(frozen=True, slots=True)
 class OffsetAndMetadata:
     """A committed offset: the next offset to consume, with optional metadata and the leader epoch it came from."""

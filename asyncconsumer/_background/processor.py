@@ -206,7 +206,9 @@ class ApplicationEventProcessor(EventProcessor):
                 if self._group is not None:
                     self._group.membership.caller_polled()
                 event.complete(None)
-            case CloseEvent():
+            case CloseEvent(group_membership=membership):
+                if self._group is not None:  # before the loop's close work, which polls the membership on close
+                    self._group.membership.closing(membership)
                 self._on_close(event)
             case _:
                 event.fail(TypeError(f"unknown application event {type(event).__name__}"))

@@ -50,7 +50,8 @@ class ShareEventProcessor(EventProcessor):
             case ShareAcknowledgeEvent(acks=acks, commit=True):
                 self._track(event)
                 self._consume.acknowledge(acks, event.complete)
-            case CloseEvent():
+            case CloseEvent(group_membership=membership):
+                self._membership.closing(membership)  # before the loop's close work polls it
                 self._on_close(event)
             case _:
                 event.fail(TypeError(f"unknown application event {type(event).__name__}"))

@@ -20,6 +20,7 @@ from asyncconsumer.listener import ConsumerRebalanceListener
 from asyncconsumer.metrics import ConsumerMetrics
 from asyncconsumer.records import (
     ConsumerRecords,
+    GroupMembershipOperation,
     GroupMetadata,
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -53,15 +54,25 @@ class ConsumerMethods(FaceMethods):
 
     # --- lifecycle -------------------------------------------------------------------------------------------
     @both_faces
-    async def close(self, timeout_ms: int | None = None) -> None:
+    async def close(
+        self,
+        timeout_ms: int | None = None,
+        *,
+        group_membership: GroupMembershipOperation | str = GroupMembershipOperation.DEFAULT,
+    ) -> None:
         """Leaves the group (after the revoke callback and an auto-commit) and stops the background thread, within
-        ``timeout_ms`` (default 30 s) even if the brokers are gone. A no-op on a consumer never used or closed."""
+        ``timeout_ms`` (default 30 s) even if the brokers are gone. A no-op on a consumer never used or closed.
+
+        ``group_membership`` (KIP-1092): ``"default"`` leaves unless the member is static (``group_instance_id``),
+        ``"leave_group"`` leaves in any case, ``"remain_in_group"`` sends no leave (the group keeps the member, and
+        its partitions, until ``session_timeout_ms``); the revoke callback and the auto-commit run in every case."""
+        membership = GroupMembershipOperation.parse(group_membership)
         core = self._core
         timeout = 30_000 if timeout_ms is None else timeout_ms
         deadline = core.clock.now_ms() + timeout
         if core.running:
             await self._before_leaving()
-        future = core.close(timeout)
+        future = core.close(timeout, membership)
         if future is not None:
             with contextlib.suppress(TimeoutError):  # the close deadline passed: the join below still waits
                 await self._wait_at_most(future, timeout / 1000 + 0.5)

@@ -15,6 +15,7 @@ from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import ClientClosedError, KafkaTimeoutError, WakeupError
 from asyncconsumer.events.application import ApplicationEvent, ClientInstanceIdEvent, CloseEvent
 from asyncconsumer.events.background import BackgroundEvent, ErrorEvent
+from asyncconsumer.records import GroupMembershipOperation
 
 T = TypeVar("T")
 
@@ -80,15 +81,23 @@ class ClientCore(Generic[P]):
             self.started = True
         self._log_started()
 
-    def close(self, timeout_ms: int | None) -> Future[None] | None:
-        """Asks the background to stop; ``None`` if it never started or already stopped. Later calls raise."""
+    def close(
+        self,
+        timeout_ms: int | None,
+        group_membership: GroupMembershipOperation = GroupMembershipOperation.DEFAULT,
+    ) -> Future[None] | None:
+        """Asks the background to stop, doing ``group_membership`` with the group place; ``None`` if it never started
+        or already stopped. Later calls raise."""
         with self._start_lock:  # no start() can slip in between: a closed client never starts
             if self.closed:
                 return None
             self.closed = True
         if not self.started or not self.parts.thread.alive:
             return None
-        event = CloseEvent(deadline_ms=self.deadline(timeout_ms if timeout_ms is not None else 30_000))
+        event = CloseEvent(
+            deadline_ms=self.deadline(timeout_ms if timeout_ms is not None else 30_000),
+            group_membership=group_membership,
+        )
         self.parts.app_events.put(event)
         return event.future
 

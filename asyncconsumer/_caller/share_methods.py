@@ -14,7 +14,7 @@ from asyncconsumer._caller.share_core import AcknowledgementCommitCallback, Shar
 from asyncconsumer.config import ShareConsumerConfig, ShareConsumerSettings
 from asyncconsumer.errors import KafkaError
 from asyncconsumer.metrics import ShareConsumerMetrics
-from asyncconsumer.records import AcknowledgeType, ShareRecord, ShareRecords, TopicPartition
+from asyncconsumer.records import AcknowledgeType, GroupMembershipOperation, ShareRecord, ShareRecords, TopicPartition
 
 CommitResults = dict[TopicPartition, KafkaError | None]
 """Each partition's acknowledgements: ``None`` when they took effect, else the error that refused them."""
@@ -40,9 +40,19 @@ class ShareConsumerMethods(FaceMethods):
         return self._core.config
 
     @both_faces
-    async def close(self, timeout_ms: int | None = None) -> None:
+    async def close(
+        self,
+        timeout_ms: int | None = None,
+        *,
+        group_membership: GroupMembershipOperation | str = GroupMembershipOperation.DEFAULT,
+    ) -> None:
         """Sends what is owed (implicit mode: accepts what the last ``poll`` returned; explicit: releases what was
-        not acknowledged), leaves the group and stops, within ``timeout_ms`` (default 30 s)."""
+        not acknowledged), leaves the group and stops, within ``timeout_ms`` (default 30 s).
+
+        ``group_membership`` (KIP-1092): ``"default"`` and ``"leave_group"`` leave (share groups have no static
+        members); ``"remain_in_group"`` sends no leave heartbeat, so the group keeps the member until
+        ``session_timeout_ms``. What is owed is sent in every case."""
+        membership = GroupMembershipOperation.parse(group_membership)
         core = self._core
         timeout = 30_000 if timeout_ms is None else timeout_ms
         deadline = core.clock.now_ms() + timeout
@@ -51,7 +61,7 @@ class ShareConsumerMethods(FaceMethods):
             with contextlib.suppress(KafkaError, TimeoutError):
                 await self._wait_at_most(owed, timeout / 1000)
             await self._report()
-        future = core.close(max(0, deadline - core.clock.now_ms()))
+        future = core.close(max(0, deadline - core.clock.now_ms()), membership)
         if future is not None:
             with contextlib.suppress(TimeoutError):
                 await self._wait_at_most(future, max(0.0, (deadline - core.clock.now_ms()) / 1000) + 0.5)

@@ -13,7 +13,13 @@ from typing import Any
 
 import attrs
 
-from asyncconsumer.records import OffsetAndMetadata, OffsetAndTimestamp, PartitionInfo, TopicPartition
+from asyncconsumer.records import (
+    GroupMembershipOperation,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    PartitionInfo,
+    TopicPartition,
+)
 
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
@@ -132,6 +138,9 @@ class ClientInstanceIdEvent(ApplicationEvent):
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class CloseEvent(ApplicationEvent):
     """Stop the background thread after the managers' close work, by ``deadline_ms`` at the latest."""
+
+    group_membership: GroupMembershipOperation = GroupMembershipOperation.DEFAULT
+    """What the group's close work does with the member's place (KIP-1092): the processor tells the membership."""
 
     def describe(self) -> str:
         return "close()"

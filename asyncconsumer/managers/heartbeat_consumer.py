@@ -30,7 +30,6 @@ from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as S
 from asyncconsumer.managers.membership_consumer import ConsumerMembershipManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.protocol.constants import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 from asyncconsumer.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -169,7 +168,8 @@ class ConsumerHeartbeatManager:
         settings = self._settings
         if membership.state is S.LEAVING:
             self._sent = None
-            epoch = LEAVE_EPOCH if settings.group_instance_id is None else STATIC_LEAVE_EPOCH
+            epoch = membership.leave_epoch()
+            assert epoch is not None  # a member that remains never reaches LEAVING on close
             return ConsumerGroupHeartbeatRequest(
                 group_id=settings.group_id,
                 member_id=membership.member_id,

@@ -28,7 +28,7 @@ from asyncconsumer.managers.commit import Generation
 from asyncconsumer.managers.coordinator import CoordinatorManager
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
-from asyncconsumer.records import TopicPartition
+from asyncconsumer.records import GroupMembershipOperation, TopicPartition
 
 ListenerCall = Callable[[str, frozenset[TopicPartition]], "Future[None]"]
 """``MembershipHost.call_listener``, as the membership managers take it."""
@@ -60,6 +60,10 @@ class MembershipManager(RequestManager, Protocol):
 
     def caller_polled(self) -> None:
         """The caller's ``poll`` ran after ``rejoin_on_poll`` was set: join again."""
+        ...
+
+    def closing(self, operation: GroupMembershipOperation) -> None:
+        """The consumer is closing with ``operation`` (KIP-1092): ``poll_on_close`` leaves, or remains, by it."""
         ...
 
     def request_rejoin(self, reason: str) -> None:

@@ -34,7 +34,7 @@ from asyncconsumer.protocol.messages.join_group import (
 )
 from asyncconsumer.protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
 from asyncconsumer.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse
-from asyncconsumer.records import TopicPartition
+from asyncconsumer.records import GroupMembershipOperation, TopicPartition
 
 log = get_logger("asyncconsumer.membership")
 
@@ -97,6 +97,8 @@ class ClassicMembershipManager:
         self._listener = listener
         self._emit = emit
         self._request = RequestState(backoff)
+        self._close_operation = GroupMembershipOperation.DEFAULT
+        """What a close does with the member's place (``closing``); a leave before the close uses the default."""
         self.state = MemberState.UNJOINED
         self.member_id = ""
         self.generation_id = -1
@@ -166,10 +168,14 @@ class ClassicMembershipManager:
         self._move(self._after_leaving())
 
     def _after_leaving(self) -> MemberState:
-        """LEAVING sends a LeaveGroup; a static member (or one never given an id) just stops."""
-        if self.member_id and self._settings.group_instance_id is None:
+        """LEAVING sends a LeaveGroup; a member that remains (a static one by default) or was never given an id just
+        stops."""
+        if self.member_id and sends_leave(self._close_operation, static=self._settings.group_instance_id is not None):
             return MemberState.LEAVING
         return MemberState.UNJOINED
+
+    def closing(self, operation: GroupMembershipOperation) -> None:
+        self._close_operation = operation
 
     def leave_until_next_poll(self) -> None:
         """``max_poll_interval_ms`` passed without a ``poll``: leave now, join again when the caller polls.
@@ -223,10 +229,13 @@ class ClassicMembershipManager:
         return PollResult(MAX_POLL_WAIT_MS)
 
     def poll_on_close(self, now_ms: int) -> PollResult:
+        in_group = bool(self.member_id) and self.state not in (MemberState.UNJOINED, MemberState.FATAL)
         self.leave(notify=False)
         coordinator = self._coordinator.coordinator
         if self.state is MemberState.LEAVING and coordinator is not None:
             return self._send(now_ms, self._leave_request(), coordinator.node_id, self._on_leave)
+        if in_group and self.state is MemberState.UNJOINED:
+            log.info("membership.remained", group=self._settings.group_id, member=self.member_id)
         return PollResult()
 
     # --- requests ----------------------------------------------------------------------------------------------
@@ -453,3 +462,11 @@ class ClassicMembershipManager:
         if self._callback.abandon():
             log.debug("membership.wait_abandoned", group=self._settings.group_id, state=new.name)
             self._rejoin_reason = None
+
+
+def sends_leave(operation: GroupMembershipOperation, *, static: bool) -> bool:
+    """Whether a member leaves its group explicitly (KIP-1092): by default only a dynamic one; ``LEAVE_GROUP`` any;
+    ``REMAIN_IN_GROUP`` none (the classic protocol has no "leaving for now" for a static member)."""
+    if operation is GroupMembershipOperation.DEFAULT:
+        return not static
+    return operation is GroupMembershipOperation.LEAVE_GROUP

@@ -26,8 +26,8 @@ from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as 
 from asyncconsumer.managers.member_state_consumer import transition
 from asyncconsumer.managers.membership import ListenerCall
 from asyncconsumer.managers.pending_callback import PendingCallback
-from asyncconsumer.protocol.constants import JOIN_EPOCH
-from asyncconsumer.records import TopicPartition
+from asyncconsumer.protocol.constants import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from asyncconsumer.records import GroupMembershipOperation, TopicPartition
 
 log = get_logger("asyncconsumer.membership")
 
@@ -86,6 +86,8 @@ class ConsumerMembershipManager:
         self._callback: PendingCallback[S] = PendingCallback()
         self._stale_after_leave = False
         self._metadata_asked_for = -1
+        self._close_operation = GroupMembershipOperation.DEFAULT
+        """What a close does with the member's place (``closing``); a leave before the close uses the default."""
 
     # --- what others ask -------------------------------------------------------------------------------------
     def generation(self) -> Generation:
@@ -224,7 +226,24 @@ class ConsumerMembershipManager:
 
     def poll_on_close(self, now_ms: int) -> PollResult:
         self.leave(notify=False)
+        if self.state is S.LEAVING and self.leave_epoch() is None:
+            # REMAIN_IN_GROUP for a dynamic member: no leave heartbeat; the coordinator keeps the member (and its
+            # partitions) until the session times out
+            self.member_epoch = JOIN_EPOCH
+            self._move(S.UNSUBSCRIBED)
+            log.info("membership.remained", group=self._settings.group_id, member=self.member_id)
         return PollResult()
+
+    def closing(self, operation: GroupMembershipOperation) -> None:
+        self._close_operation = operation
+
+    def leave_epoch(self) -> int | None:
+        """The epoch the leave heartbeat carries (KIP-848, KIP-1092): -1 leaves, -2 is a static member leaving for
+        now (its place kept for the session timeout); None sends no leave (a dynamic member remaining)."""
+        operation = self._close_operation
+        if self._settings.group_instance_id is None:
+            return None if operation is GroupMembershipOperation.REMAIN_IN_GROUP else LEAVE_EPOCH
+        return LEAVE_EPOCH if operation is GroupMembershipOperation.LEAVE_GROUP else STATIC_LEAVE_EPOCH
 
     # --- reconciliation ----------------------------------------------------------------------------------------
     def _resolve(self) -> tuple[frozenset[TopicPartition], bool]:

@@ -28,7 +28,7 @@ from asyncconsumer.protocol.messages.share_group_heartbeat import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
-from asyncconsumer.records import TopicPartition
+from asyncconsumer.records import GroupMembershipOperation, TopicPartition
 
 log = get_logger("asyncconsumer.share")
 
@@ -106,6 +106,8 @@ class ShareMembershipManager:
         self._assigned_ids: dict[uuid.UUID, tuple[int, ...]] = {}
         """The coordinator's last assignment by topic id; resolved to names as metadata learns them."""
         self._leave_sent = False
+        self._remain_on_close = False
+        """``close(group_membership="remain_in_group")``: no leave heartbeat on close."""
         self._unresolved = False
         """Some assigned topic ids are not in metadata yet: resolved again at each poll."""
 
@@ -162,9 +164,17 @@ class ShareMembershipManager:
             return PollResult(self._next_ms - now_ms)
         return self._send(now_ms, coordinator.node_id, self._request(self.member_epoch))
 
+    def closing(self, operation: GroupMembershipOperation) -> None:
+        """The consumer is closing with ``operation`` (KIP-1092): share groups have no static members, so only
+        ``REMAIN_IN_GROUP`` differs, sending no leave."""
+        self._remain_on_close = operation is GroupMembershipOperation.REMAIN_IN_GROUP
+
     def poll_on_close(self, now_ms: int) -> PollResult:
         coordinator = self._coordinator.coordinator
         if self.member_epoch <= 0 or coordinator is None or self.state is _S.FATAL:
+            return PollResult()
+        if self._remain_on_close:
+            log.info("share.remained", group=self.group_id, member=self.member_id)
             return PollResult()
         if self.state is not _S.LEAVING:
             self._to(_S.LEAVING)

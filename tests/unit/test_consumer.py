@@ -105,6 +105,20 @@ def test_a_closed_async_consumer_raises_illegal_state() -> None:
     run_async(consumer, use)
 
 
+def test_close_with_an_unknown_group_membership_operation_is_refused_and_closes_nothing() -> None:
+    consumer = AsyncConsumer(REFUSED)
+
+    async def use(c: AsyncConsumer) -> None:
+        with pytest.raises(ValueError, match="group_membership must be"):
+            await c.close(group_membership="stay")
+        assert c.assignment() == set()  # still open: a local read works
+        await c.close(group_membership="remain_in_group")
+        with pytest.raises(IllegalStateError, match="closed"):
+            await c.topics()
+
+    run_async(consumer, use)
+
+
 def test_start_and_the_context_manager_keep_working() -> None:
     async def main() -> bool:
         async with AsyncConsumer(REFUSED) as c:

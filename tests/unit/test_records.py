@@ -10,6 +10,7 @@ from asyncconsumer.records import (
     AcknowledgeType,
     ConsumerRecord,
     ConsumerRecords,
+    GroupMembershipOperation,
     GroupMetadata,
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -103,3 +104,13 @@ def test_share_records_are_a_mapping_per_partition_that_iterates_every_record() 
 def test_acknowledge_types_are_kafkas_wire_values() -> None:
     assert [(t.name, int(t)) for t in AcknowledgeType] == [("ACCEPT", 1), ("RELEASE", 2), ("REJECT", 3), ("RENEW", 4)]
     assert AcknowledgeType(2) is AcknowledgeType.RELEASE
+
+
+def test_a_group_membership_operation_is_taken_by_name_in_any_case_and_anything_else_is_refused() -> None:
+    assert GroupMembershipOperation.parse("remain_in_group") is GroupMembershipOperation.REMAIN_IN_GROUP
+    assert GroupMembershipOperation.parse("LEAVE_GROUP") is GroupMembershipOperation.LEAVE_GROUP
+    assert GroupMembershipOperation.parse(GroupMembershipOperation.DEFAULT) is GroupMembershipOperation.DEFAULT
+    with pytest.raises(ValueError, match=r"group_membership must be .*'remain_in_group', got 'stay'"):
+        GroupMembershipOperation.parse("stay")
+    with pytest.raises(ValueError, match="got 1"):
+        GroupMembershipOperation.parse(1)  # type: ignore[arg-type]

@@ -45,7 +45,7 @@ from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.managers.offsets import OffsetsManager
 from asyncconsumer.managers.request_state import ExponentialBackoff
 from asyncconsumer.protocol.messages.offset_commit import OffsetCommitRequest
-from asyncconsumer.records import OffsetAndMetadata, PartitionInfo, TopicPartition
+from asyncconsumer.records import GroupMembershipOperation, OffsetAndMetadata, PartitionInfo, TopicPartition
 from tests.support.group_context import WiredGroup, answer_metadata
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -244,6 +244,17 @@ def test_close_goes_to_the_thread_and_an_unknown_event_fails() -> None:
     odd = parts.process(ApplicationEvent(deadline_ms=10))
     with pytest.raises(TypeError, match="unknown application event ApplicationEvent"):
         odd.future.result(0)
+
+
+def test_close_tells_the_membership_its_operation_before_the_thread_closes() -> None:
+    """The loop's close work polls the membership on close; what it does there depends on the operation."""
+    wired = WiredGroup(group_protocol="consumer", group_instance_id="i-1")
+    parts = Parts(wired)
+    membership = wired.group.membership
+    assert membership.leave_epoch() == -2  # type: ignore[attr-defined]
+    close = parts.process(CloseEvent(deadline_ms=10, group_membership=GroupMembershipOperation.LEAVE_GROUP))
+    assert parts.closed == [close]
+    assert membership.leave_epoch() == -1  # type: ignore[attr-defined]
 
 
 # --- deadlines ---------------------------------------------------------------------------------------------------

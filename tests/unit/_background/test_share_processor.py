@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from asyncconsumer._background.builder import build_share
 from asyncconsumer._background.share_processor import ShareEventProcessor
 from asyncconsumer._clock import ManualClock
@@ -16,7 +18,7 @@ from asyncconsumer.events.application import CloseEvent, SeekEvent
 from asyncconsumer.events.background import AcknowledgedEvent
 from asyncconsumer.events.share import ShareAcknowledgeEvent, ShareSubscribeEvent, ShareUnsubscribeEvent
 from asyncconsumer.managers.share_membership import ShareMemberState
-from asyncconsumer.records import TopicPartition
+from asyncconsumer.records import GroupMembershipOperation, TopicPartition
 
 T0 = TopicPartition("t", 0)
 
@@ -91,10 +93,13 @@ def test_a_commit_with_nothing_to_send_completes_with_no_results() -> None:
     assert commit.future.result(0) == {}
 
 
-def test_close_is_handed_over_and_an_unknown_event_fails() -> None:
+def test_close_is_handed_over_and_an_unknown_event_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     p = Parts()
-    close = p.process(CloseEvent(deadline_ms=10))
+    told: list[GroupMembershipOperation] = []
+    monkeypatch.setattr(p.membership, "closing", told.append)
+    close = p.process(CloseEvent(deadline_ms=10, group_membership=GroupMembershipOperation.REMAIN_IN_GROUP))
     assert p.closed == [close] and not close.future.done()
+    assert told == [GroupMembershipOperation.REMAIN_IN_GROUP]  # before the thread's close work polls it
     seek = p.process(SeekEvent(tp=T0, offset=1, deadline_ms=10))
     assert isinstance(seek.future.exception(0), TypeError)
 

@@ -19,6 +19,7 @@ from asyncconsumer.errors import (
 from asyncconsumer.managers.member_state_consumer import ConsumerMemberState as S
 from asyncconsumer.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, TopicPartitions
 from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResponse
+from asyncconsumer.records import GroupMembershipOperation
 from tests.support.consumer_member import T0, T1, T_ID, Harness, answer
 
 
@@ -281,3 +282,34 @@ def test_a_poll_before_the_poll_timeout_leave_went_out_still_rejoins() -> None:
     unsent.on_response(answer(-1), 10_004)
     rejoin, _ = h.send(10_005)
     assert rejoin.member_epoch == 0 and h.membership.state is S.JOINING
+
+
+@pytest.mark.parametrize(
+    ("instance_id", "operation", "epoch"),
+    [
+        (None, GroupMembershipOperation.DEFAULT, -1),
+        (None, GroupMembershipOperation.LEAVE_GROUP, -1),
+        (None, GroupMembershipOperation.REMAIN_IN_GROUP, None),
+        ("i-1", GroupMembershipOperation.DEFAULT, -2),
+        ("i-1", GroupMembershipOperation.LEAVE_GROUP, -1),
+        ("i-1", GroupMembershipOperation.REMAIN_IN_GROUP, -2),
+    ],
+)
+def test_close_leaves_with_the_epoch_the_close_operation_gives(
+    instance_id: str | None, operation: GroupMembershipOperation, epoch: int | None
+) -> None:
+    """KIP-1092 on KIP-848's protocol, as Java's: -1 leaves, -2 keeps a static member's place for the session
+    timeout, and a dynamic member that remains sends nothing."""
+    h = Harness(instance_id=instance_id)
+    h.join({T_ID: (0,)})
+    h.finish_callbacks()
+    h.membership.closing(operation)
+    h.membership.poll_on_close(1)
+    sent = h.heartbeat.poll_on_close(1).unsent_requests
+    assert h.membership.state is S.UNSUBSCRIBED and h.applied[-1] == frozenset()
+    if epoch is None:
+        assert sent == ()
+        return
+    (unsent,) = sent
+    assert isinstance(unsent.request, ConsumerGroupHeartbeatRequest)
+    assert (unsent.request.member_epoch, unsent.request.instance_id) == (epoch, instance_id)

@@ -3,9 +3,12 @@ answers."""
 
 from __future__ import annotations
 
+import pytest
+
 from asyncconsumer.errors import KafkaConnectionError
 from asyncconsumer.managers.commit import NO_GENERATION
 from asyncconsumer.managers.member_state import MemberState
+from asyncconsumer.managers.membership_classic import sends_leave
 from asyncconsumer.protocol.consumer_protocol import encode_assignment
 from asyncconsumer.protocol.messages.consumer_protocol import (
     ConsumerProtocolAssignment,
@@ -17,7 +20,7 @@ from asyncconsumer.protocol.messages.find_coordinator import FindCoordinatorResp
 from asyncconsumer.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from asyncconsumer.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from asyncconsumer.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from asyncconsumer.records import TopicPartition
+from asyncconsumer.records import GroupMembershipOperation, TopicPartition
 from tests.support.classic_member import Harness, joined
 
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -303,3 +306,40 @@ def test_leaving_while_a_callback_is_pending_abandons_what_was_to_follow_it() ->
     h.manager.caller_polled()
     (join,) = h.manager.poll(7).unsent_requests
     assert isinstance(join.request, JoinGroupRequest)
+
+
+@pytest.mark.parametrize(
+    ("instance_id", "operation", "leaves"),
+    [
+        (None, GroupMembershipOperation.DEFAULT, True),
+        (None, GroupMembershipOperation.LEAVE_GROUP, True),
+        (None, GroupMembershipOperation.REMAIN_IN_GROUP, False),
+        ("static-1", GroupMembershipOperation.DEFAULT, False),
+        ("static-1", GroupMembershipOperation.LEAVE_GROUP, True),
+        ("static-1", GroupMembershipOperation.REMAIN_IN_GROUP, False),
+    ],
+)
+def test_close_sends_leave_group_as_the_close_operation_says(
+    instance_id: str | None, operation: GroupMembershipOperation, leaves: bool
+) -> None:
+    """KIP-1092 on the classic protocol: a static member's LeaveGroup names its instance id, which removes it."""
+    h = Harness(instance_id=instance_id)
+    h.join_as_leader()
+    h.manager.closing(operation)
+    sent = h.manager.poll_on_close(1).unsent_requests
+    assert h.applied[-1] == frozenset()  # the partitions leave the assignment either way
+    if not leaves:
+        assert sent == () and h.manager.state is MemberState.UNJOINED
+        return
+    (leave,) = sent
+    assert isinstance(leave.request, LeaveGroupRequest)
+    assert [(m.member_id, m.group_instance_id) for m in leave.request.members] == [("m-1", instance_id)]
+
+
+def test_a_leave_before_the_close_keeps_the_default() -> None:
+    assert sends_leave(GroupMembershipOperation.DEFAULT, static=False)
+    assert not sends_leave(GroupMembershipOperation.DEFAULT, static=True)
+    h = Harness()
+    h.join_as_leader()
+    h.manager.leave()  # unsubscribe: nothing set by a close
+    assert isinstance(h.one(1).request, LeaveGroupRequest)

@@ -17,7 +17,7 @@ from asyncconsumer.errors import (
 )
 from asyncconsumer.managers import share_membership
 from asyncconsumer.managers.share_membership import TRANSITIONS, ShareMemberState
-from asyncconsumer.records import TopicPartition
+from asyncconsumer.records import GroupMembershipOperation, TopicPartition
 from tests.support.consumer_member import T0, T1, T2, T_ID, U_ID, cluster
 from tests.support.logs import captured_events, events_named
 from tests.support.share_driver import ShareMember, answer, find_coordinator
@@ -309,3 +309,23 @@ def test_member_ids_are_random_and_url_safe() -> None:
     ids = {share_membership.new_member_id() for _ in range(50)}
     assert len(ids) == 50
     assert all(len(i) == 22 and "=" not in i and "+" not in i and "/" not in i for i in ids)
+
+
+@pytest.mark.parametrize(
+    ("operation", "leaves"),
+    [
+        (GroupMembershipOperation.DEFAULT, True),
+        (GroupMembershipOperation.LEAVE_GROUP, True),
+        (GroupMembershipOperation.REMAIN_IN_GROUP, False),
+    ],
+)
+def test_close_leaves_unless_told_to_remain(operation: GroupMembershipOperation, leaves: bool) -> None:
+    m = Member()
+    m.join({T_ID: (0,)}, epoch=7)
+    m.membership.closing(operation)
+    sent = m.membership.poll_on_close(100).unsent_requests
+    if leaves:
+        (unsent,) = sent
+        assert unsent.request.member_epoch == -1  # type: ignore[attr-defined]
+    else:
+        assert sent == ()
