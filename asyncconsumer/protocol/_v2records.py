@@ -210,6 +210,8 @@ class _Batch:
             left = _COUNT.unpack_from(buf, _COUNT_AT)[0]
             if left < 0:
                 raise DecodeError(self.base_offset, f"record count {left} is negative")
+            if left == 0 and len(buf) > RECORDS_AT:  # no record to end at: what follows the header is trailing
+                raise DecodeError(self.base_offset, f"{len(buf) - RECORDS_AT} bytes after the batch's last record")
         elif not RECORDS_AT <= pos <= len(buf):
             raise ValueError(
                 f"{fname}() argument 'pos' must be -1 (the first record) or from {RECORDS_AT} to {len(buf)}, not {pos}"

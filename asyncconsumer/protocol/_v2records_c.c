@@ -677,6 +677,11 @@ call_open(Call *k, const char *fname, PyObject *pos)
             decode_error(c->base_offset, PyUnicode_FromFormat("record count %d is negative", (int)c->left));
             goto fail;
         }
+        if (c->left == 0 && c->len > RECORDS_AT) { /* no record to end at: the bytes past the header are trailing */
+            decode_error(c->base_offset,
+                         PyUnicode_FromFormat("%lld bytes after the batch's last record", (long long)(c->len - RECORDS_AT)));
+            goto fail;
+        }
     }
     else if (c->pos < RECORDS_AT || c->pos > c->len) {
         PyErr_Format(PyExc_ValueError, "%s() argument 'pos' must be -1 (the first record) or from %d to %zd, not %S",

@@ -455,6 +455,12 @@ ERRORS = [
         id="size-mismatch",
     ),
     pytest.param(batch_of([sized(GOOD)]) + b"\x00\x00\x00", 0, "3 bytes after the batch's last record", id="trailing"),
+    pytest.param(  # the fuzzer's: a count of 0 ends the batch at its header (Java reads nothing; aiokafka refuses)
+        batch_of([sized(GOOD)], base_offset=500, count=0),
+        500,
+        f"{len(sized(GOOD))} bytes after the batch's last record",
+        id="no-record-counted",
+    ),
     pytest.param(
         batch_of([sized(record_body(0)), sized(record_body(1)), sized(record_body(2))[:-1]], base_offset=500),
         502,
