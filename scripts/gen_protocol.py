@@ -101,6 +101,14 @@ APIS: tuple[Api, ...] = (
     _api("ShareAcknowledge", None),
     _api("DescribeShareGroupOffsets", None),
     _api("IncrementalAlterConfigs", None),
+    _api("ListGroups", None),
+    _api("DeleteGroups", None),
+    _api("OffsetDelete", None),
+    _api("CreateTopics", None),
+    _api("DeleteTopics", (1, 5)),  # v6 names topics by id or name in another field: names are enough
+    _api("CreatePartitions", None),
+    _api("DescribeCluster", None),
+    _api("DescribeConfigs", None),
     Api("consumer_protocol", ("ConsumerProtocolSubscription", "ConsumerProtocolAssignment"), (0, 3)),
 )
 """The APIs we generate and the versions we speak: today's ranges, all inside what Kafka 4.4 defines."""

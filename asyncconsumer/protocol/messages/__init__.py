@@ -28,5 +28,13 @@ One module per API, at the versions we speak; ``api_keys`` holds every API key.
 - ``share_acknowledge`` (API key 79): v1-2 of Kafka's 1-2
 - ``describe_share_group_offsets`` (API key 90): v0-1 of Kafka's 0-1
 - ``incremental_alter_configs`` (API key 44): v0-1 of Kafka's 0-1
+- ``list_groups`` (API key 16): v0-5 of Kafka's 0-5
+- ``delete_groups`` (API key 42): v0-3 of Kafka's 0-3
+- ``offset_delete`` (API key 47): v0 of Kafka's 0
+- ``create_topics`` (API key 19): v2-7 of Kafka's 2-7
+- ``delete_topics`` (API key 20): v1-5 of Kafka's 1-6
+- ``create_partitions`` (API key 37): v0-3 of Kafka's 0-3
+- ``describe_cluster`` (API key 60): v0-2 of Kafka's 0-2
+- ``describe_configs`` (API key 32): v1-4 of Kafka's 1-4
 - ``consumer_protocol``: v0-3 of Kafka's 0-3
 """

@@ -51,9 +51,17 @@ from asyncconsumer.protocol.consumer_protocol import (
 )
 from asyncconsumer.protocol.messages import (
     consumer_group_describe,
+    create_partitions,
+    create_topics,
+    delete_groups,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
     describe_share_group_offsets,
     get_telemetry_subscriptions,
     incremental_alter_configs,
+    list_groups,
+    offset_delete,
     push_telemetry,
     share_acknowledge,
     share_fetch,
@@ -734,6 +742,72 @@ def incremental_alter_configs_seeds(v: int) -> list[base.Response]:
     ]
 
 
+def list_groups_seeds(v: int) -> list[base.Response]:
+    m = list_groups
+    group = m.ListedGroup(
+        group_id="g",
+        protocol_type="consumer",
+        group_state=since(v, 4, "Stable", ""),
+        group_type=since(v, 5, "classic", ""),
+    )
+    groups = (group, m.ListedGroup(group_id="h"))
+    return [m.ListGroupsResponse(throttle_time_ms=since(v, 1, 1, 0), error_code=0, groups=groups)]
+
+
+def delete_groups_seeds(v: int) -> list[base.Response]:
+    m = delete_groups
+    results = (m.DeletableGroupResult(group_id="g"), m.DeletableGroupResult(group_id="h", error_code=68))
+    return [m.DeleteGroupsResponse(throttle_time_ms=1, results=results)]
+
+
+def offset_delete_seeds(v: int) -> list[base.Response]:
+    m = offset_delete
+    partitions = (m.OffsetDeleteResponsePartition(partition_index=0), m.OffsetDeleteResponsePartition(1, 86))
+    topic = m.OffsetDeleteResponseTopic(name="t", partitions=partitions)
+    return [m.OffsetDeleteResponse(error_code=0, throttle_time_ms=1, topics=(topic,)), m.OffsetDeleteResponse(69)]
+
+
+def create_topics_seeds(v: int) -> list[base.Response]:
+    m = create_topics
+    config = m.CreatableTopicConfigs(name="retention.ms", value="1", read_only=False, config_source=5)
+    ok = m.CreatableTopicResult(
+        name="t",
+        topic_id=since(v, 7, TOPIC_ID, uuid.UUID(int=0)),
+        num_partitions=since(v, 5, 3, -1),
+        replication_factor=since(v, 5, 1, -1),
+        configs=since(v, 5, (config,), None),
+    )
+    bad = m.CreatableTopicResult(name="u", error_code=36, error_message="exists")
+    return [m.CreateTopicsResponse(throttle_time_ms=1, topics=(ok, bad))]
+
+
+def delete_topics_seeds(v: int) -> list[base.Response]:
+    m = delete_topics
+    failed = m.DeletableTopicResult(name="u", error_code=3, error_message=since(v, 5, "no", None))
+    return [m.DeleteTopicsResponse(throttle_time_ms=1, responses=(m.DeletableTopicResult(name="t"), failed))]
+
+
+def create_partitions_seeds(v: int) -> list[base.Response]:
+    m = create_partitions
+    results = (m.CreatePartitionsTopicResult(name="t"), m.CreatePartitionsTopicResult("u", 37, "too few"))
+    return [m.CreatePartitionsResponse(throttle_time_ms=1, results=results)]
+
+
+def describe_cluster_seeds(v: int) -> list[base.Response]:
+    m = describe_cluster
+    broker = m.DescribeClusterBroker(broker_id=1, host="h", port=9092, rack="r")
+    return [m.DescribeClusterResponse(throttle_time_ms=1, cluster_id="c", controller_id=1, brokers=(broker,))]
+
+
+def describe_configs_seeds(v: int) -> list[base.Response]:
+    m = describe_configs
+    entry = m.DescribeConfigsResourceResult(
+        name="retention.ms", value="1", synonyms=(m.DescribeConfigsSynonym(name="log.retention.ms", value="2"),)
+    )
+    result = m.DescribeConfigsResult(resource_type=2, resource_name="t", configs=(entry,))
+    return [m.DescribeConfigsResponse(throttle_time_ms=1, results=(result,))]
+
+
 SEEDS: dict[type[base.Request], Callable[[int], list[base.Response]]] = {
     ApiVersionsRequest: api_versions_seeds,
     MetadataRequest: metadata_seeds,
@@ -760,6 +834,14 @@ SEEDS: dict[type[base.Request], Callable[[int], list[base.Response]]] = {
     share_acknowledge.ShareAcknowledgeRequest: share_acknowledge_seeds,
     describe_share_group_offsets.DescribeShareGroupOffsetsRequest: describe_share_group_offsets_seeds,
     incremental_alter_configs.IncrementalAlterConfigsRequest: incremental_alter_configs_seeds,
+    list_groups.ListGroupsRequest: list_groups_seeds,
+    delete_groups.DeleteGroupsRequest: delete_groups_seeds,
+    offset_delete.OffsetDeleteRequest: offset_delete_seeds,
+    create_topics.CreateTopicsRequest: create_topics_seeds,
+    delete_topics.DeleteTopicsRequest: delete_topics_seeds,
+    create_partitions.CreatePartitionsRequest: create_partitions_seeds,
+    describe_cluster.DescribeClusterRequest: describe_cluster_seeds,
+    describe_configs.DescribeConfigsRequest: describe_configs_seeds,
 }
 
 
