@@ -1,7 +1,14 @@
 """asyncconsumer: an asyncio-first Kafka consumer with one background I/O thread and sans-I/O request managers."""
 
 from asyncconsumer._caller.processing.core import ProcessingMetrics
-from asyncconsumer.config import ConsumerConfig, ConsumerSettings, ShareConsumerConfig, ShareConsumerSettings
+from asyncconsumer.admin import Admin, AsyncAdmin
+from asyncconsumer.config import (
+    AdminConfig,
+    ConsumerConfig,
+    ConsumerSettings,
+    ShareConsumerConfig,
+    ShareConsumerSettings,
+)
 from asyncconsumer.consumer import AsyncConsumer
 from asyncconsumer.errors import (
     AuthenticationError,
@@ -50,6 +57,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AcknowledgeType",
+    "Admin",
+    "AdminConfig",
+    "AsyncAdmin",
     "AsyncConsumer",
     "AsyncShareConsumer",
     "AuthenticationError",

@@ -597,3 +597,71 @@ class ShareConsumerConfig:
         if consumer.group_id is None:
             raise ConfigError("group_id", "is required: a share consumer reads as a member of a share group")
         return cls(**values)
+
+
+class AdminSettings(TypedDict, total=False):
+    """The admin clients' keyword arguments: the connection and security settings the consumers take."""
+
+    bootstrap_servers: str | Sequence[str]
+    client_id: str
+    request_timeout_ms: int
+    default_api_timeout_ms: int
+    metadata_max_age_ms: int
+    metadata_recovery_strategy: Literal["rebootstrap", "none"]
+    metadata_recovery_rebootstrap_trigger_ms: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+    reconnect_backoff_ms: int
+    reconnect_backoff_max_ms: int
+    socket_connection_setup_timeout_ms: int
+    receive_message_max_bytes: int
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+    ssl_context: ssl.SSLContext | None
+    ssl_cafile: str | None
+    ssl_certfile: str | None
+    ssl_keyfile: str | None
+    ssl_check_hostname: bool
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
+    sasl_username: str | None
+    sasl_password: str | None
+    sasl_oauthbearer_token_provider: Callable[[], Any] | None
+    sasl_oauthbearer_token_endpoint_url: str | None
+    sasl_oauthbearer_client_credentials_client_id: str | None
+    sasl_oauthbearer_client_credentials_client_secret: str | None
+    sasl_oauthbearer_scope: str | None
+    sasl_oauthbearer_extensions: str | Mapping[str, str]
+    sasl_kerberos_service_name: str
+    sasl_kerberos_principal: str | None
+    sasl_kerberos_keytab: str | None
+    sasl_kerberos_domain_name: str | None
+
+
+ADMIN_KEYS = frozenset(AdminSettings.__annotations__)
+"""The settings an admin client takes; any other consumer setting is a ``ConfigError`` naming it."""
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class AdminConfig:
+    """Every setting of an admin client: the connection and security settings of ``ConsumerConfig`` (``client``),
+    checked as the consumers check them; ``client_id`` defaults to ``asyncconsumer-admin``."""
+
+    client: ConsumerConfig
+
+    @classmethod
+    def from_settings(cls, settings: Any = None, /, **kwargs: Any) -> AdminConfig:
+        """As ``ConsumerConfig.from_settings`` (bootstrap servers, a mapping with Java or Python keys, or a config),
+        limited to ``ADMIN_KEYS``."""
+        if isinstance(settings, AdminConfig):
+            settings = settings.client
+        given = list(settings) if isinstance(settings, Mapping) else []
+        for key in [*given, *kwargs]:
+            if isinstance(key, str) and canonical_key(key) not in ADMIN_KEYS and canonical_key(key) in _CONSUMER_KEYS:
+                raise ConfigError(key, "does not apply to an admin client (it takes connection and security settings)")
+        named = {canonical_key(k) for k in [*given, *kwargs] if isinstance(k, str)}
+        if "client_id" not in named and not isinstance(settings, ConsumerConfig):
+            kwargs = {**kwargs, "client_id": "asyncconsumer-admin"}
+        # An admin pushes no metrics and runs no group: the consumer settings' defaults for those stay unused.
+        return cls(client=ConsumerConfig.from_settings(settings, **kwargs).with_changes(enable_metrics_push=False))
+
+
+_CONSUMER_KEYS = frozenset(f.name for f in attrs.fields(ConsumerConfig))

@@ -503,6 +503,21 @@ FencedMemberEpochError = _code(ErrorCode.FENCED_MEMBER_EPOCH)
 UnreleasedInstanceIdError = _code(ErrorCode.UNRELEASED_INSTANCE_ID)
 UnsupportedAssignorError = _code(ErrorCode.UNSUPPORTED_ASSIGNOR)
 StaleMemberEpochError = _code(ErrorCode.STALE_MEMBER_EPOCH)
+TopicAlreadyExistsError = _code(ErrorCode.TOPIC_ALREADY_EXISTS)
+InvalidPartitionsError = _code(
+    ErrorCode.INVALID_PARTITIONS, doc="A partition count that is not more than the topic has."
+)
+InvalidReplicationFactorError = _code(
+    ErrorCode.INVALID_REPLICATION_FACTOR, doc="A replication factor larger than the brokers there are, or below 1."
+)
+NonEmptyGroupError = _code(
+    ErrorCode.NON_EMPTY_GROUP,
+    doc="The group has members: it cannot be deleted, nor its offsets altered or reset, until they leave.",
+)
+GroupIdNotFoundError = _code(ErrorCode.GROUP_ID_NOT_FOUND, doc="The coordinator knows no group of that id.")
+GroupSubscribedToTopicError = _code(
+    ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, doc="A group's offsets of a topic it is subscribed to cannot be deleted."
+)
 InvalidRecordStateError = _code(
     ErrorCode.INVALID_RECORD_STATE,
     doc="A share consumer acknowledged records it no longer holds (their acquisition lock expired, say).",

@@ -1,8 +1,9 @@
-"""The caller's one way into the background: builds a consumer's or a share consumer's parts on the chassis.
+"""The caller's one way into the background: builds a consumer's, a share consumer's or an admin client's parts on
+the chassis.
 
-``build`` and ``build_share`` run once, on the thread that constructs the client, and return its parts by name (as
-Kafka's ``RequestManagers``): what the two threads share, the thread's handle, and under ``owned`` what only the
-background thread may touch once it runs. Nothing runs until the thread starts.
+``build``, ``build_share`` and ``build_admin`` run once, on the thread that constructs the client, and return its
+parts by name (as Kafka's ``RequestManagers``): what the two threads share, the thread's handle, and under ``owned``
+what only the background thread may touch once it runs. Nothing runs until the thread starts.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from asyncconsumer._background.admin_kind import AdminBackgroundParts, AdminKind
 from asyncconsumer._background.chassis import assemble
 from asyncconsumer._background.consumer_kind import BackgroundParts, ConsumerKind
 from asyncconsumer._background.network_thread import ConsumerNetworkThread
@@ -22,7 +24,7 @@ from asyncconsumer._state.share_fetch_buffer import ShareFetchBuffer
 from asyncconsumer._state.signal import CallerSignal
 from asyncconsumer._state.snapshot import CallerActivity, MetricsReader, Published, PublishedShare, ShareDemand
 from asyncconsumer._state.subscription import SubscriptionState
-from asyncconsumer.config import ConsumerConfig, ShareConsumerConfig
+from asyncconsumer.config import AdminConfig, ConsumerConfig, ShareConsumerConfig
 from asyncconsumer.metrics import ConsumerMetrics, ShareConsumerMetrics
 
 if TYPE_CHECKING:
@@ -98,6 +100,29 @@ def build_share(config: ShareConsumerConfig, clock: Clock) -> ShareComponents:
         background_events=built.context.background_events,
         published=shared.published,
         metrics_reader=shared.metrics_reader,
+        thread=built.thread,
+        owned=built.owned,
+    )
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class AdminComponents:
+    """One admin client's parts by name: its events go out, their futures come back."""
+
+    signal: CallerSignal
+    app_events: ApplicationEventQueue
+    background_events: BackgroundEventQueue
+    thread: ConsumerNetworkThread
+    owned: AdminBackgroundParts
+
+
+def build_admin(config: AdminConfig, clock: Clock) -> AdminComponents:
+    """Every part of one admin client, wired; the network thread is built but not started."""
+    built = assemble(AdminKind(), config.client, clock)
+    return AdminComponents(
+        signal=built.context.signal,
+        app_events=built.context.app_events,
+        background_events=built.context.background_events,
         thread=built.thread,
         owned=built.owned,
     )

@@ -2,9 +2,9 @@
 
 ``assemble`` makes the loop's handle first (``LoopControl``), then the queues, the metadata, the node directory and
 the delegate, and hands them to the kind as one ``BackgroundContext``. The kind (``consumer_kind.py``,
-``share_kind.py``) builds its shared state and the parts the background owns; the chassis then guards those parts
-and makes the thread. A kind's owned parts declare their managers, as ``POLLED`` fields, in the order the loop
-polls them: a new manager is one field and its construction, in the kind's module, and nothing else.
+``share_kind.py``, ``admin_kind.py``) builds its shared state and the parts the background owns; the chassis then
+guards those parts and makes the thread. A kind's owned parts declare their managers, as ``POLLED`` fields, in the
+order the loop polls them: a new manager is one field and its construction, in the kind's module, and nothing else.
 """
 
 from __future__ import annotations
@@ -119,7 +119,9 @@ class Shared(Protocol):
     """What the chassis asks of a kind's state shared with the caller."""
 
     @property
-    def buffer(self) -> FetchBuffer: ...
+    def buffer(self) -> FetchBuffer | None:
+        """Where records reach the caller; None for a kind that fetches none (the admin client)."""
+        ...
 
 
 SharedT = TypeVar("SharedT", bound=Shared)
@@ -191,14 +193,16 @@ def assemble(kind: Kind[SharedT, OwnedT], settings: ConsumerConfig, clock: Clock
     def publish(now_ms: int) -> None:
         """The end of a loop iteration: the snapshot first, then what the caller may now see goes with it."""
         owned.publish_snapshot(now_ms)
-        buffer.deliver()
+        if buffer is not None:
+            buffer.deliver()
         background_events.deliver()
 
     thread = ConsumerNetworkThread(
         clock, context.control, context.app_events, background_events, owned.processor, managers, delegate,
         kind.thread_name, publish=publish, owner=owner,
     )  # fmt: skip
-    buffer.set_space_waiter(context.control.wakeup)
+    if buffer is not None:
+        buffer.set_space_waiter(context.control.wakeup)
     return Assembled(context=context, shared=shared, owned=owned, thread=thread)
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from asyncconsumer import AsyncConsumer, AsyncShareConsumer, GroupMembershipOperation
+from asyncconsumer import AsyncAdmin, AsyncConsumer, AsyncShareConsumer, GroupMembershipOperation
+from asyncconsumer.errors import GroupIdNotFoundError
 from asyncconsumer.tools.admin import AdminClient
 from tests.conftest import Broker, TopicFactory
 from tests.support.groups import RecordingListener, all_partitions, group_consumer, new_group_id
@@ -38,7 +39,13 @@ async def members_after_close(
     the coordinator lists right after the close."""
     group_id = new_group_id()
     listener = RecordingListener()
-    consumer: AsyncConsumer = group_consumer(bootstrap, group_id, group_instance_id=instance_id, **settings)
+    consumer: AsyncConsumer
+    if settings.get("group_protocol") == "consumer":  # the coordinator sets the timing and assigns
+        consumer = AsyncConsumer(
+            bootstrap, group_id=group_id, group_instance_id=instance_id, auto_offset_reset="earliest", **settings
+        )
+    else:
+        consumer = group_consumer(bootstrap, group_id, group_instance_id=instance_id, **settings)
     try:
         await consumer.subscribe([name], listener=listener)
 
@@ -50,8 +57,11 @@ async def members_after_close(
         member_id = consumer.group_metadata().member_id
     finally:
         await consumer.close(group_membership=operation)
-    async with AdminClient(bootstrap) as admin:
-        described = await admin.describe_group(group_id)
+    async with AsyncAdmin(bootstrap) as admin:
+        try:
+            described = (await admin.describe_consumer_groups([group_id]))[group_id]
+        except GroupIdNotFoundError:  # the last member left a group with no offsets: Kafka drops it
+            return member_id, [], listener
     return member_id, [m.member_id for m in described.members], listener
 
 
@@ -104,6 +114,8 @@ async def test_a_share_member_leaves_unless_it_remains(
         member_id = consumer.metrics().member_id
     finally:
         await consumer.close(group_membership=operation)
-    async with AdminClient(broker.bootstrap_servers) as admin:
+    async with AdminClient(
+        broker.bootstrap_servers
+    ) as admin:  # share groups: the CLI's helper, until AsyncAdmin has them
         described = await admin.describe_share_group(group)
     assert [m.member_id for m in described.members] == ([member_id] if stays else [])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from asyncconsumer.errors import InvalidRecordStateError, UnsupportedVersionErro
 from tests.conftest import Broker, TopicFactory
 from tests.support.groups import new_group_id
 from tests.support.kafka_broker import KafkaCluster
-from tests.support.produce import ProduceHelper
+from tests.support.produce import ProduceHelper, Record
 from tests.support.share import ShareMemberProcess, Tally, new_share_group
 from tests.support.waiting import wait_for_async
 
@@ -138,6 +139,24 @@ async def test_release_delivers_again_and_reject_never(
         later = await poll_until(consumer, 1, accept=True)
         assert [(r.offset, r.delivery_count) for r in later] == [(3, 1)]
         await consumer.commit_sync()
+
+
+@KAFKA_ONLY
+async def test_a_share_group_set_to_start_by_duration_reads_from_the_first_record_that_recent(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    """KIP-1106 for share groups: ``share.auto.offset.reset=by_duration:PT65M`` (a group config) starts a new group at
+    the first record of the last 65 minutes; records written 2 h ago and every 10 minutes since, the last 30 minutes
+    ago, so at offset 6."""
+    kafka = kafka_of(broker)
+    name = topic(1)
+    base = int(time.time() * 1000) - 2 * 3_600_000
+    produce.batches(name, [[Record(b"r%d" % i, partition=0, timestamp_ms=base + i * 600_000)] for i in range(10)])
+    group = new_share_group(kafka, share_auto_offset_reset="by_duration:PT65M")
+    async with AsyncShareConsumer(kafka.bootstrap_servers, group_id=group) as consumer:
+        await consumer.subscribe([name])
+        got = await poll_until(consumer, 4)
+    assert [(r.offset, r.value) for r in got] == [(6, b"r6"), (7, b"r7"), (8, b"r8"), (9, b"r9")]
 
 
 @KAFKA_ONLY

@@ -10,6 +10,9 @@ import asyncconsumer.plugins
 def test_public_api_is_pinned() -> None:
     assert set(asyncconsumer.__all__) == {
         "AcknowledgeType",
+        "Admin",
+        "AdminConfig",
+        "AsyncAdmin",
         "AsyncConsumer",
         "AsyncShareConsumer",
         "ShareConsumer",

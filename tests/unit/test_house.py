@@ -34,7 +34,7 @@ LAYERS: list[set[str]] = [
     {"_background"},
     {"stores"},
     {"_caller"},
-    {"consumer", "sync", "share"},
+    {"consumer", "sync", "share", "admin"},
     {"tools", "spark", "otel", "__init__"},
 ]
 """Low to high: a module may import its own layer or a lower one, never a higher one."""
@@ -42,7 +42,7 @@ LAYERS: list[set[str]] = [
 LAYER_OF = {part: i for i, parts in enumerate(LAYERS) for part in parts}
 
 THREADS: dict[str, set[str]] = {
-    "caller": {"_caller", "stores", "consumer", "sync", "share", "otel"},
+    "caller": {"_caller", "stores", "consumer", "sync", "share", "admin", "otel"},
     "background": {"_background", "managers", "network", "assignors", "plugins"},
     "both": {"_state", "events"},
 }

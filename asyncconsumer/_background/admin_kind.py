@@ -1,0 +1,58 @@
+"""The admin client on the chassis: the chassis's metadata and delegate, and one manager that sends each admin
+request where it goes (``managers/admin_requests.py``). No group, no fetch buffer, no telemetry."""
+
+from __future__ import annotations
+
+import attrs
+
+from asyncconsumer._background.admin_processor import AdminEventProcessor
+from asyncconsumer._background.chassis import POLLED, BackgroundContext
+from asyncconsumer._state.fetch_buffer import FetchBuffer
+from asyncconsumer.managers.admin_requests import AdminRequestsManager
+from asyncconsumer.managers.metadata import MetadataManager
+from asyncconsumer.network.delegate import NetworkClientDelegate
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class AdminShared:
+    """Nothing crosses between an admin client's threads but its events and their futures."""
+
+    buffer: FetchBuffer | None = None
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class AdminBackgroundParts:
+    """What the background thread owns; the ``POLLED`` fields are the managers, in loop order."""
+
+    metadata: MetadataManager = attrs.field(metadata=POLLED)
+    """Keeps the brokers' addresses (and rebootstraps when none answers)."""
+    requests: AdminRequestsManager = attrs.field(metadata=POLLED)
+    delegate: NetworkClientDelegate
+    processor: AdminEventProcessor
+
+    def publish_snapshot(self, now_ms: int) -> None:
+        """Nothing to publish: every answer goes back through its event's future."""
+
+
+class AdminKind:
+    """``KafkaAdminClient``'s parts."""
+
+    thread_name = "asyncconsumer-admin-network"
+
+    def build(self, context: BackgroundContext) -> tuple[AdminShared, AdminBackgroundParts]:
+        metadata, delegate = context.metadata, context.delegate
+        requests = AdminRequestsManager(context.retry)
+        context.directory.use_coordinator(requests)
+        delegate.add_disconnect_listener(lambda node, error: requests.disconnected(node))
+        owned = AdminBackgroundParts(
+            metadata=metadata,
+            requests=requests,
+            delegate=delegate,
+            processor=AdminEventProcessor(
+                requests,
+                on_close=context.control.request_close,
+                last_error=lambda: delegate.last_connection_error() or metadata.last_error,
+                fatal_error=lambda: delegate.fatal_error,
+            ),
+        )
+        return AdminShared(), owned

@@ -1,0 +1,43 @@
+"""The admin clients: ``AsyncAdmin`` (asyncio) and ``Admin`` (blocking), one set of methods (Java's ``Admin``
+written Pythonically), one background thread each, on the consumers' chassis and with their settings and security.
+
+    async with AsyncAdmin("localhost:9092") as admin:
+        groups = await admin.list_groups(types=["consumer"])
+"""
+
+from __future__ import annotations
+
+from asyncconsumer._caller.admin_methods import AdminMethods, OffsetSpec
+from asyncconsumer._caller.admin_results import (
+    BrokerNode,
+    ClusterDescription,
+    ConsumerGroupDescription,
+    GroupListing,
+    MemberDescription,
+    NewTopic,
+    TopicDescription,
+    TopicPartitionInfo,
+)
+from asyncconsumer._caller.faces import AsyncFace, BlockingFace
+
+__all__ = [
+    "Admin",
+    "AsyncAdmin",
+    "BrokerNode",
+    "ClusterDescription",
+    "ConsumerGroupDescription",
+    "GroupListing",
+    "MemberDescription",
+    "NewTopic",
+    "OffsetSpec",
+    "TopicDescription",
+    "TopicPartitionInfo",
+]
+
+
+class AsyncAdmin(AdminMethods, AsyncFace[None]):
+    """The asyncio admin client: every method is awaited; ``async with`` closes it."""
+
+
+class Admin(AdminMethods, BlockingFace[None]):
+    """The blocking admin client (scripts, PySpark drivers): every method blocks; ``with`` closes it."""

@@ -1,0 +1,208 @@
+"""The public admin client (``AsyncAdmin``, ``Admin``) against both brokers: topics created, described, grown and
+deleted; a consumer group listed (by type too), described, its offsets read, altered and deleted, and the group
+deleted; offsets listed by time; the cluster described. Refusals are typed and change nothing: an active group's
+offsets, a group with members, a topic that exists, one that does not. Where Tansu 0.6 lacks an API or a check, the
+test is an expected failure there, naming it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from asyncconsumer import Admin, AsyncAdmin, OffsetAndMetadata, TopicPartition
+from asyncconsumer.admin import NewTopic
+from asyncconsumer.errors import (
+    GroupIdNotFoundError,
+    InvalidOffsetError,
+    InvalidPartitionsError,
+    NonEmptyGroupError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
+)
+from asyncconsumer.sync import Consumer
+from tests.conftest import Broker, TopicFactory, unique_topic_name
+from tests.support.groups import group_consumer, new_group_id
+from tests.support.produce import ProduceHelper, Record
+from tests.support.waiting import wait_for_async
+
+pytestmark = [pytest.mark.broker, pytest.mark.anyio]
+
+
+async def test_topics_are_created_described_grown_and_deleted(broker: Broker) -> None:
+    name = unique_topic_name("admin-topics")
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        await admin.create_topics([NewTopic(name, num_partitions=2, replication_factor=1)])
+        assert name in await admin.list_topics()
+        described = (await admin.describe_topics([name]))[name]
+        assert [p.partition for p in described.partitions] == [0, 1]
+        assert all(p.leader >= 0 and p.replicas == (p.leader,) for p in described.partitions)
+        with pytest.raises(TopicAlreadyExistsError, match=name):
+            await admin.create_topics([NewTopic(name, num_partitions=2, replication_factor=1)])
+        await admin.delete_topics([name])
+        await wait_for_async(
+            lambda: _gone(admin, name), 30, message=lambda: f"topic {name} still listed after delete_topics"
+        )
+        with pytest.raises(UnknownTopicOrPartitionError, match=name):
+            await admin.delete_topics([name])
+
+
+@pytest.mark.xfail_on_tansu("has no CreatePartitions (API 37)", raises=UnsupportedVersionError)
+async def test_partitions_are_added_to_a_topic(broker: Broker, topic: TopicFactory) -> None:
+    name = topic(2)
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        await admin.create_partitions({name: 3})
+        grown = (await admin.describe_topics([name]))[name]
+        assert [p.partition for p in grown.partitions] == [0, 1, 2]
+        with pytest.raises(InvalidPartitionsError, match=name):
+            await admin.create_partitions({name: 2})
+
+
+async def _gone(admin: AsyncAdmin, name: str) -> bool:
+    return name not in await admin.list_topics()
+
+
+async def test_a_groups_offsets_are_read_and_altered_and_the_group_deleted(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(2)
+    await produce.values_async(name, 20, 2)
+    group_id = new_group_id()
+    tp0, tp1 = TopicPartition(name, 0), TopicPartition(name, 1)
+    with Consumer(broker.bootstrap_servers, group_id=group_id, enable_auto_commit=False) as consumer:
+        consumer.commit({tp0: 4, tp1: 7})
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        listed = {g.group_id: g for g in await admin.list_groups()}
+        assert listed[group_id].type == "classic"  # offsets only, no member ever joined: protocol type "" on Kafka
+        described = (await admin.describe_consumer_groups([group_id]))[group_id]
+        assert (described.state, described.members) == ("Empty", ())
+        committed = await admin.list_consumer_group_offsets(group_id)
+        assert {tp: o.offset for tp, o in committed.items()} == {tp0: 4, tp1: 7}
+
+        await admin.alter_consumer_group_offsets(group_id, {tp0: 1, tp1: OffsetAndMetadata(9)})
+        moved = await admin.list_consumer_group_offsets(group_id)
+        assert (moved[tp0].offset, moved[tp1].offset) == (1, 9)
+        with pytest.raises(InvalidOffsetError, match=f"{name}-0"):
+            await admin.alter_consumer_group_offsets(group_id, {tp0: -3})
+
+        await admin.delete_consumer_groups([group_id])
+        assert group_id not in {g.group_id for g in await admin.list_groups()}
+        assert await admin.list_consumer_group_offsets(group_id) == {}
+
+
+@pytest.mark.xfail_on_tansu("describes a group it does not know as Empty (Kafka: Dead, or GROUP_ID_NOT_FOUND)")
+async def test_describing_an_unknown_group_names_it(broker: Broker) -> None:
+    group_id = new_group_id()
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        with pytest.raises(GroupIdNotFoundError, match=group_id):
+            await admin.describe_consumer_groups([group_id])
+        with pytest.raises(GroupIdNotFoundError, match=group_id):
+            await admin.delete_consumer_groups([group_id])
+
+
+@pytest.mark.xfail_on_tansu("ignores ListGroups v5's TypesFilter (KIP-1043): a share filter lists classic groups")
+async def test_groups_are_listed_by_type(broker: Broker, topic: TopicFactory) -> None:
+    name = topic(1)
+    group_id = new_group_id()
+    with Consumer(broker.bootstrap_servers, group_id=group_id, enable_auto_commit=False) as consumer:
+        consumer.commit({TopicPartition(name, 0): 1})
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        assert group_id in {g.group_id for g in await admin.list_groups(types=["classic"])}
+        assert group_id not in {g.group_id for g in await admin.list_groups(types=["share", "consumer"])}
+        with pytest.raises(ValueError, match="'queue' is not a group type"):
+            await admin.list_groups(types=["queue"])
+
+
+async def test_an_active_group_refuses_new_offsets_and_keeps_its_own(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(1)
+    await produce.values_async(name, 10, 1)
+    group_id = new_group_id()
+    tp = TopicPartition(name, 0)
+    member = group_consumer(broker.bootstrap_servers, group_id)
+    try:
+        await member.subscribe([name])
+
+        async def joined() -> bool:
+            await member.poll(timeout_ms=100)
+            return member.assignment() == {tp}
+
+        await wait_for_async(joined, 30, message=lambda: "the member got no assignment")
+        await member.commit({tp: 5})
+        async with AsyncAdmin(broker.bootstrap_servers) as admin:
+            with pytest.raises(NonEmptyGroupError, match=f"group '{group_id}' is Stable with 1 member"):
+                await admin.alter_consumer_group_offsets(group_id, {tp: 0})
+            assert (await admin.list_consumer_group_offsets(group_id))[tp].offset == 5
+    finally:
+        await member.close()
+
+
+@pytest.mark.xfail_on_tansu("deletes a group that has members (Kafka answers NON_EMPTY_GROUP)")
+async def test_a_group_with_members_is_not_deleted(broker: Broker, topic: TopicFactory) -> None:
+    name = topic(1)
+    group_id = new_group_id()
+    member = group_consumer(broker.bootstrap_servers, group_id)
+    try:
+        await member.subscribe([name])
+
+        async def joined() -> bool:
+            await member.poll(timeout_ms=100)
+            return bool(member.assignment())
+
+        await wait_for_async(joined, 30, message=lambda: "the member got no assignment")
+        async with AsyncAdmin(broker.bootstrap_servers) as admin:
+            with pytest.raises(NonEmptyGroupError, match=group_id):
+                await admin.delete_consumer_groups([group_id])
+            described = (await admin.describe_consumer_groups([group_id]))[group_id]
+            assert len(described.members) == 1
+    finally:
+        await member.close()
+
+
+@pytest.mark.xfail_on_tansu("has no OffsetDelete (API 47)", raises=UnsupportedVersionError)
+async def test_some_of_a_groups_offsets_are_deleted(broker: Broker, topic: TopicFactory) -> None:
+    name = topic(2)
+    tp0, tp1 = TopicPartition(name, 0), TopicPartition(name, 1)
+    group_id = new_group_id()
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        await admin.alter_consumer_group_offsets(group_id, {tp0: 2, tp1: 3})
+        await admin.delete_consumer_group_offsets(group_id, [tp0])
+        assert {tp: o.offset for tp, o in (await admin.list_consumer_group_offsets(group_id)).items()} == {tp1: 3}
+
+
+@pytest.mark.xfail_on_tansu("keeps no metadata with a committed offset")
+async def test_altered_offsets_keep_their_metadata(broker: Broker, topic: TopicFactory) -> None:
+    tp = TopicPartition(topic(1), 0)
+    group_id = new_group_id()
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        await admin.alter_consumer_group_offsets(group_id, {tp: OffsetAndMetadata(3, "moved by hand")})
+        assert await admin.list_consumer_group_offsets(group_id) == {tp: OffsetAndMetadata(3, "moved by hand")}
+
+
+@pytest.mark.xfail_on_tansu(
+    "answers ListOffsets with a timestamp with the partition's first offset whatever the timestamp (as in "
+    "test_consumer.py's offsets_for_times test)"
+)
+async def test_offsets_are_listed_at_the_ends_and_by_time(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(1)
+    base = int(time.time() * 1000) - 3_600_000
+    produce.batches(name, [[Record(b"r%d" % i, partition=0, timestamp_ms=base + i * 60_000)] for i in range(10)])
+    tp = TopicPartition(name, 0)
+    with Admin(broker.bootstrap_servers) as admin:  # the blocking face: the same methods, waited for where called
+        assert admin.list_offsets({tp: "earliest"}) == {tp: 0}
+        assert admin.list_offsets({tp: "latest"}) == {tp: 10}
+        assert admin.list_offsets({tp: base + 4 * 60_000 - 1}) == {tp: 4}
+        assert admin.list_offsets({tp: base + 3_600_000}) == {tp: None}  # every record is older
+        with pytest.raises(UnknownTopicOrPartitionError, match=f"{name}-7"):
+            admin.list_offsets({TopicPartition(name, 7): "earliest"})
+
+
+async def test_the_cluster_is_described(broker: Broker) -> None:
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        cluster = await admin.describe_cluster()
+    assert cluster.brokers and all(b.port > 0 for b in cluster.brokers)
+    assert str(cluster.brokers[0].port) in broker.bootstrap_servers or len(cluster.brokers) > 1
