@@ -111,6 +111,10 @@ class ClientCore(Generic[P]):
         if self.closed:
             raise ClientClosedError(f"the {self.NAME} is closed")
         if self.started and not self.parts.thread.alive:
+            # The error it stopped with first, once, whichever call comes first (a fatal plugin's, say); then this.
+            error = self.parts.background_events.take_error()
+            if error is not None:
+                raise error
             raise ClientClosedError(f"the {self.NAME}'s background thread stopped: {self.parts.thread.failure!r}")
 
     @property

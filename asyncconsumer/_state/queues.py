@@ -6,8 +6,9 @@ import collections
 from collections.abc import Callable
 
 from asyncconsumer._state.signal import CallerSignal
+from asyncconsumer.errors import KafkaError
 from asyncconsumer.events.application import ApplicationEvent
-from asyncconsumer.events.background import BackgroundEvent
+from asyncconsumer.events.background import BackgroundEvent, ErrorEvent
 
 
 class ApplicationEventQueue:
@@ -76,6 +77,15 @@ class BackgroundEventQueue:
         """Caller side: returns events it drained but did not handle to the front, in order (ahead of any the
         background delivered meanwhile)."""
         self._events.extendleft(reversed(events))
+
+    def take_error(self) -> KafkaError | None:
+        """Caller side, once the background stopped: the error it delivered and the caller has not drained yet,
+        taken out so that it is raised once (the events around it stay)."""
+        for event in list(self._events):
+            if isinstance(event, ErrorEvent):
+                self._events.remove(event)
+                return event.error
+        return None
 
     def drain(self) -> list[BackgroundEvent]:
         events = []

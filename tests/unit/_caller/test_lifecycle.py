@@ -86,6 +86,20 @@ def test_a_dead_background_thread_is_named_with_its_failure() -> None:
     assert not core.running
 
 
+def test_a_stopped_background_threads_error_is_raised_once_by_the_next_call_then_its_failure_is_named() -> None:
+    core = Core()
+    core.start()
+    core.parts.background_events.put(CallbackEvent(lambda: None))
+    core.parts.background_events.put(ErrorEvent(UnknownBrokerError(99, "the plugin's error")))
+    core.parts.thread.alive = False
+    core.parts.thread.failure = RuntimeError("boom")
+    with pytest.raises(UnknownBrokerError, match="the plugin's error"):
+        core.submit(CloseEvent(deadline_ms=0))
+    with pytest.raises(ClientClosedError, match="background thread stopped: RuntimeError"):
+        core.submit(CloseEvent(deadline_ms=0))
+    assert len(core.parts.background_events.drain()) == 1  # the callback stays
+
+
 def test_a_client_never_started_closes_without_an_event() -> None:
     core = Core()
     assert core.close(5) is None
