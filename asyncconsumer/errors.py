@@ -504,6 +504,8 @@ UnreleasedInstanceIdError = _code(ErrorCode.UNRELEASED_INSTANCE_ID)
 UnsupportedAssignorError = _code(ErrorCode.UNSUPPORTED_ASSIGNOR)
 StaleMemberEpochError = _code(ErrorCode.STALE_MEMBER_EPOCH)
 TopicAlreadyExistsError = _code(ErrorCode.TOPIC_ALREADY_EXISTS)
+NotControllerError = _code(ErrorCode.NOT_CONTROLLER, retriable=True, invalid_metadata=True)
+PolicyViolationError = _code(ErrorCode.POLICY_VIOLATION, doc="The broker's create-topic or alter policy refused it.")
 InvalidPartitionsError = _code(
     ErrorCode.INVALID_PARTITIONS, doc="A partition count that is not more than the topic has."
 )

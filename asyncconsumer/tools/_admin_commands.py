@@ -39,9 +39,9 @@ _SECURITY_KEYS = frozenset(
 )
 
 
-def _admin(args: argparse.Namespace) -> AdminClient:
-    """An admin client with the security settings of ``--property``; any other setting is an error (the admin
-    commands make one request at a time and have nothing else to honour)."""
+def security_properties(args: argparse.Namespace) -> dict[str, str]:
+    """The security settings of ``--property``; any other setting is an error (the admin commands have nothing else
+    to honour)."""
     properties = parse_properties(args)
     unused = sorted(set(properties) - _SECURITY_KEYS)
     if unused:
@@ -49,12 +49,18 @@ def _admin(args: argparse.Namespace) -> AdminClient:
         raise UsageError(
             f"--property {names}: {args.command} uses only the security settings (security.protocol, ssl.*, sasl.*)"
         )
+    return properties
+
+
+def _admin(args: argparse.Namespace) -> AdminClient:
+    """An admin client with the security settings of ``--property``."""
+    properties = security_properties(args)
     config = ConsumerConfig.from_kwargs(args.bootstrap_server, **properties)
     security = ConnectionSecurity.from_config(config)
     return AdminClient(args.bootstrap_server, timeout_ms=args.timeout_ms, security=security)
 
 
-def _table(rows: Sequence[Sequence[object]]) -> list[str]:
+def table(rows: Sequence[Sequence[object]]) -> list[str]:
     """Left-aligned columns, two spaces apart (numbers right-aligned)."""
     cells = [["-" if c is None else (f"{c:,}" if isinstance(c, int) else str(c)) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
@@ -82,7 +88,7 @@ def offsets_lines(rows: Sequence[PartitionOffsets], fmt: str) -> list[str]:
             )
         ]
     header: list[object] = ["TOPIC", "PARTITION", "BEGINNING", "END", "RECORDS"]
-    return _table([header, *([r.partition.topic, r.partition.partition, r.beginning, r.end, r.records] for r in rows)])
+    return table([header, *([r.partition.topic, r.partition.partition, r.beginning, r.end, r.records] for r in rows)])
 
 
 def group_lines(group: GroupDescription, fmt: str) -> list[str]:
@@ -100,11 +106,11 @@ def group_lines(group: GroupDescription, fmt: str) -> list[str]:
         for m in group.members:
             assigned = ",".join(str(tp) for tp in m.partitions) if m.partitions else "(none reported)"
             rows.append([m.member_id, m.client_id or "-", m.client_host or "-", assigned])
-        lines += _table(rows)
+        lines += table(rows)
     if group.partitions:
         lines.append("")
         header = ["TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "MEMBER"]
-        lines += _table(
+        lines += table(
             [
                 header,
                 *(
@@ -165,12 +171,12 @@ def share_group_lines(group: ShareGroupDescription, fmt: str) -> list[str]:
             assigned = ",".join(str(tp) for tp in m.partitions) if m.partitions else "(none)"
             subscribed = ",".join(m.subscribed_topics) or "-"
             rows.append([m.member_id, m.client_id or "-", m.client_host or "-", m.member_epoch, subscribed, assigned])
-        lines += _table(rows)
+        lines += table(rows)
     if group.start_offsets:
         lines.append("")
         errors = any(p.error for p in group.start_offsets)
         header = ["TOPIC", "PARTITION", "START-OFFSET", "LAG", *(["ERROR"] if errors else [])]
-        lines += _table(
+        lines += table(
             [
                 header,
                 *(

@@ -16,7 +16,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from asyncconsumer.errors import KafkaError
+from asyncconsumer.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
 from asyncconsumer.tools._admin_commands import (
     run_groups_describe,
     run_offsets,
@@ -34,6 +34,16 @@ from asyncconsumer.tools._common import (
 )
 from asyncconsumer.tools._consume import FORMATS, run_consume
 from asyncconsumer.tools._demo import run_demo
+from asyncconsumer.tools._group_commands import (
+    run_groups_delete,
+    run_groups_delete_offsets,
+    run_groups_list,
+    run_groups_reset_offsets,
+    run_topics_create,
+    run_topics_delete,
+    run_topics_describe,
+    run_topics_list,
+)
 from asyncconsumer.tools._share_consume import ACKS, run_share_consume
 from asyncconsumer.tools.admin import GroupNotFoundError, TopicNotFoundError
 
@@ -164,6 +174,72 @@ def _parser() -> argparse.ArgumentParser:
     describe.add_argument("group", help="the consumer group's id")
     _add_common(describe, admin=True)
     _add_format(describe, "text: a summary line and tables; json: one object")
+    listing = groups_sub.add_parser("list", help="every group on the cluster: id, type, state")
+    listing.add_argument(
+        "--type", action="append", default=[], help="only groups of this type (classic, consumer, share); repeatable"
+    )
+    listing.add_argument("--state", action="append", default=[], help="only groups in this state (Stable, Empty...)")
+    _add_common(listing, admin=True)
+    _add_format(listing, "text: a table; json: one array")
+    reset = groups_sub.add_parser(
+        "reset-offsets",
+        help="move a group's committed offsets (shows the plan; --execute writes it), refused while it has members",
+    )
+    reset.add_argument("group", help="the consumer group's id")
+    scope = reset.add_mutually_exclusive_group()
+    scope.add_argument("--all-topics", action="store_true", help="every partition the group has an offset for")
+    scope.add_argument(
+        "--topic", action="append", default=[], metavar="TOPIC[:P,P]", help="a topic, or some of its partitions"
+    )
+    to = reset.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-earliest", action="store_true", help="the start of each partition's log")
+    to.add_argument("--to-latest", action="store_true", help="the end of each partition's log")
+    to.add_argument("--to-current", action="store_true", help="the committed offsets (the log end where none)")
+    to.add_argument("--to-offset", type=int, metavar="N", help="offset N (moved into the log's range)")
+    to.add_argument("--shift-by", type=int, metavar="N", help="the committed offset plus N (N may be negative)")
+    to.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss", help="the first record at or after this time")
+    to.add_argument("--by-duration", metavar="PnDTnHnMnS", help="the first record at most this long ago")
+    mode = reset.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="show the plan, change nothing (the default)")
+    mode.add_argument("--execute", action="store_true", help="write the new offsets")
+    _add_common(reset, admin=True)
+    _add_format(reset, "text: a table; json: one object")
+    delete = groups_sub.add_parser("delete", help="delete groups and their offsets (refused while one has members)")
+    delete.add_argument("group", nargs="+", help="the groups' ids")
+    _add_common(delete, admin=True)
+    _add_format(delete, "text: one line; json: one object")
+    delete_offsets = groups_sub.add_parser("delete-offsets", help="delete a group's committed offsets of topics")
+    delete_offsets.add_argument("group", help="the consumer group's id")
+    delete_offsets.add_argument(
+        "--topic", action="append", required=True, metavar="TOPIC[:P,P]", help="a topic, or some of its partitions"
+    )
+    _add_common(delete_offsets, admin=True)
+    _add_format(delete_offsets, "text: a table; json: one array")
+
+    topics = sub.add_parser("topics", help="topics")
+    topics_sub = topics.add_subparsers(dest="topics_command", required=True, metavar="COMMAND", help="what to do")
+    _add_verbose(topics)
+    topics_list = topics_sub.add_parser("list", help="every topic's name")
+    topics_list.add_argument("--include-internal", action="store_true", help="__consumer_offsets and the like too")
+    _add_common(topics_list, admin=True)
+    _add_format(topics_list, "text: one name a line; json: one array")
+    topics_describe = topics_sub.add_parser("describe", help="partitions, leaders, replicas and in-sync replicas")
+    topics_describe.add_argument("topic", nargs="+", help="the topics")
+    _add_common(topics_describe, admin=True)
+    _add_format(topics_describe, "text: as kafka-topics.sh --describe; json: one array")
+    topics_create = topics_sub.add_parser("create", help="create a topic")
+    topics_create.add_argument("topic", help="the topic's name")
+    topics_create.add_argument("--partitions", type=int, default=-1, help="(default: the broker's num.partitions)")
+    topics_create.add_argument(
+        "--replication-factor", type=int, default=-1, help="(default: the broker's default.replication.factor)"
+    )
+    topics_create.add_argument(
+        "--config", action="append", default=[], metavar="KEY=VALUE", help="a topic config; repeatable"
+    )
+    _add_common(topics_create, admin=True)
+    topics_delete = topics_sub.add_parser("delete", help="delete topics")
+    topics_delete.add_argument("topic", nargs="+", help="the topics")
+    _add_common(topics_delete, admin=True)
 
     share_groups = sub.add_parser("share-groups", help="share groups (KIP-932)")
     share_groups_sub = share_groups.add_subparsers(
@@ -223,7 +299,22 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "offsets":
         return asyncio.run(run_offsets(args))
     if args.command == "groups":
-        return asyncio.run(run_groups_describe(args))
+        runs = {
+            "describe": run_groups_describe,
+            "list": run_groups_list,
+            "reset-offsets": run_groups_reset_offsets,
+            "delete": run_groups_delete,
+            "delete-offsets": run_groups_delete_offsets,
+        }
+        return asyncio.run(runs[args.groups_command](args))
+    if args.command == "topics":
+        topic_runs = {
+            "list": run_topics_list,
+            "describe": run_topics_describe,
+            "create": run_topics_create,
+            "delete": run_topics_delete,
+        }
+        return asyncio.run(topic_runs[args.topics_command](args))
     if args.command == "share-groups" and args.share_groups_command == "configure":
         return asyncio.run(run_share_groups_configure(args))
     if args.command == "share-groups":
@@ -243,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         err(f"error: {exc}")
         return EXIT_NOT_FOUND
-    except (TopicNotFoundError, GroupNotFoundError) as exc:
+    except (TopicNotFoundError, GroupNotFoundError, GroupIdNotFoundError, UnknownTopicOrPartitionError) as exc:
         err(f"error: {exc}")
         return EXIT_NOT_FOUND
     except KafkaError as exc:

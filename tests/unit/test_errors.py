@@ -46,11 +46,11 @@ def test_every_code_with_a_class_gives_that_class_named_after_kafka() -> None:
 
 
 def test_a_code_without_a_class_still_gets_a_typed_error_naming_it() -> None:
-    assert error_class(ErrorCode.TOPIC_ALREADY_EXISTS) is None
-    known = for_code(int(ErrorCode.TOPIC_ALREADY_EXISTS), "t")
+    assert error_class(ErrorCode.INVALID_REPLICA_ASSIGNMENT) is None
+    known = for_code(int(ErrorCode.INVALID_REPLICA_ASSIGNMENT), "t")
     assert isinstance(known, UnknownBrokerError) and isinstance(known, BrokerResponseError)
-    assert (known.error_code, known.error_name) == (36, "TOPIC_ALREADY_EXISTS")
-    assert str(known) == "[TOPIC_ALREADY_EXISTS (36)] t"
+    assert (known.error_code, known.error_name) == (39, "INVALID_REPLICA_ASSIGNMENT")
+    assert str(known) == "[INVALID_REPLICA_ASSIGNMENT (39)] t"
     unknown = for_code(9_999)
     assert (unknown.error_name, str(unknown)) == ("UNKNOWN_CODE_9999", "[UNKNOWN_CODE_9999 (9999)]")
     assert not unknown.retriable
