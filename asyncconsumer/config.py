@@ -409,23 +409,13 @@ class ConsumerConfig:
         return attrs.asdict(self, recurse=False)
 
 
-class ClientSettings(TypedDict, total=False):
-    """The keyword arguments both kinds of consumer take: connection, fetch, security and deserialization
+class ConnectionSettings(TypedDict, total=False):
+    """The keyword arguments every client takes, the admin clients too: the connection and its security
     (``ConsumerConfig``'s fields say what each does)."""
 
     bootstrap_servers: str | Sequence[str]
     client_id: str
-    client_rack: str
-    fetch_min_bytes: int
-    fetch_max_wait_ms: int
-    fetch_max_bytes: int
-    max_partition_fetch_bytes: int
-    fetch_buffer_bytes: int | None
     receive_message_max_bytes: int
-    max_poll_records: int
-    check_crcs: bool
-    pause_gc_during_poll: bool
-    enable_metrics_push: bool
     request_timeout_ms: int
     default_api_timeout_ms: int
     metadata_max_age_ms: int
@@ -436,7 +426,6 @@ class ClientSettings(TypedDict, total=False):
     reconnect_backoff_ms: int
     reconnect_backoff_max_ms: int
     socket_connection_setup_timeout_ms: int
-    max_in_flight_requests_per_connection: int
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
     ssl_context: ssl.SSLContext | None
     ssl_cafile: str | None
@@ -456,6 +445,22 @@ class ClientSettings(TypedDict, total=False):
     sasl_kerberos_principal: str | None
     sasl_kerberos_keytab: str | None
     sasl_kerberos_domain_name: str | None
+
+
+class ClientSettings(ConnectionSettings, total=False):
+    """The keyword arguments both kinds of consumer take: ``ConnectionSettings``, and fetching and deserialization."""
+
+    client_rack: str
+    fetch_min_bytes: int
+    fetch_max_wait_ms: int
+    fetch_max_bytes: int
+    max_partition_fetch_bytes: int
+    fetch_buffer_bytes: int | None
+    max_poll_records: int
+    check_crcs: bool
+    pause_gc_during_poll: bool
+    enable_metrics_push: bool
+    max_in_flight_requests_per_connection: int
     key_deserializer: Deserializer | None
     value_deserializer: Deserializer | None
 
@@ -599,44 +604,11 @@ class ShareConsumerConfig:
         return cls(**values)
 
 
-class AdminSettings(TypedDict, total=False):
+class AdminSettings(ConnectionSettings, total=False):
     """The admin clients' keyword arguments: the connection and security settings the consumers take."""
 
-    bootstrap_servers: str | Sequence[str]
-    client_id: str
-    request_timeout_ms: int
-    default_api_timeout_ms: int
-    metadata_max_age_ms: int
-    metadata_recovery_strategy: Literal["rebootstrap", "none"]
-    metadata_recovery_rebootstrap_trigger_ms: int
-    retry_backoff_ms: int
-    retry_backoff_max_ms: int
-    reconnect_backoff_ms: int
-    reconnect_backoff_max_ms: int
-    socket_connection_setup_timeout_ms: int
-    receive_message_max_bytes: int
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
-    ssl_context: ssl.SSLContext | None
-    ssl_cafile: str | None
-    ssl_certfile: str | None
-    ssl_keyfile: str | None
-    ssl_check_hostname: bool
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
-    sasl_username: str | None
-    sasl_password: str | None
-    sasl_oauthbearer_token_provider: Callable[[], Any] | None
-    sasl_oauthbearer_token_endpoint_url: str | None
-    sasl_oauthbearer_client_credentials_client_id: str | None
-    sasl_oauthbearer_client_credentials_client_secret: str | None
-    sasl_oauthbearer_scope: str | None
-    sasl_oauthbearer_extensions: str | Mapping[str, str]
-    sasl_kerberos_service_name: str
-    sasl_kerberos_principal: str | None
-    sasl_kerberos_keytab: str | None
-    sasl_kerberos_domain_name: str | None
 
-
-ADMIN_KEYS = frozenset(AdminSettings.__annotations__)
+ADMIN_KEYS = AdminSettings.__optional_keys__
 """The settings an admin client takes; any other consumer setting is a ``ConfigError`` naming it."""
 
 

@@ -103,6 +103,7 @@ from asyncconsumer.protocol.messages.offset_fetch import (
 from asyncconsumer.records import OffsetAndMetadata, TopicPartition
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 _MOVED = (NotCoordinatorError, CoordinatorNotAvailableError)
 """Answers that say the coordinator asked is not (or no longer) the one: the next attempt looks it up again."""
@@ -175,6 +176,26 @@ class AdminMethods(FaceMethods):
                 if not exc.retriable or core.clock.now_ms() + delay >= deadline_ms:
                     raise
                 refresh = isinstance(exc, _MOVED)
+
+    async def _ask_each(
+        self,
+        request: Request,
+        target: Target,
+        deadline_ms: int,
+        kind: type[R],
+        errors_of: Callable[[R], Mapping[Any, KafkaError]],
+    ) -> None:
+        """A request about many items (topics, partitions): asked again while an item's error is retriable, then the
+        first item's error raised (the others were done)."""
+
+        def read(answer: AdminAnswer) -> Mapping[Any, KafkaError]:
+            errors = errors_of(_typed(answer.response, kind, request))
+            for error in errors.values():
+                if error.retriable:
+                    raise error
+            return errors
+
+        _first_error(await self._ask(request, target, deadline_ms, read))
 
     async def _metadata(self, topics: Iterable[str] | None, deadline_ms: int) -> MetadataResponse:
         wanted = None if topics is None else tuple(MetadataRequestTopic(name=t) for t in topics)
@@ -336,14 +357,9 @@ class AdminMethods(FaceMethods):
         )
         request = OffsetCommitRequest(group_id=group_id, generation_id_or_member_epoch=-1, member_id="", topics=topics)
 
-        def read(answer: AdminAnswer) -> None:
-            errors = commit_errors(_typed(answer.response, OffsetCommitResponse, request), group_id)
-            for error in errors.values():
-                if error.retriable:
-                    raise error
-            _first_error(errors)
-
-        await self._ask(request, CoordinatorOf(group_id), deadline, read)
+        await self._ask_each(
+            request, CoordinatorOf(group_id), deadline, OffsetCommitResponse, lambda r: commit_errors(r, group_id)
+        )
 
     async def _refuse_if_active(self, group_id: str, deadline_ms: int) -> None:
         """``NonEmptyGroupError`` if the group has members (a group that does not exist yet may be given offsets)."""
@@ -372,14 +388,13 @@ class AdminMethods(FaceMethods):
         )
         request = OffsetDeleteRequest(group_id=group_id, topics=topics)
 
-        def read(answer: AdminAnswer) -> None:
-            errors = offset_delete_errors(_typed(answer.response, OffsetDeleteResponse, request), group_id)
-            for error in errors.values():
-                if error.retriable:
-                    raise error
-            _first_error(errors)
-
-        await self._ask(request, CoordinatorOf(group_id), self._core.deadline(timeout_ms), read)
+        await self._ask_each(
+            request,
+            CoordinatorOf(group_id),
+            self._core.deadline(timeout_ms),
+            OffsetDeleteResponse,
+            lambda r: offset_delete_errors(r, group_id),
+        )
 
     @both_faces
     async def list_offsets(
@@ -482,13 +497,7 @@ class AdminMethods(FaceMethods):
             timeout_ms=max(deadline - self._core.clock.now_ms(), 0),
             validate_only=validate_only,
         )
-        errors = await self._ask(
-            request,
-            None,
-            deadline,
-            lambda a: _retriable_first(topic_create_errors(_typed(a.response, CreateTopicsResponse, request))),
-        )
-        _first_error(errors)
+        await self._ask_each(request, None, deadline, CreateTopicsResponse, topic_create_errors)
 
     @both_faces
     async def delete_topics(self, names: Iterable[str], *, timeout_ms: int | None = None) -> None:
@@ -498,13 +507,7 @@ class AdminMethods(FaceMethods):
         request = DeleteTopicsRequest(
             topic_names=tuple(wanted), timeout_ms=max(deadline - self._core.clock.now_ms(), 0)
         )
-        errors = await self._ask(
-            request,
-            None,
-            deadline,
-            lambda a: _retriable_first(topic_delete_errors(_typed(a.response, DeleteTopicsResponse, request))),
-        )
-        _first_error(errors)
+        await self._ask_each(request, None, deadline, DeleteTopicsResponse, topic_delete_errors)
 
     @both_faces
     async def create_partitions(self, counts: Mapping[str, int], *, timeout_ms: int | None = None) -> None:
@@ -515,13 +518,7 @@ class AdminMethods(FaceMethods):
             topics=tuple(CreatePartitionsTopic(name=t, count=c) for t, c in sorted(counts.items())),
             timeout_ms=max(deadline - self._core.clock.now_ms(), 0),
         )
-        errors = await self._ask(
-            request,
-            None,
-            deadline,
-            lambda a: _retriable_first(partitions_create_errors(_typed(a.response, CreatePartitionsResponse, request))),
-        )
-        _first_error(errors)
+        await self._ask_each(request, None, deadline, CreatePartitionsResponse, partitions_create_errors)
 
     @both_faces
     async def describe_cluster(self, *, timeout_ms: int | None = None) -> ClusterDescription:
@@ -551,11 +548,3 @@ def _names(names: Iterable[str], what: str) -> list[str]:
         if not isinstance(name, str) or not name:
             raise ValueError(f"{what}: names are non-empty strings, got {name!r}")
     return wanted
-
-
-def _retriable_first(errors: dict[str, KafkaError]) -> dict[str, KafkaError]:
-    """``errors`` as they are, unless one is retriable: that one is raised, and the whole request asked again."""
-    for error in errors.values():
-        if error.retriable:
-            raise error
-    return errors
