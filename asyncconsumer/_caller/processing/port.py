@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from concurrent.futures import Future
 from typing import TypeVar
 
@@ -93,13 +93,19 @@ def driver_over(
 
 
 async def run_process(
-    core: ConsumerCore, driver: ProcessingDriver, hook: ConsumerRebalanceListener | None = None
+    core: ConsumerCore,
+    driver: ProcessingDriver,
+    hook: ConsumerRebalanceListener | None = None,
+    ready: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Runs ``driver`` with auto-commit of positions off and its rebalance hook (or ``hook``, which calls the
-    driver's) installed, both undone after."""
+    driver's) installed, both undone after. ``ready`` runs once the hook is installed, before the driver: from
+    then on every assignment goes through the hook, so what ``ready`` reads as assigned is all it must see to."""
     try:
         await _wait(core.set_auto_commit(False))
         await _wait(core.set_rebalance_hook(hook if hook is not None else driver.rebalance_hook))
+        if ready is not None:
+            await ready()
         await driver.run()
     finally:
         if not core.closed:

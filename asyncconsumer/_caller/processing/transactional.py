@@ -390,8 +390,9 @@ def transactional_driver(
 
 
 async def run_transactionally(core: ConsumerCore, driver: ProcessingDriver, hook: TransactionalHook) -> None:
-    """Opens the store, claims what is assigned already (``assign()``, or a subscription polled before), then runs
-    ``driver`` as ``process`` runs (``run_process``) with ``hook``; closes the store after."""
+    """Opens the store, then runs ``driver`` as ``process`` runs (``run_process``) with ``hook``, claiming what is
+    assigned already (``assign()``, or a subscription polled or joined before) once the hook is installed: an
+    assignment made before that went by no hook, and one made after comes through it; closes the store after."""
     claims = hook.claims
     await claims.open()
     try:
@@ -399,8 +400,11 @@ async def run_transactionally(core: ConsumerCore, driver: ProcessingDriver, hook
             raise IllegalStateError(
                 "process_transactionally() needs a subscription or an assignment: call subscribe() or assign() first"
             )
-        await hook.claim(set(core.subscriptions.assigned()))
-        await run_process(core, driver, hook)
+
+        async def claim_assigned() -> None:
+            await hook.claim(set(core.subscriptions.assigned()))
+
+        await run_process(core, driver, hook, claim_assigned)
     finally:
         with contextlib.suppress(Exception):
             await claims.close()

@@ -97,6 +97,37 @@ async def test_a_run_turns_auto_commit_off_and_installs_the_hook_and_undoes_both
         await close(core)
 
 
+async def test_ready_runs_once_the_hook_is_installed_and_before_the_first_poll() -> None:
+    # process_transactionally claims what is assigned in ``ready``: an assignment the background made before it
+    # routed rebalances to the hook went by unheard, so ``ready`` must come after that, and before any record
+    core = await assigned_core(group_id="g")
+    polls: list[str] = []
+
+    async def handle(record: ConsumerRecord) -> None:
+        pass
+
+    driver = driver_over(core, handle, ProcessingOptions())
+    port = driver._consumer
+    real_poll = port.poll
+
+    async def poll(timeout_ms: float = 0, max_records: int | None = None) -> object:
+        polls.append("poll")
+        driver.stop()
+        return await real_poll(timeout_ms, max_records)
+
+    port.poll = poll  # type: ignore[method-assign]
+    seen: list[tuple[bool, bool, int]] = []
+
+    async def ready() -> None:
+        seen.append((core.rebalance_hook is not None, core.auto_commit, len(polls)))
+
+    try:
+        await asyncio.wait_for(run_process(core, driver, None, ready), 10)
+        assert seen == [(True, False, 0)] and polls == ["poll"]
+    finally:
+        await close(core)
+
+
 async def test_the_driver_commits_to_the_group_only_when_there_is_one() -> None:
     async def handle(record: ConsumerRecord) -> None:
         pass

@@ -18,21 +18,27 @@ from typing import Any
 import attrs
 import pytest
 
+from asyncconsumer._caller.core import ConsumerCore
 from asyncconsumer._caller.processing.commits import NoCommits
 from asyncconsumer._caller.processing.core import ProcessingCore
 from asyncconsumer._caller.processing.driver import ProcessingDriver
 from asyncconsumer._caller.processing.transactional import (
     AsyncUnits,
     BlockingUnits,
+    Claims,
     Leases,
     MirrorOffsets,
+    run_transactionally,
+    transactional_driver,
     transactional_options,
 )
 from asyncconsumer._clock import ManualClock
+from asyncconsumer.config import ConsumerConfig
 from asyncconsumer.errors import ConfigError, OffsetStoreFencedError, OffsetStoreUnavailableError
 from asyncconsumer.records import ConsumerRecord, TopicPartition
 from asyncconsumer.stores.base import Lease
 from asyncconsumer.stores.sqlite import BlockingSQLiteOffsetStore, SQLiteOffsetStore
+from tests.support.no_broker import REFUSED
 from tests.unit._caller.processing.test_driver import TP0, TP1, FakeConsumer, record, until
 
 pytestmark = pytest.mark.anyio
@@ -307,6 +313,40 @@ def test_the_blocking_units_do_the_same_in_the_callers_thread(tmp_path: Path) ->
     assert rows(path) == [(0, 0), (0, 1)]
     assert skipped == [0]
     assert stored(path) == {0: (2, 2), 1: (1, 1)}
+
+
+async def test_what_is_assigned_is_claimed_only_once_the_hook_hears_every_later_assignment(tmp_path: Path) -> None:
+    # a group's assignment made before the hook was installed went by unheard (no listener asked): the run claims
+    # what is assigned after the hook is in, so no assignment falls between the two and goes unclaimed
+    path = tmp_path / "o.db"
+    store = await opened(path)
+    first = (await store.claim("g", [TP0]))[TP0]
+    async with store.transaction() as tx:
+        await store.write(tx, first, 7)  # a stored offset: the claim only seeks
+    core = ConsumerCore(ConsumerConfig.from_kwargs(REFUSED, group_id="g"))
+    await asyncio.wrap_future(core.assign([TP0]))
+    seen: list[tuple[bool, list[TopicPartition]]] = []
+
+    class Watching(Claims):
+        async def claim(self, group: str, partitions: Any) -> dict[TopicPartition, Lease]:
+            seen.append((core.rebalance_hook is not None, sorted(partitions)))
+            driver.stop()
+            return await super().claim(group, partitions)
+
+    leases = Leases()
+    units = AsyncUnits(store, leases, insert, None, ManualClock(), 1_000)
+    driver, hook = transactional_driver(core, units.handle, options(), Watching(store), leases, 1_000)
+    try:
+        await asyncio.wait_for(run_transactionally(core, driver, hook), 10)
+        assert seen == [(True, [TP0])]
+        lease = leases.get(TP0)
+        assert lease is not None and lease.epoch == 2 and lease.offset == 7
+        assert await asyncio.wrap_future(core.position(TP0, 1_000)) == 7
+    finally:
+        future = core.close(1_000)
+        if future is not None:
+            await asyncio.wrap_future(future)
+        await asyncio.to_thread(core.finish_close, 2.0)
 
 
 async def test_the_mirror_is_never_read_back() -> None:
