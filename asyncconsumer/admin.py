@@ -7,6 +7,16 @@ written Pythonically), one background thread each, on the consumers' chassis and
 
 from __future__ import annotations
 
+from asyncconsumer._caller.admin_configs import (
+    AlterConfigOp,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigResourceType,
+    ConfigSource,
+    ConfigSynonym,
+    ConfigType,
+)
 from asyncconsumer._caller.admin_methods import AdminMethods, OffsetSpec
 from asyncconsumer._caller.admin_results import (
     BrokerNode,
@@ -22,9 +32,17 @@ from asyncconsumer._caller.faces import AsyncFace, BlockingFace
 
 __all__ = [
     "Admin",
+    "AlterConfigOp",
+    "AlterConfigOpType",
     "AsyncAdmin",
     "BrokerNode",
     "ClusterDescription",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigResourceType",
+    "ConfigSource",
+    "ConfigSynonym",
+    "ConfigType",
     "ConsumerGroupDescription",
     "GroupListing",
     "MemberDescription",

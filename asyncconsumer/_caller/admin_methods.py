@@ -13,6 +13,17 @@ import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, Unpack
 
+from asyncconsumer._caller.admin_configs import (
+    AlterConfigOp,
+    ConfigEntry,
+    ConfigResource,
+    alter_errors,
+    alter_request,
+    by_broker,
+    check_changes,
+    describe_request,
+    described_configs,
+)
 from asyncconsumer._caller.admin_core import AdminCore
 from asyncconsumer._caller.admin_results import (
     GROUP_TYPES,
@@ -73,7 +84,9 @@ from asyncconsumer.protocol.messages.create_topics import (
 from asyncconsumer.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from asyncconsumer.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from asyncconsumer.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from asyncconsumer.protocol.messages.describe_configs import DescribeConfigsResponse
 from asyncconsumer.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from asyncconsumer.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponse
 from asyncconsumer.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsPartition,
@@ -538,6 +551,63 @@ class AdminMethods(FaceMethods):
                 sorted((BrokerNode(b.node_id, b.host, b.port, b.rack) for b in metadata.brokers), key=lambda b: b.id)
             )
             return ClusterDescription(metadata.cluster_id or "", metadata.controller_id, brokers)
+
+    # --- configs -------------------------------------------------------------------------------------------------
+    @both_faces
+    async def describe_configs(
+        self,
+        resources: Iterable[ConfigResource],
+        *,
+        include_synonyms: bool = False,
+        include_documentation: bool = False,
+        timeout_ms: int | None = None,
+    ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+        """Every config of each resource (topics, groups, brokers, client-metrics subscriptions) by name, with
+        where its value comes from; a broker's asked of that broker. The first resource the broker refuses raises
+        its error (``UnknownTopicOrPartitionError`` for a topic that does not exist), naming it."""
+        deadline = self._core.deadline(timeout_ms)
+        found: dict[ConfigResource, dict[str, ConfigEntry]] = {}
+        errors: dict[ConfigResource, KafkaError] = {}
+        for broker, chosen in sorted(
+            by_broker(resources).items(), key=lambda item: (item[0] is not None, item[0] or 0)
+        ):
+            request = describe_request(chosen, synonyms=include_synonyms, documentation=include_documentation)
+
+            def read(
+                answer: AdminAnswer, request: Request = request, chosen: list[ConfigResource] = chosen
+            ) -> tuple[dict[ConfigResource, dict[str, ConfigEntry]], dict[ConfigResource, KafkaError]]:
+                return described_configs(chosen, _typed(answer.response, DescribeConfigsResponse, request))
+
+            configs, refused = await self._ask(request, broker, deadline, read)
+            found.update(configs)
+            errors.update(refused)
+        _first_error(errors)
+        return dict(sorted(found.items()))
+
+    @both_faces
+    async def incremental_alter_configs(
+        self,
+        changes: Mapping[ConfigResource, Iterable[AlterConfigOp]],
+        *,
+        validate_only: bool = False,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """Applies each resource's changes (set, delete, append, subtract), leaving its other configs as they are;
+        ``validate_only`` checks them and changes nothing. A resource is changed whole or not at all; the first one
+        refused raises its error with the broker's message (``InvalidConfigError`` naming the key and its bound)."""
+        checked = check_changes(changes)
+        deadline = self._core.deadline(timeout_ms)
+        errors: dict[ConfigResource, KafkaError] = {}
+        for broker, chosen in sorted(by_broker(checked).items(), key=lambda item: (item[0] is not None, item[0] or 0)):
+            request = alter_request(checked, chosen, validate_only)
+
+            def read(
+                answer: AdminAnswer, request: Request = request, chosen: list[ConfigResource] = chosen
+            ) -> dict[ConfigResource, KafkaError]:
+                return alter_errors(chosen, _typed(answer.response, IncrementalAlterConfigsResponse, request))
+
+            errors.update(await self._ask(request, broker, deadline, read))
+        _first_error(errors)
 
 
 def _names(names: Iterable[str], what: str) -> list[str]:

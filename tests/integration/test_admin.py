@@ -11,9 +11,10 @@ import time
 import pytest
 
 from asyncconsumer import Admin, AsyncAdmin, OffsetAndMetadata, TopicPartition
-from asyncconsumer.admin import NewTopic
+from asyncconsumer.admin import AlterConfigOp, ConfigResource, ConfigSource, NewTopic
 from asyncconsumer.errors import (
     GroupIdNotFoundError,
+    InvalidConfigError,
     InvalidOffsetError,
     InvalidPartitionsError,
     NonEmptyGroupError,
@@ -206,3 +207,93 @@ async def test_the_cluster_is_described(broker: Broker) -> None:
         cluster = await admin.describe_cluster()
     assert cluster.brokers and all(b.port > 0 for b in cluster.brokers)
     assert str(cluster.brokers[0].port) in broker.bootstrap_servers or len(cluster.brokers) > 1
+
+
+@pytest.mark.xfail_on_tansu(
+    "describes only the configs set on a topic (none of its defaults: no retention.ms before one is set), each as "
+    "DEFAULT_CONFIG of type STRING, and a topic that does not exist as one with no configs",
+    raises=KeyError,
+)
+async def test_a_topics_configs_are_described_altered_validated_and_put_back(
+    broker: Broker, topic: TopicFactory
+) -> None:
+    name = topic(1)
+    resource = ConfigResource("topic", name)
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        before = (await admin.describe_configs([resource]))[resource]["retention.ms"]
+        assert before.source is not ConfigSource.DYNAMIC_TOPIC_CONFIG
+        await admin.incremental_alter_configs(
+            {resource: [AlterConfigOp("retention.ms", "3600000")]}, validate_only=True
+        )
+        assert (await admin.describe_configs([resource]))[resource]["retention.ms"] == before  # only checked
+        await admin.incremental_alter_configs({resource: [AlterConfigOp("retention.ms", "3600000")]})
+        altered = (await admin.describe_configs([resource]))[resource]["retention.ms"]
+        assert (altered.value, altered.source) == ("3600000", ConfigSource.DYNAMIC_TOPIC_CONFIG)
+        await admin.incremental_alter_configs({resource: [AlterConfigOp("retention.ms", op="delete")]})
+        assert (await admin.describe_configs([resource]))[resource]["retention.ms"] == before
+        missing = ConfigResource("topic", unique_topic_name("admin-no-such"))
+        with pytest.raises(UnknownTopicOrPartitionError, match=missing.name):
+            await admin.describe_configs([resource, missing])
+
+
+@pytest.mark.xfail_on_tansu(
+    "keeps any topic config value (retention.ms=soon) and any name", raises=pytest.fail.Exception
+)
+async def test_a_bad_config_value_is_refused_naming_the_key_and_nothing_changes(
+    broker: Broker, topic: TopicFactory
+) -> None:
+    name = topic(1)
+    resource = ConfigResource("topic", name)
+    with Admin(broker.bootstrap_servers) as admin:  # the blocking face
+        before = admin.describe_configs([resource])[resource]
+        with pytest.raises(InvalidConfigError, match=r"retention\.ms"):
+            admin.incremental_alter_configs(
+                {resource: [AlterConfigOp("segment.ms", "600000"), AlterConfigOp("retention.ms", "soon")]}
+            )
+        with pytest.raises(InvalidConfigError, match=r"no\.such\.config"):
+            admin.incremental_alter_configs({resource: [AlterConfigOp("no.such.config", "1")]})
+        assert admin.describe_configs([resource])[resource] == before  # a resource changes whole or not at all
+
+
+@pytest.mark.kafka_only("group configs (KIP-848, KIP-932, KIP-1191) and client-metrics subscriptions (KIP-714)")
+async def test_group_and_client_metrics_configs_are_set_described_bounded_and_deleted(broker: Broker) -> None:
+    group = ConfigResource("group", new_group_id())
+    subscription = ConfigResource("client_metrics", f"sub-{new_group_id()}")
+    set_group = {
+        "consumer.session.timeout.ms": "50000",
+        "share.auto.offset.reset": "by_duration:PT1H",
+        "errors.deadletterqueue.topic.name": "dlq.orders",
+    }
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        await admin.incremental_alter_configs(
+            {
+                group: [AlterConfigOp(k, v) for k, v in set_group.items()],
+                subscription: [
+                    AlterConfigOp("metrics", "org.apache.kafka.consumer."),
+                    AlterConfigOp("interval.ms", "60000"),
+                ],
+            }
+        )
+        described = await admin.describe_configs([group, subscription])
+        assert {k: (described[group][k].value, described[group][k].source) for k in set_group} == {
+            k: (v, ConfigSource.GROUP_CONFIG) for k, v in set_group.items()
+        }
+        assert described[subscription]["metrics"].value == "org.apache.kafka.consumer."
+        assert described[subscription]["interval.ms"].source is ConfigSource.CLIENT_METRICS_CONFIG
+        with pytest.raises(
+            InvalidConfigError, match=r"consumer\.session\.timeout\.ms must be in the range 6000 to 60000"
+        ):
+            await admin.incremental_alter_configs({group: [AlterConfigOp("consumer.session.timeout.ms", "1")]})
+        assert (await admin.describe_configs([group]))[group]["consumer.session.timeout.ms"].value == "50000"
+        await admin.incremental_alter_configs({group: [AlterConfigOp("consumer.session.timeout.ms", op="delete")]})
+        back = (await admin.describe_configs([group]))[group]["consumer.session.timeout.ms"]
+        assert back.source is not ConfigSource.GROUP_CONFIG
+
+
+@pytest.mark.xfail_on_tansu("describes a broker as having no configs", raises=KeyError)
+async def test_a_brokers_configs_are_asked_of_that_broker(broker: Broker) -> None:
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        node = (await admin.describe_cluster()).brokers[0].id
+        resource = ConfigResource("broker", str(node))
+        configs = (await admin.describe_configs([resource], include_synonyms=True))[resource]
+    assert configs["num.partitions"].value is not None
