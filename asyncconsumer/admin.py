@@ -25,13 +25,16 @@ from asyncconsumer._caller.admin_results import (
     GroupListing,
     MemberDescription,
     NewTopic,
+    PartitionLag,
     TopicDescription,
     TopicPartitionInfo,
 )
 from asyncconsumer._caller.faces import AsyncFace, BlockingFace
+from asyncconsumer._state.snapshot import AdminMetrics
 
 __all__ = [
     "Admin",
+    "AdminMetrics",
     "AlterConfigOp",
     "AlterConfigOpType",
     "AsyncAdmin",
@@ -48,6 +51,7 @@ __all__ = [
     "MemberDescription",
     "NewTopic",
     "OffsetSpec",
+    "PartitionLag",
     "TopicDescription",
     "TopicPartitionInfo",
 ]

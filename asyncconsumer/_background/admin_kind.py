@@ -8,6 +8,7 @@ import attrs
 from asyncconsumer._background.admin_processor import AdminEventProcessor
 from asyncconsumer._background.chassis import POLLED, BackgroundContext
 from asyncconsumer._state.fetch_buffer import FetchBuffer
+from asyncconsumer._state.snapshot import AdminMetrics, PublishedAdmin
 from asyncconsumer.managers.admin_requests import AdminRequestsManager
 from asyncconsumer.managers.metadata import MetadataManager
 from asyncconsumer.network.delegate import NetworkClientDelegate
@@ -15,8 +16,10 @@ from asyncconsumer.network.delegate import NetworkClientDelegate
 
 @attrs.define(frozen=True, slots=True, kw_only=True)
 class AdminShared:
-    """Nothing crosses between an admin client's threads but its events and their futures."""
+    """What crosses between an admin client's threads besides its events and their futures: the published
+    metrics, replaced whole by the background."""
 
+    published: PublishedAdmin
     buffer: FetchBuffer | None = None
 
 
@@ -29,9 +32,19 @@ class AdminBackgroundParts:
     requests: AdminRequestsManager = attrs.field(metadata=POLLED)
     delegate: NetworkClientDelegate
     processor: AdminEventProcessor
+    published: PublishedAdmin
 
     def publish_snapshot(self, now_ms: int) -> None:
-        """Nothing to publish: every answer goes back through its event's future."""
+        """The connections' counts and latest failure (every answer goes back through its event's future)."""
+        delegate = self.delegate
+        last_error = delegate.last_connection_error() or self.metadata.last_error
+        self.published.current = AdminMetrics(
+            connection_count=delegate.connection_count,
+            connections_created=delegate.connections_created,
+            connection_errors=delegate.connection_errors,
+            last_connection_error=None if last_error is None else str(last_error),
+            rebootstraps=self.metadata.rebootstraps,
+        )
 
 
 class AdminKind:
@@ -44,7 +57,9 @@ class AdminKind:
         requests = AdminRequestsManager(context.retry)
         context.directory.use_coordinator(requests)
         delegate.add_disconnect_listener(lambda node, error: requests.disconnected(node))
+        published = PublishedAdmin()
         owned = AdminBackgroundParts(
+            published=published,
             metadata=metadata,
             requests=requests,
             delegate=delegate,
@@ -55,4 +70,4 @@ class AdminKind:
                 fatal_error=lambda: delegate.fatal_error,
             ),
         )
-        return AdminShared(), owned
+        return AdminShared(published=published), owned

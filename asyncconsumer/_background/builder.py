@@ -22,7 +22,14 @@ from asyncconsumer._state.fetch_buffer import FetchBuffer
 from asyncconsumer._state.queues import ApplicationEventQueue, BackgroundEventQueue
 from asyncconsumer._state.share_fetch_buffer import ShareFetchBuffer
 from asyncconsumer._state.signal import CallerSignal
-from asyncconsumer._state.snapshot import CallerActivity, MetricsReader, Published, PublishedShare, ShareDemand
+from asyncconsumer._state.snapshot import (
+    CallerActivity,
+    MetricsReader,
+    Published,
+    PublishedAdmin,
+    PublishedShare,
+    ShareDemand,
+)
 from asyncconsumer._state.subscription import SubscriptionState
 from asyncconsumer.config import AdminConfig, ConsumerConfig, ShareConsumerConfig
 from asyncconsumer.metrics import ConsumerMetrics, ShareConsumerMetrics
@@ -114,6 +121,7 @@ class AdminComponents:
     background_events: BackgroundEventQueue
     thread: ConsumerNetworkThread
     owned: AdminBackgroundParts
+    published: PublishedAdmin
 
 
 def build_admin(config: AdminConfig, clock: Clock) -> AdminComponents:
@@ -125,4 +133,5 @@ def build_admin(config: AdminConfig, clock: Clock) -> AdminComponents:
         background_events=built.context.background_events,
         thread=built.thread,
         owned=built.owned,
+        published=built.shared.published,
     )

@@ -32,6 +32,7 @@ from asyncconsumer._caller.admin_results import (
     ConsumerGroupDescription,
     GroupListing,
     NewTopic,
+    PartitionLag,
     TopicDescription,
     cluster_description,
     commit_errors,
@@ -39,6 +40,7 @@ from asyncconsumer._caller.admin_results import (
     described_consumer_group,
     described_group,
     group_delete_errors,
+    group_lag,
     listed_groups,
     offset_delete_errors,
     partitions_create_errors,
@@ -48,6 +50,7 @@ from asyncconsumer._caller.admin_results import (
     topic_names,
 )
 from asyncconsumer._caller.faces import FaceMethods, both_faces
+from asyncconsumer._state.snapshot import AdminMetrics
 from asyncconsumer.config import AdminConfig, AdminSettings
 from asyncconsumer.errors import (
     CoordinatorNotAvailableError,
@@ -121,6 +124,9 @@ R = TypeVar("R")
 _MOVED = (NotCoordinatorError, CoordinatorNotAvailableError)
 """Answers that say the coordinator asked is not (or no longer) the one: the next attempt looks it up again."""
 
+_NOTHING_LEFT = ("Empty", "Dead", "")
+"""The states of a group that, with no members and no committed offsets, is no group at all."""
+
 OffsetSpec = int | str
 """Where ``list_offsets`` looks: ``"earliest"``, ``"latest"``, or a timestamp in Unix epoch milliseconds."""
 
@@ -159,6 +165,10 @@ class AdminMethods(FaceMethods):
     def config(self) -> AdminConfig:
         """The settings it was made with, checked and complete."""
         return self._core.config
+
+    def metrics(self) -> AdminMetrics:
+        """The connections' counts and latest failure, as the background last published them (any thread)."""
+        return self._core.parts.published.current
 
     @both_faces
     async def close(self, timeout_ms: int | None = None) -> None:
@@ -320,19 +330,51 @@ class AdminMethods(FaceMethods):
         timeout_ms: int | None = None,
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         """The group's committed offsets (of ``partitions``, or all); partitions with none are left out."""
+        return await self._committed(group_id, partitions, self._core.deadline(timeout_ms))
+
+    async def _committed(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None, deadline: int
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
         wanted = None
         if partitions is not None:
             wanted = tuple(
                 OffsetFetchRequestTopics(name=t, partition_indexes=tuple(p)) for t, p in _by_topic(partitions).items()
             )
         request = OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id=group_id, topics=wanted),))
-        deadline = self._core.deadline(timeout_ms)
         return await self._ask(
             request,
             CoordinatorOf(group_id),
             deadline,
             lambda a: committed_offsets(offsets_for_group(_typed(a.response, OffsetFetchResponse, request), group_id)),
         )
+
+    @both_faces
+    async def list_consumer_group_lag(self, group_id: str, *, timeout_ms: int | None = None) -> list[PartitionLag]:
+        """Every partition the group has committed for or has assigned, in order: its committed offset, log-end
+        offset, lag and member, the rows ``kafka-consumer-groups.sh --describe`` prints; ``GroupIdNotFoundError``
+        for a group with no members and no committed offsets."""
+        deadline = self._core.deadline(timeout_ms)
+        try:
+            described = await self._describe(group_id, deadline)
+        except GroupIdNotFoundError:
+            described = None
+        committed = await self._committed(group_id, None, deadline)
+        if not committed and (described is None or (not described.members and described.state in _NOTHING_LEFT)):
+            # Kafka forgets an empty group once its offsets go; Tansu 0.6 describes any unknown id as Empty
+            raise GroupIdNotFoundError(f"group {group_id!r} does not exist (no members, no committed offsets)")
+        if described is None:
+            described = ConsumerGroupDescription(group_id, "classic", "Empty", "consumer", "", -1, ())
+        partitions = {tp for m in described.members for tp in m.assignment} | set(committed)
+        ends: dict[TopicPartition, int | None] = {}
+        for topic, numbers in _by_topic(partitions).items():
+            try:
+                found = await self._list_offsets(
+                    {TopicPartition(topic, p): LATEST_TIMESTAMP for p in numbers}, deadline
+                )
+            except UnknownTopicOrPartitionError:  # deleted since: its rows show no log end
+                continue
+            ends.update(found)
+        return group_lag(described, committed, ends)
 
     @both_faces
     async def alter_consumer_group_offsets(
@@ -428,7 +470,11 @@ class AdminMethods(FaceMethods):
                 raise ValueError(
                     f"the offset spec for {tp} must be 'earliest', 'latest' or a timestamp >= 0, got {spec!r}"
                 )
-        deadline = self._core.deadline(timeout_ms)
+        return await self._list_offsets(timestamps, self._core.deadline(timeout_ms))
+
+    async def _list_offsets(
+        self, timestamps: Mapping[TopicPartition, int], deadline: int
+    ) -> dict[TopicPartition, int | None]:
         metadata = await self._metadata(sorted({tp.topic for tp in timestamps}), deadline)
         leaders: dict[TopicPartition, int] = {}
         for topic in metadata.topics:

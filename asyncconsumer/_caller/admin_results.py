@@ -80,6 +80,38 @@ class ConsumerGroupDescription:
 
 
 @attrs.frozen
+class PartitionLag:
+    """One partition a consumer group has committed for or has assigned, as ``kafka-consumer-groups.sh --describe``
+    shows it: the committed offset (None: nothing committed), the log-end offset (None: the topic is gone), and
+    the member it is assigned to (None: nobody)."""
+
+    partition: TopicPartition
+    committed: int | None
+    log_end_offset: int | None
+    member: MemberDescription | None
+
+    @property
+    def lag(self) -> int | None:
+        """How far the committed offset trails the log end (never below 0); None without both."""
+        if self.committed is None or self.log_end_offset is None:
+            return None
+        return max(self.log_end_offset - self.committed, 0)
+
+
+def group_lag(
+    described: ConsumerGroupDescription,
+    committed: Mapping[TopicPartition, OffsetAndMetadata],
+    log_ends: Mapping[TopicPartition, int | None],
+) -> list[PartitionLag]:
+    """Every partition committed or assigned, in order, with its owner: the rows of Kafka's ``--describe``."""
+    owner = {tp: m for m in described.members for tp in m.assignment}
+    return [
+        PartitionLag(tp, committed[tp].offset if tp in committed else None, log_ends.get(tp), owner.get(tp))
+        for tp in sorted(set(owner) | set(committed))
+    ]
+
+
+@attrs.frozen
 class NewTopic:
     """A topic to create: -1 partitions or replication factor leave it to the broker's defaults."""
 

@@ -84,6 +84,30 @@ class BackgroundSnapshot:
     """The member left because the caller stopped polling: the caller's next ``poll`` tells the background."""
 
 
+@attrs.define(frozen=True, slots=True, kw_only=True)
+class AdminMetrics:
+    """What an admin client's background thread knows of its connections, published after every loop iteration:
+    safe to read from any thread (``AsyncAdmin.metrics()``)."""
+
+    connection_count: int = 0
+    """Connections open now."""
+    connections_created: int = 0
+    connection_errors: int = 0
+    """Connections that failed or were lost, since the client started."""
+    last_connection_error: str | None = None
+    """The latest connection failure (None once a connection succeeds again), as a command shows while it waits."""
+    rebootstraps: int = 0
+
+
+class PublishedAdmin:
+    """The latest ``AdminMetrics``: the background thread replaces ``current``, any thread reads it."""
+
+    __slots__ = ("current",)
+
+    def __init__(self) -> None:
+        self.current = AdminMetrics()
+
+
 class Published:
     """The latest ``BackgroundSnapshot``: the background thread replaces ``current``, the caller's thread reads it."""
 

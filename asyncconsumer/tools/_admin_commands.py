@@ -1,4 +1,4 @@
-"""``asyncconsumer offsets``, ``groups describe``, ``share-groups describe`` and ``share-groups configure``: the admin
+"""``asyncconsumer offsets``, ``share-groups describe`` and ``share-groups configure``: the admin client from the
 client from the flags (security settings only), the status line while a request waits, and their tables, JSON or
 confirmation lines."""
 
@@ -8,7 +8,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
 from asyncconsumer.config import ConsumerConfig
@@ -16,7 +16,7 @@ from asyncconsumer.errors import UnsupportedVersionError
 from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.messages.api_keys import ApiKey
 from asyncconsumer.tools._common import Progress, UsageError, out, parse_properties
-from asyncconsumer.tools.admin import AdminClient, GroupDescription, PartitionOffsets, ShareGroupDescription
+from asyncconsumer.tools.admin import AdminClient, PartitionOffsets, ShareGroupDescription
 
 T = TypeVar("T")
 
@@ -89,69 +89,6 @@ def offsets_lines(rows: Sequence[PartitionOffsets], fmt: str) -> list[str]:
         ]
     header: list[object] = ["TOPIC", "PARTITION", "BEGINNING", "END", "RECORDS"]
     return table([header, *([r.partition.topic, r.partition.partition, r.beginning, r.end, r.records] for r in rows)])
-
-
-def group_lines(group: GroupDescription, fmt: str) -> list[str]:
-    if fmt == "json":
-        return [json.dumps(_group_json(group))]
-    lines = [
-        f"group {group.group_id}: {group.state}, protocol type {group.protocol_type or '-'}, "
-        f"assignor {group.protocol or '-'}, coordinator node {group.coordinator}, {len(group.members)} member(s), "
-        f"total lag {group.total_lag:,}"
-    ]
-    if group.members:
-        lines.append("")
-        header: list[object] = ["MEMBER", "CLIENT-ID", "HOST", "PARTITIONS"]
-        rows: list[list[object]] = [header]
-        for m in group.members:
-            assigned = ",".join(str(tp) for tp in m.partitions) if m.partitions else "(none reported)"
-            rows.append([m.member_id, m.client_id or "-", m.client_host or "-", assigned])
-        lines += table(rows)
-    if group.partitions:
-        lines.append("")
-        header = ["TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "MEMBER"]
-        lines += table(
-            [
-                header,
-                *(
-                    [p.partition.topic, p.partition.partition, p.committed, p.end, p.lag, p.member_id]
-                    for p in group.partitions
-                ),
-            ]
-        )
-    return lines
-
-
-def _group_json(group: GroupDescription) -> dict[str, object]:
-    return {
-        "group_id": group.group_id,
-        "state": group.state,
-        "protocol_type": group.protocol_type,
-        "protocol": group.protocol,
-        "coordinator": group.coordinator,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "group_instance_id": m.group_instance_id,
-                "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in m.partitions],
-            }
-            for m in group.members
-        ],
-        "total_lag": group.total_lag,
-        "partitions": [
-            {
-                "topic": p.partition.topic,
-                "partition": p.partition.partition,
-                "committed": p.committed,
-                "log_end": p.end,
-                "lag": p.lag,
-                "member_id": p.member_id,
-            }
-            for p in group.partitions
-        ],
-    }
 
 
 def share_group_lines(group: ShareGroupDescription, fmt: str) -> list[str]:
@@ -262,18 +199,19 @@ def without_share_groups(exc: UnsupportedVersionError, bootstrap: str) -> Unsupp
     return UnsupportedVersionError(f"{exc}: the broker at {bootstrap} has no share groups (KIP-932)")
 
 
-async def _admin_status(admin: AdminClient, args: argparse.Namespace, progress: Progress) -> None:
+async def _admin_status(last_error: Callable[[], object], args: argparse.Namespace, progress: Progress) -> None:
     """Says, once a connection failed, what an admin command waits for (each request gives up after the timeout)."""
     while True:
-        error = admin.last_connection_error()
+        error = last_error()
         if error is not None:
             progress.waiting(f"connecting to {args.bootstrap_server}", str(error), bounded=True)
         await asyncio.sleep(0.25)
 
 
-async def with_status(admin: AdminClient, args: argparse.Namespace, call: Awaitable[T]) -> T:
+async def with_status(last_error: Callable[[], object], args: argparse.Namespace, call: Awaitable[T]) -> T:
+    """Awaits ``call`` while the terminal says what it waits for once ``last_error()`` names a failed connection."""
     progress = Progress(sys.stderr, timeout_ms=args.timeout_ms)
-    status = asyncio.ensure_future(_admin_status(admin, args, progress))
+    status = asyncio.ensure_future(_admin_status(last_error, args, progress))
     try:
         return await call
     finally:
@@ -283,16 +221,8 @@ async def with_status(admin: AdminClient, args: argparse.Namespace, call: Awaita
 
 async def run_offsets(args: argparse.Namespace) -> int:
     async with _admin(args) as admin:
-        rows = await with_status(admin, args, admin.topic_offsets(args.topic))
+        rows = await with_status(admin.last_connection_error, args, admin.topic_offsets(args.topic))
     for line in offsets_lines(rows, args.format):
-        out(line)
-    return 0
-
-
-async def run_groups_describe(args: argparse.Namespace) -> int:
-    async with _admin(args) as admin:
-        group = await with_status(admin, args, admin.describe_group(args.group))
-    for line in group_lines(group, args.format):
         out(line)
     return 0
 
@@ -300,7 +230,7 @@ async def run_groups_describe(args: argparse.Namespace) -> int:
 async def run_share_groups_describe(args: argparse.Namespace) -> int:
     async with _admin(args) as admin:
         try:
-            group = await with_status(admin, args, admin.describe_share_group(args.group))
+            group = await with_status(admin.last_connection_error, args, admin.describe_share_group(args.group))
         except UnsupportedVersionError as exc:
             raise without_share_groups(exc, args.bootstrap_server) from exc
     for line in share_group_lines(group, args.format):
@@ -322,7 +252,7 @@ async def _configure_share_group(
 async def run_share_groups_configure(args: argparse.Namespace) -> int:
     changes, deleted = config_changes(args.set, args.delete)
     async with _admin(args) as admin:
-        await with_status(admin, args, _configure_share_group(admin, args, changes, deleted))
+        await with_status(admin.last_connection_error, args, _configure_share_group(admin, args, changes, deleted))
     for line in configured_lines(args.group, changes, deleted):
         out(line)
     return 0

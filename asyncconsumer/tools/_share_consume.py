@@ -80,7 +80,7 @@ async def _look_up_topic(args: argparse.Namespace, settings: dict[str, Any]) -> 
         args.bootstrap_server, client_id="asyncconsumer-cli", timeout_ms=args.timeout_ms, security=security
     )
     async with admin:
-        await with_status(admin, args, admin.partition_leaders(args.topic))
+        await with_status(admin.last_connection_error, args, admin.partition_leaders(args.topic))
 
 
 async def _show_status(

@@ -1,11 +1,11 @@
-"""A small asyncio admin client for the CLI: topic offsets, consumer-group and share-group descriptions, and a
-group's configs.
+"""A small asyncio admin client for the CLI: topic offsets, share-group descriptions, and a group's configs (what
+``AsyncAdmin`` does not do yet; consumer groups are described on it).
 
 It is not a consumer: no background thread, no managers. It runs a ``NetworkClientDelegate`` on the caller's
 own event loop (every socket stays in ``network/``) and sends one request at a time: Metadata, ListOffsets, Fetch,
-FindCoordinator, DescribeGroups, OffsetFetch, ShareGroupDescribe, DescribeShareGroupOffsets and
-IncrementalAlterConfigs. What the answers mean is worked out by plain functions (``partition_offsets``,
-``high_watermarks``, ``group_description``, ``share_group_description``, ``group_configs_altered``) that take
+FindCoordinator, ShareGroupDescribe, DescribeShareGroupOffsets and IncrementalAlterConfigs. What the answers mean is
+worked out by plain functions (``partition_offsets``, ``high_watermarks``, ``share_group_description``,
+``group_configs_altered``) that take
 decoded responses and do no I/O, so they are unit-tested with hand-built responses.
 
 A group's configs (KIP-848's and KIP-932's ``share.auto.offset.reset``, ``share.record.lock.duration.ms``...) are
@@ -28,7 +28,6 @@ the high watermark) it returns at once with no records, and on Tansu with at mos
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -55,14 +54,8 @@ from asyncconsumer.network.delegate import NetworkClientDelegate
 from asyncconsumer.network.security import ConnectionSecurity
 from asyncconsumer.protocol.base import Request
 from asyncconsumer.protocol.constants import CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
-from asyncconsumer.protocol.consumer_protocol import ConsumerProtocolAssignment, decode_assignment
-from asyncconsumer.protocol.layouts import coordinator_for, offsets_for_group
+from asyncconsumer.protocol.layouts import coordinator_for
 from asyncconsumer.protocol.messages.api_keys import ApiKey
-from asyncconsumer.protocol.messages.describe_groups import (
-    DescribedGroup,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-)
 from asyncconsumer.protocol.messages.describe_share_group_offsets import (
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequestGroup,
@@ -84,12 +77,6 @@ from asyncconsumer.protocol.messages.list_offsets import (
     ListOffsetsTopic,
 )
 from asyncconsumer.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
-from asyncconsumer.protocol.messages.offset_fetch import (
-    OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-)
 from asyncconsumer.protocol.messages.share_group_describe import DescribedGroup as DescribedShareGroup
 from asyncconsumer.protocol.messages.share_group_describe import (
     ShareGroupDescribeRequest,
@@ -99,10 +86,7 @@ from asyncconsumer.records import TopicPartition
 
 __all__ = [
     "AdminClient",
-    "GroupDescription",
-    "GroupMember",
     "GroupNotFoundError",
-    "PartitionLag",
     "PartitionOffsets",
     "ShareGroupDescription",
     "ShareGroupMember",
@@ -111,7 +95,6 @@ __all__ = [
     "end_offsets_fetch",
     "group_configs_altered",
     "group_configs_request",
-    "group_description",
     "high_watermarks",
     "partition_offsets",
     "share_group_description",
@@ -153,52 +136,6 @@ class PartitionOffsets:
     def records(self) -> int:
         """How many records the partition holds now."""
         return self.end - self.beginning
-
-
-@attrs.frozen
-class GroupMember:
-    """One member of a group and the partitions the leader gave it."""
-
-    member_id: str
-    client_id: str
-    client_host: str
-    group_instance_id: str | None
-    partitions: tuple[TopicPartition, ...]
-
-
-@attrs.frozen
-class PartitionLag:
-    """A partition the group consumes or has committed for."""
-
-    partition: TopicPartition
-    committed: int | None
-    """None: nothing committed."""
-    end: int | None
-    """The log-end offset (the high watermark: the offset the next record will get); None when it could not be
-    read."""
-    member_id: str | None
-    """The member that owns it now; None when nobody does."""
-
-    @property
-    def lag(self) -> int | None:
-        if self.end is None or self.committed is None:
-            return None
-        return self.end - self.committed
-
-
-@attrs.frozen
-class GroupDescription:
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str
-    coordinator: int
-    members: tuple[GroupMember, ...]
-    partitions: tuple[PartitionLag, ...]
-
-    @property
-    def total_lag(self) -> int:
-        return sum(p.lag or 0 for p in self.partitions)
 
 
 @attrs.frozen
@@ -301,56 +238,6 @@ def high_watermarks(topic: str, partitions: Iterable[int], response: FetchRespon
     if missing:
         raise CorruptResponseError(f"Fetch answered without the high watermark of {topic} partitions {missing}")
     return {p: found[p] for p in sorted(wanted)}
-
-
-def _members(group: DescribedGroup) -> tuple[GroupMember, ...]:
-    members = []
-    for m in group.members:
-        partitions: tuple[TopicPartition, ...] = ()
-        if group.protocol_type in ("consumer", "") and m.member_assignment:
-            try:
-                assignment = decode_assignment(m.member_assignment)
-            except CorruptResponseError:
-                assignment = ConsumerProtocolAssignment()
-            partitions = tuple(
-                sorted(TopicPartition(t.topic, p) for t in assignment.assigned_partitions for p in t.partitions)
-            )
-        members.append(GroupMember(m.member_id, m.client_id, m.client_host, m.group_instance_id, partitions))
-    return tuple(sorted(members, key=lambda m: m.member_id))
-
-
-def group_description(
-    described: DescribedGroup,
-    committed: OffsetFetchResponseGroup,
-    end_offsets: Mapping[TopicPartition, int],
-    coordinator: int,
-) -> GroupDescription:
-    """Members (with their decoded assignments) and, for every partition assigned or committed, its committed
-    offset, log-end offset and owner. Raises ``GroupNotFoundError`` for a group with neither members nor offsets."""
-    _check(described.error_code, f"describing group {described.group_id!r}")
-    _check(committed.error_code, f"fetching the offsets of group {described.group_id!r}")
-    members = _members(described)
-    offsets: dict[TopicPartition, int] = {}
-    for topic in committed.topics:
-        for p in topic.partitions:
-            if p.error_code == ErrorCode.NONE and p.committed_offset >= 0:
-                offsets[TopicPartition(topic.name, p.partition_index)] = p.committed_offset
-    if not members and not offsets and described.group_state in ("Dead", "Empty", ""):
-        raise GroupNotFoundError(f"group {described.group_id!r} has no members and no committed offsets")
-    owner = {tp: m.member_id for m in members for tp in m.partitions}
-    rows = tuple(
-        PartitionLag(tp, offsets.get(tp), end_offsets.get(tp), owner.get(tp))
-        for tp in sorted(set(owner) | set(offsets))
-    )
-    return GroupDescription(
-        described.group_id,
-        described.group_state,
-        described.protocol_type,
-        described.protocol_data,
-        coordinator,
-        members,
-        rows,
-    )
 
 
 def _said(what: str, message: str | None) -> str:
@@ -643,41 +530,6 @@ class AdminClient:
             return found.node_id
 
         return await self._retrying(f"the coordinator of {group_id!r}", attempt)
-
-    async def describe_group(self, group_id: str) -> GroupDescription:
-        """Members, assignments, committed offsets, log-end offsets and lag of ``group_id``."""
-
-        async def attempt() -> tuple[int, DescribedGroup, OffsetFetchResponseGroup]:
-            node = await self.find_coordinator(group_id)
-            described = await self._send(DescribeGroupsRequest(groups=(group_id,)), node, DescribeGroupsResponse)
-            group = next((g for g in described.groups if g.group_id == group_id), None)
-            if group is None:
-                raise CorruptResponseError(f"DescribeGroups answered without group {group_id!r}")
-            if group.error_code:
-                raise for_code(group.error_code, f"describing group {group_id!r}")
-            request = OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id=group_id, topics=None),))
-            fetched = await self._send(request, node, OffsetFetchResponse)
-            committed = offsets_for_group(fetched, group_id)
-            if committed.error_code:
-                raise for_code(committed.error_code, f"fetching the offsets of group {group_id!r}")
-            return node, group, committed
-
-        node, group, committed = await self._retrying(f"describing group {group_id!r}", attempt)
-        topics = {tp.topic for m in _members(group) for tp in m.partitions}
-        topics |= {t.name for t in committed.topics}
-        ends: dict[TopicPartition, int] = {}
-        for topic in sorted(topics):
-            try:
-                leaders = await self.partition_leaders(topic)
-                offsets = await self._retrying(
-                    f"end offsets of {topic!r}", functools.partial(self._end_offsets, topic, leaders)
-                )
-            except TopicNotFoundError:
-                continue
-            ends.update({TopicPartition(topic, p): o for p, o in offsets.items()})
-        description = group_description(group, committed, ends, node)
-        log.debug("admin.group_described", group=group_id, state=description.state, members=len(description.members))
-        return description
 
     async def describe_share_group(self, group_id: str) -> ShareGroupDescription:
         """State, epochs, assignor, members with their assignments, and each partition's start offset (and lag, from

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 from asyncconsumer.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
 from asyncconsumer.tools._admin_commands import (
-    run_groups_describe,
     run_offsets,
     run_share_groups_configure,
     run_share_groups_describe,
@@ -44,6 +43,7 @@ from asyncconsumer.tools._group_commands import (
     run_topics_describe,
     run_topics_list,
 )
+from asyncconsumer.tools._group_describe import run_groups_describe
 from asyncconsumer.tools._share_consume import ACKS, run_share_consume
 from asyncconsumer.tools.admin import GroupNotFoundError, TopicNotFoundError
 
@@ -169,11 +169,15 @@ def _parser() -> argparse.ArgumentParser:
     groups_sub = groups.add_subparsers(dest="groups_command", required=True, metavar="COMMAND", help="what to do")
     _add_verbose(groups)
     describe = groups_sub.add_parser(
-        "describe", help="members, their partitions, committed offsets, log-end offsets and lag"
+        "describe", help="as kafka-consumer-groups.sh --describe: offsets, log-end offsets, lag and members"
     )
-    describe.add_argument("group", help="the consumer group's id")
+    describe.add_argument("group", help="the consumer group's id (classic or KIP-848)")
+    shown = describe.add_mutually_exclusive_group()
+    shown.add_argument("--offsets", action="store_true", help="each partition's offsets, lag and member (the default)")
+    shown.add_argument("--members", action="store_true", help="each member and how many partitions it has")
+    shown.add_argument("--state", action="store_true", help="the group's coordinator, assignor, state and size")
     _add_common(describe, admin=True)
-    _add_format(describe, "text: a summary line and tables; json: one object")
+    _add_format(describe, "text: Kafka's tables; json: one object with all of it")
     listing = groups_sub.add_parser("list", help="every group on the cluster: id, type, state")
     listing.add_argument(
         "--type", action="append", default=[], help="only groups of this type (classic, consumer, share); repeatable"

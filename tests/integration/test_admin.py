@@ -297,3 +297,21 @@ async def test_a_brokers_configs_are_asked_of_that_broker(broker: Broker) -> Non
         resource = ConfigResource("broker", str(node))
         configs = (await admin.describe_configs([resource], include_synonyms=True))[resource]
     assert configs["num.partitions"].value is not None
+
+
+async def test_a_groups_lag_is_each_committed_partition_against_its_log_end(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    name = topic(2)
+    produce.batches(name, [[Record(b"r%d" % i)] for i in range(5)], partition=0)  # one record a batch: see Tansu's
+    group = new_group_id()  # ListOffsets in test_consumer.py
+    with Consumer(broker.bootstrap_servers, group_id=group, enable_auto_commit=False) as consumer:
+        consumer.commit({TopicPartition(name, 0): 2, TopicPartition(name, 1): 0})
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        rows = await admin.list_consumer_group_lag(group)
+        with pytest.raises(GroupIdNotFoundError, match="no-such-group"):
+            await admin.list_consumer_group_lag(f"no-such-group-{group}")
+    assert [(str(r.partition), r.committed, r.log_end_offset, r.lag, r.member) for r in rows] == [
+        (f"{name}-0", 2, 5, 3, None),
+        (f"{name}-1", 0, 0, 0, None),
+    ]

@@ -173,6 +173,12 @@ def test_offsets_shows_beginning_and_end_per_partition(
     assert lines[3].split() == [name, "2", "0", "0", "0"]
 
 
+@pytest.mark.xfail_on_tansu(
+    "answers ListOffsets LATEST with the last batch's base offset + 1, not the log end (see test_consumer.py's "
+    "test_end_offsets_is_the_log_end_whatever_the_last_batch_holds); Kafka's own kafka-consumer-groups.sh reads the "
+    "log end the same way",
+    raises=AssertionError,
+)
 def test_groups_describe_shows_no_lag_for_a_group_that_committed_the_end(
     broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
@@ -192,7 +198,9 @@ def test_groups_describe_shows_no_lag_for_a_group_that_committed_the_end(
     assert described["total_lag"] == 0
     text = run_cli("groups", "describe", group, "--bootstrap-server", broker.bootstrap_servers)
     assert text.returncode == 0, text.stderr
-    assert text.stdout.splitlines()[0].endswith("0 member(s), total lag 0")
+    lines = text.stdout.splitlines()
+    assert lines[0] == f"Consumer group '{group}' has no active members."
+    assert lines[3].split() == [group, name, "0", "15", "15", "0", "-", "-", "-"]
 
 
 def test_offsets_of_a_missing_topic_prints_one_line(broker: Broker) -> None:
@@ -210,6 +218,12 @@ def test_groups_describe_of_an_unknown_group_prints_one_line(broker: Broker) -> 
     assert len(lines) == 1 and lines[0].startswith("error:") and "no-such-group-xyz" in lines[0]
 
 
+@pytest.mark.xfail_on_tansu(
+    "answers ListOffsets LATEST with the last batch's base offset + 1, not the log end (see test_consumer.py's "
+    "test_end_offsets_is_the_log_end_whatever_the_last_batch_holds); Kafka's own kafka-consumer-groups.sh reads the "
+    "log end the same way",
+    raises=AssertionError,
+)
 def test_groups_describe_shows_the_running_member_then_committed_offsets_and_lag(
     broker: Broker, topic: TopicFactory, produce: ProduceHelper
 ) -> None:
@@ -254,7 +268,9 @@ def test_groups_describe_shows_the_running_member_then_committed_offsets_and_lag
         assert [m["member_id"] for m in running["members"]] == [member_id]
         text = run_cli("groups", "describe", group, "--bootstrap-server", broker.bootstrap_servers)
         assert text.returncode == 0, text.stderr
-        assert f"group {group}: Stable" in text.stdout and member_id in text.stdout
+        assert "no active members" not in text.stdout and member_id in text.stdout
+        state = run_cli("groups", "describe", group, "--state", "--bootstrap-server", broker.bootstrap_servers)
+        assert state.returncode == 0 and state.stdout.splitlines()[1].split()[-2:] == ["Stable", "1"], state.stdout
 
         consumer.commit({TopicPartition(name, 0): 4, TopicPartition(name, 1): 3})
         committed = describe()

@@ -21,7 +21,7 @@ from tests.support.cli import run_cli
 from tests.support.groups import group_consumer, new_group_id
 from tests.support.kafka_broker import _java, fetch_tools_jars
 from tests.support.produce import ProduceHelper, Record
-from tests.support.waiting import wait_for_async
+from tests.support.waiting import wait_for, wait_for_async
 
 pytestmark = [pytest.mark.broker, pytest.mark.anyio]
 
@@ -279,3 +279,53 @@ def test_topics_describe_reports_what_kafkas_tool_reports(broker: Broker, tmp_pa
     assert header(ours_.stdout) == header(kafka.stdout)
     deleted = run_cli("topics", "delete", name, "--bootstrap-server", bootstrap)
     assert deleted.returncode == 0, deleted.stderr
+
+
+def _kafka_rows(text: str, width: int) -> list[list[str]]:
+    """The rows of a ``--describe`` table of ``width`` columns, header left out (Kafka pads cells with spaces)."""
+    rows = [line.split() for line in text.splitlines()]
+    return [cells for cells in rows if len(cells) == width and cells[0] != "GROUP"]
+
+
+def _both_describe(bootstrap: str, group: str, view: str, width: int) -> tuple[list[list[str]], list[list[str]]]:
+    kafka = consumer_group_command("--bootstrap-server", bootstrap, "--describe", "--group", group, view)
+    assert kafka.returncode == 0, kafka.stderr
+    ours_ = run_cli("groups", "describe", group, view, "--bootstrap-server", bootstrap)
+    assert ours_.returncode == 0, ours_.stderr
+    return sorted(_kafka_rows(ours_.stdout, width)), sorted(_kafka_rows(kafka.stdout, width))
+
+
+@KAFKA_ONLY
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_groups_describe_reports_what_kafkas_tool_reports(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper, protocol: str
+) -> None:
+    """A running member with two partitions, one committed (4 of 6) and one not, then the member gone: the offsets
+    rows (CURRENT-OFFSET, LOG-END-OFFSET, LAG, CONSUMER-ID, HOST, CLIENT-ID) and the members rows are Kafka's."""
+    name = topic(2)
+    produce.batches(name, [[b"a%d" % i for i in range(6)]], partition=0)
+    produce.batches(name, [[b"b%d" % i for i in range(3)]], partition=1)
+    bootstrap = broker.bootstrap_servers
+    group = new_group_id()
+    with Consumer(
+        bootstrap, group_id=group, group_protocol=protocol, enable_auto_commit=False, client_id="describe-me"
+    ) as consumer:
+        consumer.subscribe([name])
+
+        def settled() -> bool:
+            consumer.poll(100)
+            if len(consumer.assignment()) != 2:
+                return False
+            with Admin(bootstrap) as admin:
+                described = admin.describe_consumer_groups([group])[group]
+            return described.state == "Stable" and sum(len(m.assignment) for m in described.members) == 2
+
+        wait_for(settled, timeout=30, interval=0.05, message="the member holds both partitions in a stable group")
+        consumer.commit({TopicPartition(name, 0): 4})
+        ours_, kafkas = _both_describe(bootstrap, group, "--offsets", 9)
+        assert ours_ == kafkas and len(kafkas) == 2, (ours_, kafkas)
+        assert [row[3:6] for row in kafkas] == [["4", "6", "2"], ["-", "3", "-"]]
+        ours_, kafkas = _both_describe(bootstrap, group, "--members", 5)
+        assert ours_ == kafkas and len(kafkas) == 1 and kafkas[0][3:] == ["describe-me", "2"], (ours_, kafkas)
+    ours_, kafkas = _both_describe(bootstrap, group, "--offsets", 9)
+    assert ours_ == kafkas and [row[3:] for row in kafkas] == [["4", "6", "2", "-", "-", "-"]], (ours_, kafkas)

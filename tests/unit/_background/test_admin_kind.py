@@ -8,6 +8,7 @@ import pytest
 from asyncconsumer._background.builder import build_admin
 from asyncconsumer._background.chassis import polled_managers
 from asyncconsumer._clock import ManualClock
+from asyncconsumer._state.snapshot import AdminMetrics
 from asyncconsumer.config import AdminConfig
 from asyncconsumer.events.admin import AdminRequestEvent
 from asyncconsumer.events.application import ApplicationEvent, CloseEvent
@@ -41,3 +42,13 @@ def test_the_processor_hands_a_request_over_tracks_its_deadline_and_takes_the_cl
     processor.process(odd)
     with pytest.raises(TypeError, match="unknown application event"):
         odd.future.result(0)
+
+
+def test_a_snapshot_publishes_the_connections_as_the_caller_reads_them() -> None:
+    parts = build_admin(AdminConfig.from_settings("h:1"), ManualClock())
+    assert parts.published.current == AdminMetrics()  # nothing published before the loop runs
+    parts.owned.delegate.connection_errors = 2
+    parts.owned.publish_snapshot(0)
+    published = parts.published.current
+    assert published.connection_errors == 2 and published.connection_count == 0
+    assert published.last_connection_error is None

@@ -1,6 +1,7 @@
-"""The admin client's reading of answers: a group's description (assignments, committed offsets, lag), and the
-errors it raises; a share group's (members, assignments, start offsets and lag); the descriptions' text and JSON lines
-as the CLI prints them; the Fetch that reads a partition's end and the high watermarks read from its answer."""
+"""The CLI's admin client's reading of answers: a share group's description (members, assignments, start offsets and
+lag) and the errors it raises; its text and JSON lines as the CLI prints them; the Fetch that reads a partition's end
+and the high watermarks read from its answer; a group's configs request. Consumer groups are described on
+``AsyncAdmin`` (``tests/unit/tools/test_group_describe.py``)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,6 @@ from asyncconsumer.errors import (
     InvalidRequestError,
 )
 from asyncconsumer.managers.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
-from asyncconsumer.protocol.consumer_protocol import encode_assignment
-from asyncconsumer.protocol.messages.consumer_protocol import (
-    ConsumerProtocolAssignment,
-)
-from asyncconsumer.protocol.messages.consumer_protocol import (
-    TopicPartition as WireTopicPartition,
-)
-from asyncconsumer.protocol.messages.describe_groups import DescribedGroup, DescribedGroupMember
 from asyncconsumer.protocol.messages.describe_share_group_offsets import (
     DescribeShareGroupOffsetsResponseGroup,
     DescribeShareGroupOffsetsResponsePartition,
@@ -37,99 +30,20 @@ from asyncconsumer.protocol.messages.incremental_alter_configs import (
     AlterConfigsResourceResponse,
     IncrementalAlterConfigsResponse,
 )
-from asyncconsumer.protocol.messages.offset_fetch import (
-    OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponseTopic,
-)
 from asyncconsumer.protocol.messages.share_group_describe import Assignment
 from asyncconsumer.protocol.messages.share_group_describe import DescribedGroup as DescribedShareGroup
 from asyncconsumer.protocol.messages.share_group_describe import Member as ShareMember
 from asyncconsumer.protocol.messages.share_group_describe import TopicPartitions as ShareTopicPartitions
 from asyncconsumer.records import TopicPartition
-from asyncconsumer.tools._admin_commands import group_lines, share_group_lines
+from asyncconsumer.tools._admin_commands import share_group_lines
 from asyncconsumer.tools.admin import (
     GroupNotFoundError,
     end_offsets_fetch,
     group_configs_altered,
     group_configs_request,
-    group_description,
     high_watermarks,
     share_group_description,
 )
-
-
-def _committed(*offsets: tuple[str, int, int]) -> OffsetFetchResponseGroup:
-    topics: dict[str, list[OffsetFetchResponsePartition]] = {}
-    for topic, partition, offset in offsets:
-        topics.setdefault(topic, []).append(
-            OffsetFetchResponsePartition(partition_index=partition, committed_offset=offset)
-        )
-    return OffsetFetchResponseGroup(
-        group_id="g", topics=tuple(OffsetFetchResponseTopic(name=t, partitions=tuple(ps)) for t, ps in topics.items())
-    )
-
-
-def test_group_description_decodes_assignments_and_computes_lag() -> None:
-    member = DescribedGroupMember(
-        member_id="m-1",
-        client_id="cli",
-        client_host="/10.0.0.1",
-        member_metadata=b"",
-        member_assignment=encode_assignment(
-            ConsumerProtocolAssignment(assigned_partitions=(WireTopicPartition(topic="t", partitions=(1, 0)),))
-        ),
-    )
-    described = DescribedGroup(
-        error_code=0,
-        group_id="g",
-        group_state="Stable",
-        protocol_type="consumer",
-        protocol_data="range",
-        members=(member,),
-    )
-    ends = {TopicPartition("t", 0): 10, TopicPartition("t", 1): 5, TopicPartition("u", 0): 3}
-    group = group_description(described, _committed(("t", 0, 7), ("t", 1, -1), ("u", 0, 3)), ends, coordinator=1)
-    assert group.members[0].partitions == (TopicPartition("t", 0), TopicPartition("t", 1))
-    rows = [(str(p.partition), p.committed, p.end, p.lag, p.member_id) for p in group.partitions]
-    assert rows == [("t-0", 7, 10, 3, "m-1"), ("t-1", None, 5, None, "m-1"), ("u-0", 3, 3, 0, None)]
-    assert group.total_lag == 3
-    text = group_lines(group, "text")
-    assert text[0] == (
-        "group g: Stable, protocol type consumer, assignor range, coordinator node 1, 1 member(s), total lag 3"
-    )
-    assert "t-0,t-1" in text[3]
-    assert text[6].split() == ["t", "0", "7", "10", "3", "m-1"]
-    assert text[7].split() == ["t", "1", "-", "5", "-", "m-1"]
-    as_json = json.loads(group_lines(group, "json")[0])
-    assert as_json["members"][0]["partitions"] == [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
-    assert as_json["partitions"][0] == {
-        "topic": "t",
-        "partition": 0,
-        "committed": 7,
-        "log_end": 10,
-        "lag": 3,
-        "member_id": "m-1",
-    }
-
-
-def test_a_group_with_nothing_is_not_found_and_errors_are_raised() -> None:
-    with pytest.raises(GroupNotFoundError):
-        group_description(
-            DescribedGroup(
-                error_code=0, group_id="g", group_state="Dead", protocol_type="", protocol_data="", members=()
-            ),
-            _committed(),
-            {},
-            coordinator=1,
-        )
-    with pytest.raises(BrokerResponseError):
-        group_description(
-            DescribedGroup(error_code=16, group_id="g", group_state="", protocol_type="", protocol_data="", members=()),
-            _committed(),
-            {},
-            coordinator=1,
-        )
 
 
 def test_the_end_offsets_fetch_is_sessionless_and_asks_for_almost_nothing() -> None:
