@@ -12,7 +12,9 @@ consumer must go on consuming records produced after it, on every partition.
   record consumed twice only at or after the last offset committed for its partition before it was consumed again;
   every member consumes again after the coordinator moved;
 * leader changes measured (a SIGKILL, then a preferred-leader election): the partitions whose leader did not change
-  keep their rate while the moved ones wait for their new leader.
+  keep their rate while the moved ones wait for their new leader;
+* the admin client (issue 49) on three nodes: each request where it belongs (a partition's leader, a broker's own
+  configs, a group's coordinator).
 
 Every wait is a condition with a deadline; the whole module takes about 2 minutes on 2 cores (``-m cluster`` selects
 it, ``-s`` shows the figures).
@@ -578,3 +580,61 @@ async def test_a_leader_change_does_not_stall_the_partitions_whose_leader_stays(
     assert during >= 0.5 * before, f"partitions 2-5 slowed down while 0-1 waited for a new leader: {kill_line}"
     assert latency < 1.5, f"partitions 2-5 stalled while 0-1 waited for a new leader: {kill_line}"
     assert elected[3] < 1.5, f"partitions 2-5 stalled while 0-1 moved back to node 1: {elect_line}"
+
+
+async def _is(sources: Awaitable[list[Any]], dynamic: list[bool]) -> bool:
+    return [s.name == "DYNAMIC_BROKER_CONFIG" for s in await sources] == dynamic
+
+
+async def test_the_admin_client_sends_each_request_where_it_belongs_on_three_nodes(cluster: KafkaCluster) -> None:
+    """Issue 49 on the cluster: brokers and controller described; a topic created with 3 replicas, each partition
+    in sync on all three; each partition's end asked of its leader; each broker's configs asked of that broker
+    (its ``node.id`` says so), one broker's dynamic config set and deleted there alone; a group's coordinator and
+    lag."""
+    from asyncconsumer.admin import AlterConfigOp, AsyncAdmin, ConfigResource, ConfigSource, NewTopic
+    from asyncconsumer.sync import Consumer
+    from tests.support.produce import ProduceHelper, Record
+
+    name = unique_topic_name("admin-cluster")
+    nodes = sorted(node.node_id for node in cluster.nodes)
+    async with AsyncAdmin(cluster.bootstrap_servers) as admin:
+        described = await admin.describe_cluster()
+        assert sorted(b.id for b in described.brokers) == nodes and described.controller in nodes
+        await admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=3)])
+
+        async def in_sync() -> bool:
+            parts = (await admin.describe_topics([name]))[name].partitions
+            return len(parts) == 3 and all(sorted(p.isr) == nodes and p.leader in nodes for p in parts)
+
+        await wait_for_async(in_sync, 60, message=lambda: f"{name}'s partitions in sync on {nodes}")
+        leaders = {p.partition: p.leader for p in (await admin.describe_topics([name]))[name].partitions}
+        producer = ProduceHelper(cluster.bootstrap_servers)
+        for p in range(3):
+            await asyncio.to_thread(producer.batches, name, [[Record(b"r%d" % i)] for i in range(p + 1)], partition=p)
+        ends = await admin.list_offsets({TopicPartition(name, p): "latest" for p in range(3)})
+        assert ends == {TopicPartition(name, p): p + 1 for p in range(3)}, leaders
+
+        brokers = [ConfigResource("broker", str(n)) for n in nodes]
+        configs = await admin.describe_configs(brokers)
+        assert [configs[r]["node.id"].value for r in brokers] == [str(n) for n in nodes]
+        chosen = brokers[1]
+        await admin.incremental_alter_configs({chosen: [AlterConfigOp("max.connections", "5000")]})
+
+        async def sources() -> list[ConfigSource]:  # the controller's record reaches each broker in its own time
+            found = await admin.describe_configs(brokers)
+            return [found[r]["max.connections"].source for r in brokers]
+
+        dynamic = ConfigSource.DYNAMIC_BROKER_CONFIG
+        await wait_for_async(lambda: _is(sources(), [False, True, False]), 30, message="set on that broker alone")
+        assert [s is dynamic for s in await sources()] == [False, True, False]
+        await admin.incremental_alter_configs({chosen: [AlterConfigOp("max.connections", op="delete")]})
+        await wait_for_async(lambda: _is(sources(), [False, False, False]), 30, message="deleted")
+
+        group = new_group_id()
+        with Consumer(cluster.bootstrap_servers, group_id=group, enable_auto_commit=False) as consumer:
+            await asyncio.to_thread(consumer.commit, {TopicPartition(name, 2): 1})
+        group_described = (await admin.describe_consumer_groups([group]))[group]
+        assert group_described.coordinator == await coordinator_of(cluster, group)
+        lag = await admin.list_consumer_group_lag(group)
+        assert [(r.partition.partition, r.committed, r.log_end_offset, r.lag) for r in lag] == [(2, 1, 3, 2)]
+        await admin.delete_topics([name])
