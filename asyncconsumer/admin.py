@@ -29,6 +29,7 @@ from asyncconsumer._caller.admin_results import (
     TopicDescription,
     TopicPartitionInfo,
 )
+from asyncconsumer._caller.admin_share import ShareGroupDescription, ShareMemberDescription, SharePartitionOffsetInfo
 from asyncconsumer._caller.faces import AsyncFace, BlockingFace
 from asyncconsumer._state.snapshot import AdminMetrics
 
@@ -52,6 +53,9 @@ __all__ = [
     "NewTopic",
     "OffsetSpec",
     "PartitionLag",
+    "ShareGroupDescription",
+    "ShareMemberDescription",
+    "SharePartitionOffsetInfo",
     "TopicDescription",
     "TopicPartitionInfo",
 ]

@@ -49,6 +49,13 @@ from asyncconsumer._caller.admin_results import (
     topic_descriptions,
     topic_names,
 )
+from asyncconsumer._caller.admin_share import (
+    ShareGroupDescription,
+    SharePartitionOffsetInfo,
+    described_share_group,
+    share_group_offsets,
+    share_offsets_request,
+)
 from asyncconsumer._caller.faces import FaceMethods, both_faces
 from asyncconsumer._state.snapshot import AdminMetrics
 from asyncconsumer.config import AdminConfig, AdminSettings
@@ -89,6 +96,7 @@ from asyncconsumer.protocol.messages.delete_topics import DeleteTopicsRequest, D
 from asyncconsumer.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from asyncconsumer.protocol.messages.describe_configs import DescribeConfigsResponse
 from asyncconsumer.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from asyncconsumer.protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsResponse
 from asyncconsumer.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponse
 from asyncconsumer.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from asyncconsumer.protocol.messages.list_offsets import (
@@ -115,6 +123,10 @@ from asyncconsumer.protocol.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
+)
+from asyncconsumer.protocol.messages.share_group_describe import (
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
 )
 from asyncconsumer.records import OffsetAndMetadata, TopicPartition
 
@@ -319,6 +331,52 @@ class AdminMethods(FaceMethods):
 
             errors.update(await self._ask(request, CoordinatorOf(group_id), deadline, read))
         _first_error(errors)
+
+    # --- share groups (KIP-932) ----------------------------------------------------------------------------------
+    @both_faces
+    async def describe_share_groups(
+        self, group_ids: Iterable[str], *, timeout_ms: int | None = None
+    ) -> dict[str, ShareGroupDescription]:
+        """Each share group's state, epochs, assignor and members with their partitions; ``GroupIdNotFoundError``
+        naming a group its coordinator knows no share group of; ``UnsupportedVersionError`` naming
+        ShareGroupDescribe (API 77) on a broker without share groups."""
+        deadline = self._core.deadline(timeout_ms)
+        found: dict[str, ShareGroupDescription] = {}
+        for group_id in _names(group_ids, "group_ids"):
+            request = ShareGroupDescribeRequest(group_ids=(group_id,))
+
+            def read(
+                answer: AdminAnswer, request: Request = request, group_id: str = group_id
+            ) -> ShareGroupDescription:
+                response = _typed(answer.response, ShareGroupDescribeResponse, request)
+                return described_share_group(response, group_id, answer.node_id)
+
+            found[group_id] = await self._ask(request, CoordinatorOf(group_id), deadline, read)
+        return found
+
+    @both_faces
+    async def list_share_group_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> dict[TopicPartition, SharePartitionOffsetInfo]:
+        """Each partition's start offset (every record below it acknowledged, or never to be delivered), leader epoch
+        and lag (KIP-1226: the broker's count of records from the start offset on not yet acknowledged), of
+        ``partitions`` or of every partition the group has state for."""
+        deadline = self._core.deadline(timeout_ms)
+        request = share_offsets_request(group_id, partitions)
+        response = await self._ask(
+            request,
+            CoordinatorOf(group_id),
+            deadline,
+            lambda a: _typed(a.response, DescribeShareGroupOffsetsResponse, request),
+        )
+        names = {}
+        if any(not t.topic_name for g in response.groups for t in g.topics):  # named by id only: ask metadata
+            names = {t.topic_id: t.name or "" for t in (await self._metadata(None, deadline)).topics}
+        return share_group_offsets(response, group_id, names)
 
     # --- offsets -------------------------------------------------------------------------------------------------
     @both_faces

@@ -7,6 +7,7 @@ test is an expected failure there, naming it."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -315,3 +316,58 @@ async def test_a_groups_lag_is_each_committed_partition_against_its_log_end(
         (f"{name}-0", 2, 5, 3, None),
         (f"{name}-1", 0, 0, 0, None),
     ]
+
+
+@pytest.mark.kafka_only("share groups (KIP-932); Tansu 0.6 has none")
+async def test_a_share_group_is_described_with_its_members_and_each_partitions_start_offset(
+    broker: Broker, topic: TopicFactory, produce: ProduceHelper
+) -> None:
+    from asyncconsumer import AsyncShareConsumer
+
+    name = topic(2)
+    for p in (0, 1):
+        produce.batches(name, [[Record(b"r%d" % i)] for i in range(3)], partition=p)
+    group = new_group_id()
+    tps = [TopicPartition(name, p) for p in (0, 1)]
+    async with AsyncAdmin(broker.bootstrap_servers) as admin:
+        resource = ConfigResource("group", group)
+        await admin.incremental_alter_configs({resource: [AlterConfigOp("share.auto.offset.reset", "earliest")]})
+
+        async def applied() -> bool:  # a broker applies the controller's record a moment after the answer
+            return (await admin.describe_configs([resource]))[resource]["share.auto.offset.reset"].value == "earliest"
+
+        await wait_for_async(applied, 30, message="the group's share.auto.offset.reset described as earliest")
+        async with AsyncShareConsumer(broker.bootstrap_servers, group_id=group) as member:
+            await member.subscribe([name])
+            got = 0
+
+            async def read_all() -> bool:
+                nonlocal got
+                got += (await member.poll(timeout_ms=200)).count()
+                return got >= 6
+
+            await wait_for_async(read_all, 60, message=lambda: f"{got} of 6 records")
+            await member.commit_sync()
+
+            seen: dict[TopicPartition, Any] = {}
+
+            async def settled() -> bool:
+                offsets = await admin.list_share_group_offsets(group)
+                seen.update(offsets)
+                # every record acknowledged: no lag; the start offset the broker stores may trail the acknowledgements
+                return offsets.keys() == set(tps) and all(
+                    o.lag == 0 and o.start_offset is not None and 0 <= o.start_offset <= 3 for o in offsets.values()
+                )
+
+            await wait_for_async(
+                settled,
+                30,
+                message=lambda: f"no lag once the 3 records of each partition are acknowledged: {seen}",
+            )
+            described = (await admin.describe_share_groups([group]))[group]
+            assert described.state == "Stable" and described.group_epoch >= 1
+            [running] = described.members
+            assert running.assignment == frozenset(tps) and running.subscribed_topics == (name,)
+            assert (await admin.list_share_group_offsets(group, [tps[1]])).keys() == {tps[1]}
+        with pytest.raises(GroupIdNotFoundError, match="no-such"):
+            await admin.describe_share_groups([f"no-such-{group}"])
