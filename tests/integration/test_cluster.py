@@ -592,6 +592,7 @@ async def test_the_admin_client_sends_each_request_where_it_belongs_on_three_nod
     (its ``node.id`` says so), one broker's dynamic config set and deleted there alone; a group's coordinator and
     lag."""
     from asyncconsumer.admin import AlterConfigOp, AsyncAdmin, ConfigResource, ConfigSource, NewTopic
+    from asyncconsumer.errors import UnknownTopicOrPartitionError
     from asyncconsumer.sync import Consumer
     from tests.support.produce import ProduceHelper, Record
 
@@ -603,7 +604,10 @@ async def test_the_admin_client_sends_each_request_where_it_belongs_on_three_nod
         await admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=3)])
 
         async def in_sync() -> bool:
-            parts = (await admin.describe_topics([name]))[name].partitions
+            try:  # a broker learns of the new topic from the metadata log a moment after the controller created it
+                parts = (await admin.describe_topics([name]))[name].partitions
+            except UnknownTopicOrPartitionError:
+                return False
             return len(parts) == 3 and all(sorted(p.isr) == nodes and p.leader in nodes for p in parts)
 
         await wait_for_async(in_sync, 60, message=lambda: f"{name}'s partitions in sync on {nodes}")
