@@ -10,7 +10,8 @@ written as enums by name. A broker's and a broker logger's configs are asked of 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Protocol, TypeVar
 
 import attrs
 
@@ -182,11 +183,12 @@ def broker_of(resource: ConfigResource) -> int | None:
 
 
 def by_broker(resources: Iterable[ConfigResource]) -> dict[int | None, list[ConfigResource]]:
-    """The resources grouped by where they are asked (``broker_of``), each group in order."""
+    """The resources grouped by where they are asked (``broker_of``), each group in order, in the order they are
+    asked: any broker's first, then each broker's by id."""
     grouped: dict[int | None, list[ConfigResource]] = {}
     for resource in _resources(resources):
         grouped.setdefault(broker_of(resource), []).append(resource)
-    return grouped
+    return dict(sorted(grouped.items(), key=lambda item: (item[0] is not None, item[0] or 0)))
 
 
 def describe_request(
@@ -214,18 +216,36 @@ def _said(what: str, message: str | None) -> str:
     return f"{what}: {message}" if message else what
 
 
+class _ResourceAnswer(Protocol):
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+
+
+AnswerT = TypeVar("AnswerT", bound=_ResourceAnswer)
+
+
+def _answers(
+    resources: Iterable[ConfigResource], answers: Iterable[AnswerT], api: str
+) -> Iterator[tuple[ConfigResource, AnswerT]]:
+    """Each resource asked with its part of the answer; ``CorruptResponseError`` naming one the answer left out."""
+    by_key = {(a.resource_type, a.resource_name): a for a in answers}
+    for resource in resources:
+        answer = by_key.get((resource.type.value, resource.name))
+        if answer is None:
+            raise CorruptResponseError(f"{api} answered without {resource}")
+        yield resource, answer
+
+
 def described_configs(
     resources: Iterable[ConfigResource], response: DescribeConfigsResponse
 ) -> tuple[dict[ConfigResource, dict[str, ConfigEntry]], dict[ConfigResource, KafkaError]]:
     """Each resource's configs by name, and each resource's error (``UnknownTopicOrPartitionError`` for a topic that
     does not exist, with the broker's message); ``CorruptResponseError`` when a resource asked is left out."""
-    answers = {(r.resource_type, r.resource_name): r for r in response.results}
     found: dict[ConfigResource, dict[str, ConfigEntry]] = {}
     errors: dict[ConfigResource, KafkaError] = {}
-    for resource in resources:
-        result = answers.get((resource.type.value, resource.name))
-        if result is None:
-            raise CorruptResponseError(f"DescribeConfigs answered without {resource}")
+    for resource, result in _answers(resources, response.results, "DescribeConfigs"):
         if result.error_code != ErrorCode.NONE:
             errors[resource] = for_code(
                 result.error_code, _said(f"describing the configs of {resource}", result.error_message)
@@ -300,12 +320,8 @@ def alter_errors(
 ) -> dict[ConfigResource, KafkaError]:
     """Each resource not altered, with its error and the broker's message (``InvalidConfigError`` naming the key and
     the bound it broke); ``CorruptResponseError`` when a resource asked is left out."""
-    answers = {(r.resource_type, r.resource_name): r for r in response.responses}
     errors: dict[ConfigResource, KafkaError] = {}
-    for resource in resources:
-        answer = answers.get((resource.type.value, resource.name))
-        if answer is None:
-            raise CorruptResponseError(f"IncrementalAlterConfigs answered without {resource}")
+    for resource, answer in _answers(resources, response.responses, "IncrementalAlterConfigs"):
         if answer.error_code != ErrorCode.NONE:
             errors[resource] = for_code(
                 answer.error_code, _said(f"altering the configs of {resource}", answer.error_message)

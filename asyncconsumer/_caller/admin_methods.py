@@ -672,9 +672,7 @@ class AdminMethods(FaceMethods):
         deadline = self._core.deadline(timeout_ms)
         found: dict[ConfigResource, dict[str, ConfigEntry]] = {}
         errors: dict[ConfigResource, KafkaError] = {}
-        for broker, chosen in sorted(
-            by_broker(resources).items(), key=lambda item: (item[0] is not None, item[0] or 0)
-        ):
+        for broker, chosen in by_broker(resources).items():
             request = describe_request(chosen, synonyms=include_synonyms, documentation=include_documentation)
 
             def read(
@@ -702,7 +700,7 @@ class AdminMethods(FaceMethods):
         checked = check_changes(changes)
         deadline = self._core.deadline(timeout_ms)
         errors: dict[ConfigResource, KafkaError] = {}
-        for broker, chosen in sorted(by_broker(checked).items(), key=lambda item: (item[0] is not None, item[0] or 0)):
+        for broker, chosen in by_broker(checked).items():
             request = alter_request(checked, chosen, validate_only)
 
             def read(

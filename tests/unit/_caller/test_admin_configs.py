@@ -75,6 +75,7 @@ def test_changes_are_checked_and_a_config_changed_twice_is_named() -> None:
 def test_a_brokers_configs_go_to_that_broker_and_the_rest_to_any() -> None:
     grouped = by_broker([GROUP, ConfigResource("broker", "2"), TOPIC, ConfigResource("broker_logger", "2"), TOPIC])
     assert grouped == {None: [TOPIC, GROUP], 2: [ConfigResource("broker", "2"), ConfigResource("broker_logger", "2")]}
+    assert list(by_broker([ConfigResource("broker", "3"), TOPIC, ConfigResource("broker", "1")])) == [None, 1, 3]
     assert by_broker([ConfigResource("broker", "")]) == {None: [ConfigResource("broker", "")]}
     with pytest.raises(TypeError, match="not one"):
         by_broker(TOPIC)  # type: ignore[arg-type]
