@@ -43,6 +43,7 @@ from asyncconsumer._caller.admin_results import (
     group_lag,
     listed_groups,
     offset_delete_errors,
+    offsets_only,
     partitions_create_errors,
     topic_create_errors,
     topic_delete_errors,
@@ -421,7 +422,7 @@ class AdminMethods(FaceMethods):
             # Kafka forgets an empty group once its offsets go; Tansu 0.6 describes any unknown id as Empty
             raise GroupIdNotFoundError(f"group {group_id!r} does not exist (no members, no committed offsets)")
         if described is None:
-            described = ConsumerGroupDescription(group_id, "classic", "Empty", "consumer", "", -1, ())
+            described = offsets_only(group_id)
         partitions = {tp for m in described.members for tp in m.assignment} | set(committed)
         ends: dict[TopicPartition, int | None] = {}
         for topic, numbers in _by_topic(partitions).items():

@@ -79,6 +79,11 @@ class ConsumerGroupDescription:
     members: tuple[MemberDescription, ...]
 
 
+def offsets_only(group_id: str) -> ConsumerGroupDescription:
+    """A group its coordinator does not describe but that has committed offsets: Empty, with no members."""
+    return ConsumerGroupDescription(group_id, "classic", "Empty", "consumer", "", -1, ())
+
+
 @attrs.frozen
 class PartitionLag:
     """One partition a consumer group has committed for or has assigned, as ``kafka-consumer-groups.sh --describe``

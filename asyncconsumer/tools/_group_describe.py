@@ -11,6 +11,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
+from asyncconsumer._caller.admin_results import offsets_only
 from asyncconsumer.admin import AsyncAdmin, ConsumerGroupDescription, PartitionLag
 from asyncconsumer.errors import GroupIdNotFoundError
 from asyncconsumer.tools._admin_commands import with_status
@@ -112,7 +113,7 @@ async def _described(admin: AsyncAdmin, group_id: str) -> tuple[ConsumerGroupDes
     try:
         group = (await admin.describe_consumer_groups([group_id]))[group_id]
     except GroupIdNotFoundError:  # only committed offsets are left of it
-        group = ConsumerGroupDescription(group_id, "classic", "Empty", "consumer", "", -1, ())
+        group = offsets_only(group_id)
     coordinator = "-"
     if group.coordinator >= 0:
         brokers = {b.id: b for b in (await admin.describe_cluster()).brokers}
